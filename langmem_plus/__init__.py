@@ -1,0 +1,1 @@
+"""langmem_plus: a learning memory for LangGraph and LangChain agents."""

@@ -1,0 +1,48 @@
+"""The langmem_plus exception tree.
+
+Every error the package raises on purpose derives from ``LangmemPlusError`` and
+from the builtin it resembles, so ``except ValueError`` keeps working::
+
+    LangmemPlusError
+    ├── InvalidNamespace(ValueError)      a namespace that is empty or badly formed
+    ├── InvalidRecord(ValueError)         a record that fails validation
+    ├── StoreUnavailable(ConnectionError) Chroma path or server cannot be opened
+    ├── ModelOutputError(ValueError)      a chat model answered with unusable JSON
+    └── EnvError(RuntimeError)            an environment was driven wrongly
+"""
+
+from __future__ import annotations
+
+
+class LangmemPlusError(Exception):
+    """Root of every error langmem_plus raises on purpose."""
+
+
+class InvalidNamespace(LangmemPlusError, ValueError):
+    """A namespace is empty, has an empty part, or has a part with control characters."""
+
+
+class InvalidRecord(LangmemPlusError, ValueError):
+    """A record failed validation (bad field value, wrong namespace, ...)."""
+
+
+class StoreUnavailable(LangmemPlusError, ConnectionError):
+    """The Chroma store could not be opened or reached."""
+
+
+class ModelOutputError(LangmemPlusError, ValueError):
+    """A chat model's answer could not be parsed or validated as the JSON asked for."""
+
+
+class EnvError(LangmemPlusError, RuntimeError):
+    """An environment was used out of order (step before reset, unknown task, ...)."""
+
+
+__all__ = [
+    "EnvError",
+    "InvalidNamespace",
+    "InvalidRecord",
+    "LangmemPlusError",
+    "ModelOutputError",
+    "StoreUnavailable",
+]

@@ -1,0 +1,501 @@
+"""Records: the pydantic models every layer speaks (DESIGN §2).
+
+Untrusted values are cleaned at the boundary: text may arrive as bytes, with NUL
+bytes, or a megabyte long; numbers may be NaN or infinite. Such values are
+repaired with a logged warning (a "logged skip"), never allowed to break a run.
+
+Example:
+    >>> fb = Feedback(hard_failure=True, error_text=b"unknown column 'agee'")
+    >>> step = Step(index=0, action="keep agee > 3", feedback=fb, tool="gridtool")
+    >>> step.feedback.failed
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from langmem_plus._text import clean_text
+from langmem_plus.config import DEFAULT_CONFIG
+from langmem_plus.errors import InvalidNamespace
+
+logger = logging.getLogger("langmem_plus")
+
+Namespace = tuple[str, ...]
+Channel = Literal["hard", "constraint", "no_progress"]
+LessonStatus = Literal["candidate", "promoted", "suppressed", "archived"]
+LessonSource = Literal["rule", "llm", "imported"]
+ScopeLevel = Literal["task", "domain", "global"]
+EpisodeKind = Literal["success", "nearmiss", "avoidance"]
+Moment = Literal["pre_run", "on_error"]
+VerdictSource = Literal["deterministic", "llm", "signals"]
+
+LESSON_STATUSES: tuple[LessonStatus, ...] = ("candidate", "promoted", "suppressed", "archived")
+RETRIEVABLE_STATUSES: frozenset[str] = frozenset({"candidate", "promoted"})
+_MAX_NS_PART = 128
+
+
+def validate_namespace(namespace: Any) -> Namespace:
+    """Return ``namespace`` as a tuple of non-empty strings or raise InvalidNamespace."""
+    if isinstance(namespace, str):
+        namespace = (namespace,)
+    try:
+        parts = tuple(namespace)
+    except TypeError as exc:
+        raise InvalidNamespace(f"namespace must be a tuple of strings, got {namespace!r}") from exc
+    if not parts:
+        raise InvalidNamespace("namespace must have at least one part, e.g. ('acme', 'agent-7')")
+    for part in parts:
+        if not isinstance(part, str) or not part.strip():
+            raise InvalidNamespace(f"namespace parts must be non-empty strings, got {parts!r}")
+        if len(part) > _MAX_NS_PART or any(ord(c) < 32 for c in part):
+            raise InvalidNamespace(
+                f"namespace part {part[:40]!r} is longer than {_MAX_NS_PART} chars or has control characters"
+            )
+    return parts
+
+
+def _finite(value: Any, field: str, default: float) -> float:
+    """A finite float, or ``default`` with a logged warning for NaN/inf/garbage."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        logger.warning("langmem_plus: %s=%r is not a number; using %s", field, value, default)
+        return default
+    if not math.isfinite(f):
+        logger.warning("langmem_plus: %s=%r is not finite; using %s", field, value, default)
+        return default
+    return f
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+
+# --------------------------------------------------------------------------- feedback
+
+
+class Efficiency(_Record):
+    """The efficiency channel: what one step cost."""
+
+    steps: int = 1
+    """Steps consumed (1 for an ordinary step)."""
+    seconds: float = 0.0
+    """Wall time of the step."""
+    cost: float = 0.0
+    """Money or tokens spent, in the caller's unit."""
+
+    @field_validator("seconds", "cost", mode="before")
+    @classmethod
+    def _finite_nonneg(cls, v: Any, info: Any) -> float:
+        return max(0.0, _finite(v, f"efficiency.{info.field_name}", 0.0))
+
+
+class Feedback(_Record):
+    """The four feedback channels of one step, identical in every domain (DESIGN §2)."""
+
+    hard_failure: bool = False
+    """Exception, non-zero exit, tool/API error, safety stop."""
+    constraint_failure: bool = False
+    """A required condition was not met (wrong output shape, invariant broken)."""
+    progress: float | None = None
+    """Progress toward the goal in [0, 1]; None when unknown. NaN/inf become None."""
+    efficiency: Efficiency = Field(default_factory=Efficiency)
+    """Steps, seconds, cost."""
+    error_text: str = ""
+    """Error text as the tool printed it; bytes are decoded, huge text is cut (head + tail)."""
+    reward: float = 0.0
+    """Environment reward for the step. NaN/inf become 0."""
+
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _progress(cls, v: Any) -> float | None:
+        if v is None:
+            return None
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            logger.warning("langmem_plus: progress=%r is not a number; treated as unknown", v)
+            return None
+        if not math.isfinite(f):
+            logger.warning("langmem_plus: progress=%r is not finite; treated as unknown", v)
+            return None
+        return min(1.0, max(0.0, f))
+
+    @field_validator("reward", mode="before")
+    @classmethod
+    def _reward(cls, v: Any) -> float:
+        return _finite(v, "reward", 0.0)
+
+    @field_validator("error_text", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return clean_text(v, DEFAULT_CONFIG.error_text_scan_chars)
+
+    @property
+    def failed(self) -> bool:
+        """True on a hard or constraint failure."""
+        return self.hard_failure or self.constraint_failure
+
+
+class Step(_Record):
+    """One executed step of a run."""
+
+    index: int
+    """Position of the step in its run, from 0."""
+    action: str
+    """What the agent did (a command line, an API call, a move)."""
+    observation: str = ""
+    """What came back, cleaned and cut like error text."""
+    feedback: Feedback = Field(default_factory=Feedback)
+    """The four channels."""
+    tool: str | None = None
+    """The tool used, if any."""
+    state_before: dict[str, Any] | None = None
+    """Optional structured state before the step (room, screen, inventory)."""
+    state_after: dict[str, Any] | None = None
+    """Optional structured state after the step."""
+    info: dict[str, Any] = Field(default_factory=dict)
+    """Free-form extras, e.g. ``{"kind": "docs"}`` for a docs lookup, ``subgoal``."""
+
+    @field_validator("action", "observation", mode="before")
+    @classmethod
+    def _clean(cls, v: Any) -> str:
+        return clean_text(v, DEFAULT_CONFIG.error_text_scan_chars)
+
+
+class ErrorEvent(_Record):
+    """A failed step, fingerprinted (DESIGN §2, §3)."""
+
+    id: str
+    namespace: Namespace
+    run_id: str
+    step: int
+    fingerprint: str
+    """Normalised failure text (literals replaced by placeholders)."""
+    fingerprint_id: str
+    """Short stable hash of ``fingerprint``."""
+    tags: list[str] = Field(default_factory=list)
+    channel: Channel
+    action: str = ""
+    error_text: str = ""
+    """Error text cut to ``MemoryConfig.error_text_max_chars``."""
+    tool: str | None = None
+    domain: str | None = None
+    task: str | None = None
+    ts: float = Field(default_factory=time.time)
+
+    @field_validator("error_text", "action", mode="before")
+    @classmethod
+    def _cut(cls, v: Any) -> str:
+        return clean_text(v, DEFAULT_CONFIG.error_text_max_chars)
+
+
+# --------------------------------------------------------------------------- lessons
+
+
+class LessonScope(_Record):
+    """Where a lesson applies."""
+
+    level: ScopeLevel = "domain"
+    tool: str | None = None
+    domain: str | None = None
+    task: str | None = None
+
+
+class LessonStats(_Record):
+    """Counters behind promotion, suppression and archiving (DESIGN §6)."""
+
+    activations: int = 0
+    """Times the lesson was shown to an executor."""
+    runs_activated: int = 0
+    """Distinct runs in which it was shown."""
+    evidence_runs: int = 0
+    """Runs whose outcome could say whether it helped (its triggers were at stake)."""
+    helped: int = 0
+    """Evidence runs with positive utility."""
+    harmed: int = 0
+    """Evidence runs with negative utility."""
+    utility_window: list[float] = Field(default_factory=list)
+    """Utility of each evidence run, newest last."""
+    conflict_losses: int = 0
+    """Times it lost its conflict cluster at selection."""
+    pass_rate_with: float | None = None
+    """Pass rate of the evidence runs in which it was active."""
+    pass_rate_baseline: float | None = None
+    """Pass rate of comparable runs without it."""
+    created_run_seq: int = 0
+    """Run sequence number at creation."""
+    last_activated_run_seq: int | None = None
+    """Run sequence number of the last activation."""
+
+
+class Provenance(_Record):
+    run_ids: list[str] = Field(default_factory=list)
+    event_ids: list[str] = Field(default_factory=list)
+
+
+class Lesson(_Record):
+    """A WRONG -> CORRECT rule learned from recurring failures (DESIGN §2, §6)."""
+
+    id: str
+    namespace: Namespace
+    rule_text: str
+    """Human-readable rule, ``WRONG: ... -> CORRECT: ...`` when possible."""
+    wrong: str | None = None
+    """Token pattern to avoid; ``*`` matches one token. None for a pure "avoid" lesson."""
+    correct: str | None = None
+    """Replacement token pattern; ``*`` takes the matched token at the same position."""
+    triggers: list[str] = Field(default_factory=list)
+    """Fingerprint ids this lesson answers."""
+    fingerprints: list[str] = Field(default_factory=list)
+    """The readable fingerprints behind ``triggers``."""
+    tags: list[str] = Field(default_factory=list)
+    scope: LessonScope = Field(default_factory=LessonScope)
+    status: LessonStatus = "candidate"
+    stats: LessonStats = Field(default_factory=LessonStats)
+    reliability: float = 0.5
+    """Posterior mean of helped / (helped + harmed) under a (1, 1) prior."""
+    conflicts_with: list[str] = Field(default_factory=list)
+    supersedes: list[str] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+    source: LessonSource = "rule"
+    simhash: str = ""
+    """Hex SimHash of normalised rule text + triggers, for dedup."""
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    last_activated_at: float | None = None
+
+    @property
+    def retrievable(self) -> bool:
+        """Suppressed and archived lessons are never retrieved (DESIGN §5.4)."""
+        return self.status in RETRIEVABLE_STATUSES
+
+
+# --------------------------------------------------------------------------- episodes, skills
+
+
+class Episode(_Record):
+    """A remembered success, near-miss or avoidance (DESIGN §2, §6)."""
+
+    episode_id: str
+    namespace: Namespace
+    kind: EpisodeKind
+    goal_signature: str
+    subgoal_template: str = ""
+    context: str = ""
+    """Room / screen / tool the episode happened in."""
+    state_fingerprint: list[str] = Field(default_factory=list)
+    preconds_satisfied: list[str] = Field(default_factory=list)
+    preconds_missing: list[str] = Field(default_factory=list)
+    action_seq: list[str] = Field(default_factory=list)
+    obs_seq: list[str] = Field(default_factory=list)
+    inventory_delta: list[str] = Field(default_factory=list)
+    summary: str = ""
+    success_weight: float = 1.0
+    avoid_tags: list[str] = Field(default_factory=list)
+    ttl_episodes: int | None = None
+    simhash: str = ""
+    strength: float = 1.0
+    significance: float = 0.5
+    run_id: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    last_seen_at: float = Field(default_factory=time.time)
+
+
+class SkillStats(_Record):
+    executions: int = 0
+    successes: int = 0
+    failures: int = 0
+    success_rate: float = 0.0
+
+
+class Skill(_Record):
+    """A procedure distilled from repeated successes (DESIGN §2, §6)."""
+
+    id: str
+    namespace: Namespace
+    name: str
+    goal_templates: list[str] = Field(default_factory=list)
+    preconds: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)
+    effects: list[str] = Field(default_factory=list)
+    failure_modes: list[str] = Field(default_factory=list)
+    stats: SkillStats = Field(default_factory=SkillStats)
+    source_episodes: list[str] = Field(default_factory=list)
+    created_at: float = Field(default_factory=time.time)
+
+
+# --------------------------------------------------------------------------- runs, retrieval
+
+
+class TaskSpec(_Record):
+    """What memory knows of a task: its goal text and scope."""
+
+    task_id: str
+    goal: str
+    tool: str | None = None
+    domain: str | None = None
+    family: str | None = None
+    """Task family, for comparable-run baselines and held-out evaluation."""
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkingContext(_Record):
+    """Working memory of a run, the source of the retrieval query blocks (DESIGN §5.1)."""
+
+    goal: str = ""
+    context: str = ""
+    inventory: list[str] = Field(default_factory=list)
+    obs: str = ""
+    preconds_sat: list[str] = Field(default_factory=list)
+    preconds_miss: list[str] = Field(default_factory=list)
+    last_fail: str = ""
+    stalls: int = 0
+    """Steps since progress last increased."""
+    recent_failures: int = 0
+    """Failures in the last ``repeat_window`` steps."""
+    difficulty: float | None = None
+    """Explicit difficulty in [0, 1]; derived from stalls and failures when None."""
+
+
+class Activation(_Record):
+    """A lesson was shown to the executor (DESIGN §6)."""
+
+    lesson_id: str
+    run_id: str
+    step: int
+    moment: Moment
+    fingerprint_id: str | None = None
+    score: float = 0.0
+    ts: float = Field(default_factory=time.time)
+
+
+class ScoredItem(_Record):
+    """A retrieved item with its score, the score's parts, and why it was chosen."""
+
+    kind: Literal["lesson", "episode", "skill"]
+    item: Union[Lesson, Episode, Skill]
+    score: float
+    components: dict[str, float] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def item_id(self) -> str:
+        item = self.item
+        if isinstance(item, Episode):
+            return item.episode_id
+        return item.id
+
+
+class Hint(_Record):
+    """One actionable next step distilled from a retrieved item (DESIGN §6)."""
+
+    text: str
+    precondition: str | None = None
+    source_kind: Literal["lesson", "episode", "skill"] = "lesson"
+    source_id: str
+    wrong: str | None = None
+    correct: str | None = None
+    score: float = 0.0
+
+
+class Verdict(_Record):
+    """The referee's judgement of a run (DESIGN §7)."""
+
+    passed: bool
+    score: float = Field(0.0, ge=0.0, le=1.0)
+    reasons: list[str] = Field(default_factory=list)
+    source: VerdictSource = "signals"
+
+
+class RunRecord(_Record):
+    """What one finished run leaves behind for later baselines (DESIGN §6 utility)."""
+
+    run_id: str
+    namespace: Namespace
+    seq: int
+    task_id: str
+    family: str | None = None
+    tool: str | None = None
+    domain: str | None = None
+    passed: bool = False
+    score: float = 0.0
+    steps: int = 0
+    tool_errors: int = 0
+    fingerprint_counts: dict[str, int] = Field(default_factory=dict)
+    activated: list[str] = Field(default_factory=list)
+    ts: float = Field(default_factory=time.time)
+
+
+class Link(_Record):
+    """A graph edge that lesson fields cannot rebuild, e.g. co_activated (DESIGN §4)."""
+
+    id: str
+    namespace: Namespace
+    a: str
+    """Graph node id, e.g. ``lesson:les_1a2b``."""
+    b: str
+    kind: str = "co_activated"
+    weight: float = 1.0
+    ts: float = Field(default_factory=time.time)
+
+
+class RunReport(_Record):
+    """What ``end_run`` returns: the run's figures and what memory changed."""
+
+    run_id: str
+    task_id: str
+    passed: bool
+    score: float
+    steps: int
+    tool_errors: int
+    repeated_errors: int
+    """Errors whose fingerprint had already occurred earlier in the same run."""
+    fingerprint_counts: dict[str, int] = Field(default_factory=dict)
+    lesson_activations: int = 0
+    activated_lesson_ids: list[str] = Field(default_factory=list)
+    new_lessons: list[str] = Field(default_factory=list)
+    merged_lessons: list[str] = Field(default_factory=list)
+    promoted: list[str] = Field(default_factory=list)
+    suppressed: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list)
+    utilities: dict[str, float] = Field(default_factory=dict)
+    lessons_by_status: dict[str, int] = Field(default_factory=dict)
+    verdict: Verdict | None = None
+
+
+__all__ = [
+    "Activation",
+    "Channel",
+    "Efficiency",
+    "Episode",
+    "EpisodeKind",
+    "ErrorEvent",
+    "Feedback",
+    "Hint",
+    "LESSON_STATUSES",
+    "Lesson",
+    "LessonScope",
+    "LessonStats",
+    "LessonStatus",
+    "Link",
+    "Namespace",
+    "Provenance",
+    "RETRIEVABLE_STATUSES",
+    "RunRecord",
+    "RunReport",
+    "ScoredItem",
+    "Skill",
+    "SkillStats",
+    "Step",
+    "TaskSpec",
+    "Verdict",
+    "WorkingContext",
+    "validate_namespace",
+]
