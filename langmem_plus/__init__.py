@@ -1,1 +1,167 @@
-"""langmem_plus: a learning memory for LangGraph and LangChain agents."""
+"""langmem_plus: a learning memory for LangGraph and LangChain agents.
+
+It captures failed steps as fingerprinted error events, turns recurring failures into
+WRONG -> CORRECT lessons, hands the right lessons back before a run and at the moment
+of an error, and keeps only the lessons that measurably help.
+
+Heavy dependencies (chromadb, langgraph) load on first use of the names that need
+them, so ``import langmem_plus`` stays fast.
+
+Example:
+    >>> import tempfile
+    >>> from langmem_plus import LearningMemory
+    >>> mem = LearningMemory.open(tempfile.mkdtemp(), namespace=("acme", "agent-7"))
+    >>> mem.lessons_by_status()["candidate"]
+    0
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.errors import (
+    EnvError,
+    InvalidNamespace,
+    InvalidRecord,
+    LangmemPlusError,
+    ModelOutputError,
+    StoreUnavailable,
+)
+from langmem_plus.records import (
+    Activation,
+    Episode,
+    ErrorEvent,
+    Feedback,
+    Hint,
+    Lesson,
+    RunReport,
+    ScoredItem,
+    Skill,
+    Step,
+    TaskSpec,
+    Verdict,
+    WorkingContext,
+)
+
+__version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "LearningMemory": "langmem_plus.memory",
+    "Trajectory": "langmem_plus.memory",
+    "MemoryState": "langmem_plus.nodes",
+    "pre_run_node": "langmem_plus.nodes",
+    "capture_node": "langmem_plus.nodes",
+    "on_error_retrieve_node": "langmem_plus.nodes",
+    "distill_hints_node": "langmem_plus.nodes",
+    "referee_node": "langmem_plus.nodes",
+    "end_of_run_node": "langmem_plus.nodes",
+    "build_executor_referee_graph": "langmem_plus.graph",
+    "run_task": "langmem_plus.graph",
+    "HashingEmbeddings": "langmem_plus.embeddings",
+    "make_embeddings": "langmem_plus.embeddings",
+    "count_tokens": "langmem_plus.tokens",
+    "fingerprint": "langmem_plus.capture",
+    "fingerprint_id": "langmem_plus.capture",
+    "extract_tags": "langmem_plus.capture",
+    "detect_failure": "langmem_plus.capture",
+    "DeterministicReferee": "langmem_plus.referee",
+    "LLMJudge": "langmem_plus.referee",
+    "SignalsReferee": "langmem_plus.referee",
+    "ScriptedExecutor": "langmem_plus.executors.scripted",
+    "LLMExecutor": "langmem_plus.executors.llm",
+    "Decision": "langmem_plus.executors.base",
+    "Env": "langmem_plus.envs.base",
+    "make_env": "langmem_plus.envs.registry",
+    "LessonRetriever": "langmem_plus.retrieval.retrievers",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langmem_plus.capture import detect_failure, extract_tags, fingerprint, fingerprint_id
+    from langmem_plus.embeddings import HashingEmbeddings, make_embeddings
+    from langmem_plus.envs.base import Env
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.executors.base import Decision
+    from langmem_plus.executors.llm import LLMExecutor
+    from langmem_plus.executors.scripted import ScriptedExecutor
+    from langmem_plus.graph import build_executor_referee_graph, run_task
+    from langmem_plus.memory import LearningMemory, Trajectory
+    from langmem_plus.nodes import (
+        MemoryState,
+        capture_node,
+        distill_hints_node,
+        end_of_run_node,
+        on_error_retrieve_node,
+        pre_run_node,
+        referee_node,
+    )
+    from langmem_plus.referee import DeterministicReferee, LLMJudge, SignalsReferee
+    from langmem_plus.retrieval.retrievers import LessonRetriever
+    from langmem_plus.tokens import count_tokens
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langmem_plus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "Activation",
+    "DEFAULT_CONFIG",
+    "Decision",
+    "DeterministicReferee",
+    "Env",
+    "EnvError",
+    "Episode",
+    "ErrorEvent",
+    "Feedback",
+    "HashingEmbeddings",
+    "Hint",
+    "InvalidNamespace",
+    "InvalidRecord",
+    "LLMExecutor",
+    "LLMJudge",
+    "LangmemPlusError",
+    "LearningMemory",
+    "Lesson",
+    "LessonRetriever",
+    "MemoryConfig",
+    "MemoryState",
+    "ModelOutputError",
+    "RunReport",
+    "ScoredItem",
+    "ScriptedExecutor",
+    "SignalsReferee",
+    "Skill",
+    "Step",
+    "StoreUnavailable",
+    "TaskSpec",
+    "Trajectory",
+    "Verdict",
+    "WorkingContext",
+    "__version__",
+    "build_executor_referee_graph",
+    "capture_node",
+    "count_tokens",
+    "detect_failure",
+    "distill_hints_node",
+    "end_of_run_node",
+    "extract_tags",
+    "fingerprint",
+    "fingerprint_id",
+    "make_embeddings",
+    "make_env",
+    "on_error_retrieve_node",
+    "pre_run_node",
+    "referee_node",
+    "run_task",
+]

@@ -78,6 +78,13 @@ class MemoryConfig(BaseModel):
     """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (DESIGN §5.2)."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
+    rewrite_miss_factor: float = Field(0.5, ge=0.0, le=1.0)
+    """Share of the fingerprint-match credit kept by a rewrite lesson whose WRONG pattern is
+    absent from the failing action: one fingerprint (``unknown command <str>``) can have many
+    fixes, and the one that applies to the action is the answer (measured on gridtool)."""
+    pitfall_scale: float = Field(3.0, gt=0.0)
+    """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
+    before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
     max_context_tokens: int = Field(800, ge=0)
     """Token cap on the hints one retrieval hands the agent (issue 3)."""
 
@@ -126,6 +133,11 @@ class MemoryConfig(BaseModel):
     """EMA factor of a skill's success rate (DESIGN §6)."""
     episode_recall_min_strength: float = Field(0.1, ge=0.0, le=1.0)
     """Episodes weaker than this are not recalled (DESIGN §6)."""
+
+    failures_kept_per_run: int = Field(50, ge=1)
+    """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""
+    failure_note_chars: int = Field(300, ge=20)
+    """Characters of action and error text a failure note keeps."""
 
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)

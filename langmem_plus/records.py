@@ -414,6 +414,26 @@ class Verdict(_Record):
     source: VerdictSource = "signals"
 
 
+class FailureNote(_Record):
+    """One failed step of a finished run, kept for lesson-specific baselines and pre-run context."""
+
+    fp: str
+    """Fingerprint id of the failure."""
+    step: int = 0
+    """Index of the failed step in its run."""
+    action: str = ""
+    """The failing action (cut)."""
+    error: str = ""
+    """The error text (cut)."""
+    applied: list[str] = Field(default_factory=list)
+    """Ids of the lessons whose rewrites were applied to this action."""
+
+    @field_validator("action", "error", mode="before")
+    @classmethod
+    def _cut(cls, v: Any) -> str:
+        return clean_text(v, DEFAULT_CONFIG.failure_note_chars)
+
+
 class RunRecord(_Record):
     """What one finished run leaves behind for later baselines (DESIGN §6 utility)."""
 
@@ -429,7 +449,11 @@ class RunRecord(_Record):
     steps: int = 0
     tool_errors: int = 0
     fingerprint_counts: dict[str, int] = Field(default_factory=dict)
+    failures: list[FailureNote] = Field(default_factory=list)
+    """The run's failures in order, at most ``MemoryConfig.failures_kept_per_run``."""
     activated: list[str] = Field(default_factory=list)
+    applied: list[str] = Field(default_factory=list)
+    """Lessons whose rewrite changed an action in the run: known to matter for this task."""
     ts: float = Field(default_factory=time.time)
 
 
@@ -477,6 +501,7 @@ __all__ = [
     "Episode",
     "EpisodeKind",
     "ErrorEvent",
+    "FailureNote",
     "Feedback",
     "Hint",
     "LESSON_STATUSES",

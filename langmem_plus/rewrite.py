@@ -21,14 +21,14 @@ Example:
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
 from langmem_plus._text import _ACTION_TOKEN, action_tokens
 
 WILDCARDS = ("*", '"*"', "'*'")
-MAX_GAP = 2
-"""Equal tokens between two changed hunks that still merge them into one rule."""
+MAX_GAP = 1
+"""Equal tokens between two changed hunks that still merge them into one rule (``sort * desc``).
+Two is too many: ``limit 3 | select`` would merge two pipeline stages into one rule."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def derive_rewrite(failed: str, fixed: str, hint_text: str = "", max_span: int =
     rules = derive_rewrites(failed, fixed, max_span=max_span)
     if not rules:
         return None
-    hint = set(action_tokens(hint_text.lower())) if hint_text else set()
+    hint = {t.strip("'\"`") for t in action_tokens(hint_text.lower())} if hint_text else set()
     for rule in rules:
         if hint & {t.lower().strip("'\"") for t in action_tokens(rule.wrong) if t not in WILDCARDS}:
             return rule.wrong, rule.correct
@@ -194,7 +194,7 @@ def apply_rewrite(action: str, wrong: str, correct: str) -> str | None:
         return None
     out.append(action[pos:])
     result = "".join(out)
-    return re.sub(r"[ \t]{2,}", " ", result) if result != action else None
+    return result if result != action else None
 
 
 __all__ = ["Rewrite", "apply_rewrite", "derive_rewrite", "derive_rewrites"]

@@ -1,0 +1,147 @@
+"""The ``langmem-plus`` command line.
+
+    langmem-plus demo [--runs N] [--tool gridtool|fluxtool] [--store PATH] [--seed S] [--json]
+    langmem-plus lessons [--store PATH] [--namespace a/b] [--status S] [--json]
+    langmem-plus inspect lesson ID [--store PATH] [--namespace a/b]
+    langmem-plus bench foundation [--json]
+
+Errors a user can fix (a bad path, an unreachable server, a bad namespace) print one
+clear line and exit 2; they never dump a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Sequence
+
+from langmem_plus.errors import LangmemPlusError
+
+DEFAULT_STORE = ".langmem_plus"
+
+
+def _namespace(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(p for p in text.split("/")) if text else default
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from langmem_plus.demo import rows_as_json, rows_as_table, run_demo, stderr_progress
+
+    rows = run_demo(
+        runs=args.runs,
+        tool=args.tool,
+        store=args.store,
+        url=args.url,
+        seed=args.seed,
+        namespace=_namespace(args.namespace, ("demo", args.tool)),
+        progress=stderr_progress(),
+    )
+    if args.json:
+        print(json.dumps(rows_as_json(rows)))
+    else:
+        print(rows_as_table(rows))
+    return 0
+
+
+def _open(args: argparse.Namespace, default_ns: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    from langmem_plus.memory import LearningMemory
+
+    return LearningMemory.open(args.store, url=args.url, namespace=_namespace(args.namespace, default_ns))
+
+
+def _cmd_lessons(args: argparse.Namespace) -> int:
+    with _open(args, ("demo", "gridtool")) as mem:
+        lessons = mem.list_lessons(args.status)
+        if args.json:
+            print(json.dumps([l.model_dump(mode="json") for l in lessons]))
+            return 0
+        for l in lessons:
+            print(f"{l.id}  {l.status:<10} rel={l.reliability:.2f} act={l.stats.activations:<3} {l.rule_text[:90]}")
+        print(f"{len(lessons)} lessons", file=sys.stderr)
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    with _open(args, ("demo", "gridtool")) as mem:
+        lesson = mem.get_lesson(args.id)
+        if lesson is None:
+            print(f"langmem-plus: no lesson {args.id!r} in namespace {'/'.join(mem.namespace)}", file=sys.stderr)
+            return 2
+        print(json.dumps(lesson.model_dump(mode="json"), indent=2))
+        print("--- history (audit log) ---")
+        for rec in mem.history(args.id):
+            kind = rec.get("kind")
+            if kind == "retrieval":
+                print(f"{rec.get('ts', 0):.0f} retrieved ({rec.get('moment')}) in run {rec.get('run_id')}")
+            else:
+                extra = rec.get("reason") or rec.get("rule") or rec.get("other") or ""
+                print(f"{rec.get('ts', 0):.0f} {kind} {extra}")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.which == "foundation":
+        from langmem_plus.bench.foundation import main as bench_main
+
+        return bench_main(json_out=args.json, lessons=args.lessons)
+    print(f"langmem-plus: unknown bench {args.which!r}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    p = argparse.ArgumentParser(prog="langmem-plus", description="A learning memory for LangGraph agents.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def store_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--store", default=DEFAULT_STORE, help="embedded store folder (default ./.langmem_plus)")
+        sp.add_argument("--url", default=None, help="a Chroma server instead, e.g. http://127.0.0.1:8000")
+        sp.add_argument("--namespace", default=None, help="namespace parts joined by '/', e.g. acme/agent-7")
+
+    d = sub.add_parser("demo", help="watch the scripted agent learn a made-up tool")
+    d.add_argument("--runs", type=int, default=3, help="runs over all tasks (default 3)")
+    d.add_argument("--tool", choices=("gridtool", "fluxtool"), default="gridtool")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    store_args(d)
+    d.set_defaults(func=_cmd_demo)
+
+    l = sub.add_parser("lessons", help="list the lessons of a namespace")
+    l.add_argument("--status", choices=("candidate", "promoted", "suppressed", "archived"), default=None)
+    l.add_argument("--json", action="store_true")
+    store_args(l)
+    l.set_defaults(func=_cmd_lessons)
+
+    i = sub.add_parser("inspect", help="show one lesson and why it is where it is")
+    i.add_argument("what", choices=("lesson",))
+    i.add_argument("id")
+    store_args(i)
+    i.set_defaults(func=_cmd_inspect)
+
+    b = sub.add_parser("bench", help="measurements (see docs)")
+    b.add_argument("which", choices=("foundation",))
+    b.add_argument("--lessons", type=int, default=1000)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``langmem-plus`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    try:
+        return int(args.func(args))
+    except LangmemPlusError as exc:
+        print(f"langmem-plus: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("langmem-plus: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Near-duplicate and conflicting lessons (DESIGN §6 "Dedup").
+
+The same rule is learned again and again, from other runs and with other literals.
+SimHash (Charikar, STOC 2002) of the normalised rule text and triggers puts near
+duplicates a few bits apart, so they can be merged (union of triggers, sum of
+counts, the older id kept). Lessons that share a trigger but would rewrite the
+same text differently are conflicts: they are linked, not merged, and the
+retrieval guards show only the better one.
+
+Hashing uses blake2b, never Python's salted ``hash()``, so a SimHash is the same
+in every process and can be stored.
+
+Example:
+    >>> a = simhash("wrong: filter -> correct: keep when unknown command at stage")
+    >>> b = simhash("wrong: filter -> correct: keep when unknown command at stage <num>")
+    >>> c = simhash("avoid: rm -rf fails with permission denied on path")
+    >>> hamming(a, b) < hamming(a, c)
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from langmem_plus._text import action_tokens
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.utility import UTILITY_WINDOW, reliability
+from langmem_plus.records import Lesson, LessonStats, Provenance
+from langmem_plus.rewrite import apply_rewrite
+
+SIMHASH_NGRAM = 2
+"""Token n-grams hashed as SimHash features besides single tokens: word order then counts a little."""
+
+_WS = re.compile(r"\s+")
+_T = TypeVar("_T")
+
+
+def normalize_rule(text: str) -> str:
+    """Lowercase, unify quotes, collapse whitespace and drop trailing punctuation.
+
+    Example:
+        >>> normalize_rule('  WRONG: "filter"  ->\\n CORRECT: keep. ')
+        "wrong: 'filter' -> correct: keep"
+    """
+    t = (text or "").lower().replace('"', "'").replace("`", "'")
+    return _WS.sub(" ", t).strip().rstrip(".;,")
+
+
+def _feature_hash(feature: str) -> int:
+    return int.from_bytes(hashlib.blake2b(feature.encode("utf-8", "replace"), digest_size=8).digest(), "big")
+
+
+def simhash(text: str, bits: int = 64) -> int:
+    """SimHash of a text over token and token-bigram features, ``bits`` wide (at most 64).
+
+    Each feature (a token of ``action_tokens``, or two adjacent tokens) is hashed
+    with blake2b; each bit of the result is the sign of the count-weighted vote of
+    the features on that bit. Similar texts share most features, so most votes, so
+    most bits. An empty text hashes to 0.
+    """
+    if not 1 <= bits <= 64:
+        raise ValueError(f"simhash bits must be in 1..64, got {bits}")
+    toks = action_tokens(text)
+    feats: Counter[str] = Counter(toks)
+    feats.update(" ".join(toks[i : i + SIMHASH_NGRAM]) for i in range(len(toks) - SIMHASH_NGRAM + 1))
+    votes = [0] * bits
+    for feat, weight in feats.items():
+        h = _feature_hash(feat)
+        for b in range(bits):
+            votes[b] += weight if (h >> b) & 1 else -weight
+    return sum(1 << b for b in range(bits) if votes[b] > 0)
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two hashes."""
+    return (a ^ b).bit_count()
+
+
+def lesson_simhash(lesson: Lesson, bits: int = DEFAULT_CONFIG.simhash_bits) -> str:
+    """Hex SimHash of a lesson's normalised rule text plus its sorted triggers (DESIGN §6)."""
+    text = " ".join([normalize_rule(lesson.rule_text), *sorted(lesson.triggers)])
+    return format(simhash(text, bits), f"0{(bits + 3) // 4}x")
+
+
+def _hash_of(lesson: Lesson, bits: int) -> int:
+    try:
+        return int(lesson.simhash, 16) if lesson.simhash else int(lesson_simhash(lesson, bits), 16)
+    except ValueError:  # a corrupt stored hash: recompute rather than fail
+        return int(lesson_simhash(lesson, bits), 16)
+
+
+def _norm(x: str | None) -> str | None:
+    return None if x is None else normalize_rule(x)
+
+
+def _fields_disagree(a: Lesson, b: Lesson) -> bool:
+    """Both lessons set ``wrong`` (or ``correct``) and the values differ."""
+    return any(
+        x is not None and y is not None and x != y
+        for x, y in ((_norm(a.wrong), _norm(b.wrong)), (_norm(a.correct), _norm(b.correct)))
+    )
+
+
+def find_duplicate(lesson: Lesson, existing: Sequence[Lesson], config: MemoryConfig = DEFAULT_CONFIG) -> Lesson | None:
+    """The existing lesson ``lesson`` duplicates, or None (DESIGN §6).
+
+    A duplicate is in the same namespace and either has the same id, or has the
+    same normalised ``wrong`` and ``correct`` and shares a trigger, or is within
+    ``dedup_max_hamming`` SimHash bits. Refinement: a SimHash near duplicate whose
+    ``wrong`` or ``correct`` differs (both set) is not merged, since two rules that
+    differ in one token are usually a conflict ("use keep" vs "use where"), and
+    merging would hide it. Among several duplicates the closest (fewest differing
+    bits, then the oldest) wins.
+    """
+    bits = config.simhash_bits
+    mine = _hash_of(lesson, bits)
+    best: tuple[int, float, Lesson] | None = None
+    for other in existing:
+        if other.namespace != lesson.namespace:
+            continue
+        if other.id == lesson.id:
+            return other
+        dist = hamming(mine, _hash_of(other, bits))
+        same_rule = (_norm(other.wrong), _norm(other.correct)) == (_norm(lesson.wrong), _norm(lesson.correct)) and bool(
+            set(other.triggers) & set(lesson.triggers)
+        )
+        near = dist <= config.dedup_max_hamming and not _fields_disagree(lesson, other)
+        if (same_rule or near) and (best is None or (dist, other.created_at) < best[:2]):
+            best = (dist, other.created_at, other)
+    return None if best is None else best[2]
+
+
+def _union(*lists: Iterable[_T]) -> list[_T]:
+    """Order-preserving union."""
+    return list(dict.fromkeys(x for lst in lists for x in lst))
+
+
+def _merge_stats(a: LessonStats, b: LessonStats) -> LessonStats:
+    n = a.evidence_runs + b.evidence_runs
+    if a.pass_rate_with is None or b.pass_rate_with is None or n == 0:
+        pass_with = a.pass_rate_with if a.pass_rate_with is not None else b.pass_rate_with
+    else:
+        pass_with = (a.pass_rate_with * a.evidence_runs + b.pass_rate_with * b.evidence_runs) / n
+    last = [s for s in (a.last_activated_run_seq, b.last_activated_run_seq) if s is not None]
+    return LessonStats(
+        activations=a.activations + b.activations,
+        runs_activated=a.runs_activated + b.runs_activated,
+        evidence_runs=n,
+        helped=a.helped + b.helped,
+        harmed=a.harmed + b.harmed,
+        utility_window=[*a.utility_window, *b.utility_window][-UTILITY_WINDOW:],
+        conflict_losses=a.conflict_losses + b.conflict_losses,
+        pass_rate_with=pass_with,
+        pass_rate_baseline=a.pass_rate_baseline if a.pass_rate_baseline is not None else b.pass_rate_baseline,
+        created_run_seq=min(a.created_run_seq, b.created_run_seq),
+        last_activated_run_seq=max(last) if last else None,
+    )
+
+
+def merge(keep: Lesson, other: Lesson, now: float, *, bits: int = DEFAULT_CONFIG.simhash_bits) -> Lesson:
+    """Merge two duplicate lessons into one (DESIGN §6).
+
+    The older lesson (earlier ``created_at``; ``keep`` on a tie) gives the id, rule,
+    status and scope; triggers, fingerprints, tags, provenance and conflict links
+    are unioned; counts are added; reliability is recomputed from the summed
+    helped/harmed counts; ``supersedes`` records the absorbed id.
+
+    Args:
+        keep: The lesson the caller would keep.
+        other: Its duplicate.
+        now: Current time, epoch seconds; becomes ``updated_at``.
+        bits: SimHash width of the recomputed ``simhash`` (``MemoryConfig.simhash_bits``).
+    """
+    old, new = (other, keep) if other.created_at < keep.created_at else (keep, other)
+    stats = _merge_stats(old.stats, new.stats)
+    ids = {old.id, new.id}
+    last = [t for t in (old.last_activated_at, new.last_activated_at) if t is not None]
+    merged = old.model_copy(
+        deep=True,
+        update={
+            "triggers": _union(old.triggers, new.triggers),
+            "fingerprints": _union(old.fingerprints, new.fingerprints),
+            "tags": _union(old.tags, new.tags),
+            "provenance": Provenance(
+                run_ids=_union(old.provenance.run_ids, new.provenance.run_ids),
+                event_ids=_union(old.provenance.event_ids, new.provenance.event_ids),
+            ),
+            "conflicts_with": [c for c in _union(old.conflicts_with, new.conflicts_with) if c not in ids],
+            "supersedes": [s for s in _union(old.supersedes, new.supersedes, [new.id]) if s != old.id],
+            "stats": stats,
+            "reliability": reliability(stats.helped, stats.harmed),
+            "created_at": min(old.created_at, new.created_at),
+            "updated_at": now,
+            "last_activated_at": max(last) if last else None,
+        },
+    )
+    return merged.model_copy(update={"simhash": lesson_simhash(merged, bits)})
+
+
+def _rewrites_clash(a: Lesson, b: Lesson) -> bool:
+    """Both are rewrites and they would turn the same offending text into different text."""
+    if a.wrong is None or a.correct is None or b.wrong is None or b.correct is None:
+        return False
+    ra, rb = (a.wrong, a.correct), (b.wrong, b.correct)
+    if normalize_rule(ra[0]) == normalize_rule(rb[0]):
+        return normalize_rule(ra[1]) != normalize_rule(rb[1])
+    for (x_wrong, x_correct), (y_wrong, y_correct) in ((ra, rb), (rb, ra)):
+        out = apply_rewrite(y_wrong, x_wrong, x_correct)  # x's pattern also fires on y's offending text
+        if out is not None and normalize_rule(out) != normalize_rule(y_correct):
+            return True
+    return False
+
+
+def find_conflicts(lesson: Lesson, existing: Sequence[Lesson]) -> list[str]:
+    """Ids of existing lessons that conflict with ``lesson`` (DESIGN §6).
+
+    A conflict shares at least one trigger and proposes a different fix for the
+    same offending text: the same normalised ``wrong`` with a different ``correct``
+    (an avoid lesson, with no ``correct``, never conflicts), or one rewrite's
+    ``wrong`` pattern also matching the other's offending text and producing a
+    different result (``filter`` -> ``keep`` against ``filter *`` -> ``where *``).
+
+    Refinement: two rewrites for one trigger that touch different text
+    (``filter`` -> ``keep`` and ``select`` -> ``pick``, both answering
+    "unknown command <str>") are not conflicts; they complement each other, and
+    linking them would let the guards hide one of two needed fixes.
+    """
+    trig = set(lesson.triggers)
+    return [
+        other.id
+        for other in existing
+        if other.id != lesson.id
+        and other.namespace == lesson.namespace
+        and trig & set(other.triggers)
+        and _rewrites_clash(lesson, other)
+    ]
+
+
+__all__ = [
+    "SIMHASH_NGRAM",
+    "find_conflicts",
+    "find_duplicate",
+    "hamming",
+    "lesson_simhash",
+    "merge",
+    "normalize_rule",
+    "simhash",
+]

@@ -1,0 +1,261 @@
+"""End of run, as pure functions: what the run was, which lessons it taught, which it judged.
+
+``run_outcome`` reduces a trajectory to the figures the report and the baselines need.
+``integrate_candidates`` dedups new candidate lessons against the existing ones and
+links conflicts (DESIGN §6 dedup). ``judge_activated`` measures each activated
+lesson's utility against comparable runs without it, then applies the promotion,
+suppression and archive rules (DESIGN §6). Nothing here does I/O: the facade writes
+what these functions return.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.dedup import find_conflicts, find_duplicate, merge
+from langmem_plus.learning.utility import activation_utility, count_addressed, decide_status, record_outcome
+from langmem_plus.records import ErrorEvent, FailureNote, Lesson, RunRecord, Step, TaskSpec, Verdict
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The figures of one finished run."""
+
+    steps: int
+    tool_errors: int
+    """Command steps that failed hard (docs lookups never count)."""
+    repeated_errors: int
+    """Error events whose fingerprint already occurred earlier in the run."""
+    fingerprint_counts: dict[str, int]
+    passed: bool
+    score: float
+    failures: list[FailureNote]
+    """Each failure with its action and the lessons applied to it, for lesson-specific baselines."""
+    applied: list[str]
+    """Lessons whose rewrite changed some action of the run."""
+
+
+def run_outcome(
+    steps: Sequence[Step], events: Sequence[ErrorEvent], verdict: Verdict | None, config: MemoryConfig = DEFAULT_CONFIG
+) -> RunOutcome:
+    """Reduce a trajectory and its events to a RunOutcome."""
+    by_index = {s.index: s for s in steps}
+    failures = [
+        FailureNote(
+            fp=e.fingerprint_id,
+            step=e.step,
+            action=e.action,
+            error=e.error_text,
+            applied=[str(i) for i in by_index[e.step].info.get("applied_hints", [])] if e.step in by_index else [],
+        )
+        for e in events[: config.failures_kept_per_run]
+    ]
+    counts = Counter(e.fingerprint_id for e in events)
+    seen: set[str] = set()
+    repeated = 0
+    for e in events:
+        if e.fingerprint_id in seen:
+            repeated += 1
+        seen.add(e.fingerprint_id)
+    tool_errors = sum(1 for s in steps if s.feedback.hard_failure and s.info.get("kind") != "docs")
+    return RunOutcome(
+        steps=len(steps),
+        tool_errors=tool_errors,
+        repeated_errors=repeated,
+        fingerprint_counts=dict(counts),
+        passed=bool(verdict.passed) if verdict else False,
+        score=float(verdict.score) if verdict else 0.0,
+        failures=failures,
+        applied=sorted({str(i) for s in steps for i in s.info.get("applied_hints", [])}),
+    )
+
+
+@dataclass
+class Integration:
+    """Lessons to write after integrating candidates, and what happened to each."""
+
+    upserts: dict[str, Lesson] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    merged: list[tuple[str, str]] = field(default_factory=list)
+    """(kept id, merged-in candidate id)."""
+    conflicts: list[tuple[str, str]] = field(default_factory=list)
+
+
+def integrate_candidates(
+    candidates: Sequence[Lesson], existing: Mapping[str, Lesson], config: MemoryConfig, *, now: float
+) -> Integration:
+    """Dedup candidates into the existing lessons and link conflicts (DESIGN §6).
+
+    A candidate with the id of an existing lesson, or a near duplicate of one, is merged
+    into it (the older id is kept); otherwise it is new. New lessons that share triggers
+    with an existing one but propose a different fix are linked both ways as conflicts.
+    """
+    out = Integration()
+    pool: dict[str, Lesson] = dict(existing)
+    for cand in candidates:
+        base = pool.get(cand.id) or find_duplicate(cand, list(pool.values()), config)
+        if base is not None:
+            kept = merge(base, cand, now) if base.id != cand.id else _refresh(base, cand, now)
+            pool[kept.id] = out.upserts[kept.id] = kept
+            out.merged.append((kept.id, cand.id))
+            continue
+        rivals = find_conflicts(cand, list(pool.values()))
+        if rivals:
+            cand = cand.model_copy(update={"conflicts_with": sorted(set(cand.conflicts_with) | set(rivals))})
+            for rid in rivals:
+                rival = pool[rid]
+                if cand.id not in rival.conflicts_with:
+                    rival = rival.model_copy(update={"conflicts_with": sorted({*rival.conflicts_with, cand.id})})
+                    pool[rid] = out.upserts[rid] = rival
+                out.conflicts.append((cand.id, rid))
+        pool[cand.id] = out.upserts[cand.id] = cand
+        out.created.append(cand.id)
+    return out
+
+
+def _refresh(base: Lesson, cand: Lesson, now: float) -> Lesson:
+    """The same rule learned again: add its provenance and triggers, keep everything else."""
+    prov = base.provenance.model_copy(
+        update={
+            "run_ids": sorted(set(base.provenance.run_ids) | set(cand.provenance.run_ids)),
+            "event_ids": sorted(set(base.provenance.event_ids) | set(cand.provenance.event_ids))[-50:],
+        }
+    )
+    return base.model_copy(
+        update={
+            "triggers": sorted(set(base.triggers) | set(cand.triggers)),
+            "fingerprints": sorted(set(base.fingerprints) | set(cand.fingerprints)),
+            "tags": sorted(set(base.tags) | set(cand.tags)),
+            "provenance": prov,
+            "updated_at": now,
+        }
+    )
+
+
+@dataclass
+class Transition:
+    """A lifecycle change and the evidence behind it, for the audit log."""
+
+    lesson_id: str
+    old: str
+    new: str
+    reason: str
+    evidence: dict[str, object]
+
+
+@dataclass
+class Judgement:
+    """Updated lessons, their lifecycle transitions and the utilities measured this run."""
+
+    updated: dict[str, Lesson] = field(default_factory=dict)
+    transitions: list[Transition] = field(default_factory=list)
+    utilities: dict[str, float] = field(default_factory=dict)
+
+
+def judge_activated(
+    *,
+    lessons: Mapping[str, Lesson],
+    activations: Mapping[str, int],
+    first_steps: Mapping[str, int],
+    run: RunRecord,
+    prior_runs: Sequence[RunRecord],
+    task: TaskSpec,
+    referee_gain: float | None,
+    config: MemoryConfig,
+    now: float,
+) -> Judgement:
+    """Measure each activated lesson against comparable runs without it, then apply the rules.
+
+    ``first_steps`` maps a lesson id to the step at which it was first shown in this run:
+    only failures from that step on count as its "repeats after activation" (DESIGN §6).
+    """
+    out = Judgement()
+    for lesson_id, count in sorted(activations.items()):
+        lesson = lessons.get(lesson_id)
+        if lesson is None:
+            continue
+        stats = lesson.stats.model_copy(
+            update={
+                "activations": lesson.stats.activations + count,
+                "runs_activated": lesson.stats.runs_activated + 1,
+                "last_activated_run_seq": run.seq,
+            }
+        )
+        lesson = lesson.model_copy(update={"stats": stats, "last_activated_at": now, "updated_at": now})
+        first = first_steps.get(lesson_id, 0)
+        measured = activation_utility(
+            lesson=lesson,
+            run=run,
+            prior_runs=prior_runs,
+            task=task,
+            referee_gain=referee_gain,
+            repeats_after=count_addressed(lesson, (f for f in run.failures if f.step >= first)),
+            config=config,
+        )
+        if measured is not None:
+            u, baseline_pass = measured
+            lesson = record_outcome(lesson, u, passed=run.passed, now=now)
+            if baseline_pass is not None:
+                lesson = lesson.model_copy(
+                    update={"stats": lesson.stats.model_copy(update={"pass_rate_baseline": baseline_pass})}
+                )
+            out.utilities[lesson_id] = u
+        out.updated[lesson_id] = _apply_status(lesson, 0, config, out, evidence={"run_id": run.run_id})
+    return out
+
+
+def sweep_unused(
+    lessons: Mapping[str, Lesson], *, run_seq: int, skip: set[str], config: MemoryConfig, out: Judgement
+) -> None:
+    """Archive or suppress lessons that were not activated this run, where the rules say so."""
+    for lesson in lessons.values():
+        if lesson.id in skip or lesson.status in ("archived", "suppressed"):
+            continue
+        last = lesson.stats.last_activated_run_seq
+        since = run_seq - (last if last is not None else lesson.stats.created_run_seq)
+        updated = _apply_status(lesson, since, config, out, evidence={"runs_since_activation": since})
+        if updated is not lesson:
+            out.updated[lesson.id] = updated
+
+
+def _apply_status(
+    lesson: Lesson, runs_since: int, config: MemoryConfig, out: Judgement, *, evidence: dict[str, object]
+) -> Lesson:
+    new, reason = decide_status(lesson, config, runs_since_activation=runs_since)
+    if new == lesson.status:
+        return lesson
+    s = lesson.stats
+    out.transitions.append(
+        Transition(
+            lesson_id=lesson.id,
+            old=lesson.status,
+            new=new,
+            reason=reason,
+            evidence={
+                **evidence,
+                "activations": s.activations,
+                "evidence_runs": s.evidence_runs,
+                "utility_window": list(s.utility_window),
+                "helped": s.helped,
+                "harmed": s.harmed,
+                "conflict_losses": s.conflict_losses,
+                "reliability": lesson.reliability,
+            },
+        )
+    )
+    return lesson.model_copy(update={"status": new})
+
+
+__all__ = [
+    "Integration",
+    "Judgement",
+    "RunOutcome",
+    "Transition",
+    "integrate_candidates",
+    "judge_activated",
+    "run_outcome",
+    "sweep_unused",
+]

@@ -1,0 +1,276 @@
+"""Offline lesson synthesis from one run's failures (DESIGN §6 "Lesson synthesis").
+
+At the end of a run the events are grouped by fingerprint. A fingerprint that
+recurred (``min_occurrences`` times in this run, or in that many runs counting
+this one) is worth a lesson. The offline path needs no model:
+
+- a contrastive pair, the failed action and the next attempt that got past the
+  failure, gives a WRONG -> CORRECT token rewrite from their minimal difference
+  (``rewrite.derive_rewrite``);
+- with no usable pair, an "avoid" lesson records the failing action pattern.
+
+Lesson ids hash the namespace, the rule and the fingerprint id, so the same rule
+learned in another run (with other literals) gets the same id and dedups exactly.
+
+Example:
+    >>> from langmem_plus.records import ErrorEvent, Feedback, Step
+    >>> fail = Feedback(hard_failure=True, error_text="unknown command 'filter' at stage 1")
+    >>> steps = [Step(index=0, action="filter age > 30 | select name", feedback=fail),
+    ...          Step(index=1, action="keep age > 30 | select name")]
+    >>> ev = ErrorEvent(id="e0", namespace=("ns",), run_id="r1", step=0, channel="hard",
+    ...                 fingerprint="unknown command <str> at stage <num>", fingerprint_id="fp1",
+    ...                 action=steps[0].action, error_text=fail.error_text)
+    >>> [l.rule_text for l in synthesize_offline(namespace=("ns",), run_id="r1", steps=steps,
+    ...     events=[ev], prior_runs_seen={"fp1": 1}, task=None, config=DEFAULT_CONFIG, now=0.0)]
+    ['WRONG: filter -> CORRECT: keep (when: unknown command <str> at stage <num>)']
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+
+from langmem_plus._text import action_tokens, stable_id
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.dedup import lesson_simhash
+from langmem_plus.records import ErrorEvent, Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
+from langmem_plus.rewrite import derive_rewrite
+
+MIN_PAIR_SIMILARITY = 0.5
+"""Least token-sequence similarity (difflib ratio) for a later action to count as a retry
+of the failed one, "the same intent" of DESIGN §6; below it the two are unrelated commands
+and their difference is not a rule."""
+
+WHEN_MAX_CHARS = 80
+"""Longest fingerprint quoted in a rule's ``(when: ...)`` / ``(fails with: ...)`` suffix."""
+
+AVOID_PATTERN_MAX_TOKENS = 8
+"""Tokens of the failing action kept in an avoid lesson's pattern."""
+
+NO_ACTION = "<no action>"
+"""Stands in for the action pattern of an avoid lesson whose failure had no action (a stall)."""
+
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def recurring_fingerprints(
+    events: Sequence[ErrorEvent],
+    prior_runs_seen: Mapping[str, int],
+    config: MemoryConfig = DEFAULT_CONFIG,
+) -> dict[str, list[ErrorEvent]]:
+    """Fingerprints of this run that deserve a lesson, with their events (DESIGN §6).
+
+    A fingerprint id recurs when it occurred ``min_occurrences`` times in this run,
+    or when the runs it occurred in, counting this one, reach ``min_occurrences``.
+
+    Args:
+        events: This run's error events.
+        prior_runs_seen: Fingerprint id -> number of earlier runs it occurred in.
+        config: Supplies ``min_occurrences``.
+
+    Returns:
+        Fingerprint id -> its events in this run, in order of first occurrence.
+    """
+    groups: dict[str, list[ErrorEvent]] = {}
+    for ev in events:
+        groups.setdefault(ev.fingerprint_id, []).append(ev)
+    need = config.min_occurrences
+    return {fp: evs for fp, evs in groups.items() if len(evs) >= need or prior_runs_seen.get(fp, 0) + 1 >= need}
+
+
+def _is_docs(step: Step) -> bool:
+    return step.info.get("kind") == "docs"
+
+
+def _same_intent(a: str, b: str) -> bool:
+    ratio = difflib.SequenceMatcher(None, action_tokens(a), action_tokens(b), autojunk=False).ratio()
+    return ratio >= MIN_PAIR_SIMILARITY
+
+
+def _error_words(step: Step) -> set[str]:
+    return {t.strip("'\"`").lower() for t in action_tokens(step.feedback.error_text)}
+
+
+def _fix_after(failed: Step, steps: Sequence[Step], hint_text: str) -> tuple[str, str] | None:
+    """The rule from ``failed`` to the next retry that got past its failure, if there is one.
+
+    A later command step got past the failure when it did not fail, failed
+    differently, or failed with the same fingerprint about something else (e.g. the
+    next unknown command of a pipeline). It did not get past when it failed with
+    the identical error text, or when its error names a token the fix introduced
+    (the fix itself was wrong, e.g. ``desc`` -> ``descending``): such steps are
+    skipped. The first step that got past is kept only when it is a retry of the
+    failed action (same intent, ``MIN_PAIR_SIMILARITY``).
+    """
+    for step in steps:
+        if step.index <= failed.index or _is_docs(step):
+            continue
+        if step.feedback.failed and step.feedback.error_text == failed.feedback.error_text:
+            continue
+        if not _same_intent(failed.action, step.action):
+            return None
+        rule = derive_rewrite(failed.action, step.action, hint_text=hint_text)
+        if rule is None:
+            continue
+        if step.feedback.failed:
+            introduced = {t.strip("'\"`").lower() for t in action_tokens(rule[1])} - {"*", ""}
+            if introduced & _error_words(step):
+                continue
+        return rule
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= WHEN_MAX_CHARS else text[: WHEN_MAX_CHARS - 1] + "…"
+
+
+def action_pattern(action: str) -> str:
+    """The failing action with its literals generalised, for an avoid lesson.
+
+    Example:
+        >>> action_pattern("filter age > 30 | select 'name'")
+        'filter age > <num> | select <str>'
+    """
+    toks = []
+    for tok in action_tokens(action)[:AVOID_PATTERN_MAX_TOKENS]:
+        if _NUMBER.match(tok):
+            toks.append("<num>")
+        elif len(tok) >= 2 and tok[0] in "\"'":
+            toks.append("<str>")
+        else:
+            toks.append(tok)
+    return " ".join(toks)
+
+
+def _lesson(
+    *,
+    namespace: Namespace,
+    run_id: str,
+    fp_events: Sequence[ErrorEvent],
+    wrong: str | None,
+    correct: str | None,
+    rule_text: str,
+    source_events: Sequence[ErrorEvent],
+    task: TaskSpec | None,
+    config: MemoryConfig,
+    now: float,
+) -> Lesson:
+    first = fp_events[0]
+    tags = list(dict.fromkeys(t for ev in fp_events for t in ev.tags))
+    lesson = Lesson(
+        id=stable_id("les", *namespace, wrong or "", correct or "", first.fingerprint_id),
+        namespace=namespace,
+        rule_text=rule_text,
+        wrong=wrong,
+        correct=correct,
+        triggers=[first.fingerprint_id],
+        fingerprints=[first.fingerprint],
+        tags=tags,
+        scope=LessonScope(
+            level="domain",
+            tool=(task.tool if task and task.tool else first.tool),
+            domain=(task.domain if task and task.domain else first.domain),
+            task=(task.task_id if task else first.task),
+        ),
+        status="candidate",
+        provenance=Provenance(run_ids=[run_id], event_ids=[ev.id for ev in source_events]),
+        source="rule",
+        created_at=now,
+        updated_at=now,
+    )
+    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)})
+
+
+def synthesize_offline(
+    *,
+    namespace: Namespace,
+    run_id: str,
+    steps: Sequence[Step],
+    events: Sequence[ErrorEvent],
+    prior_runs_seen: Mapping[str, int],
+    task: TaskSpec | None,
+    config: MemoryConfig = DEFAULT_CONFIG,
+    now: float,
+) -> list[Lesson]:
+    """Candidate lessons from one run's recurring failures, without a model (DESIGN §6).
+
+    For each recurring fingerprint (``recurring_fingerprints``) and each of its
+    events, the failed step is paired with the next retry that got past the
+    failure (see ``_fix_after``) and has the same intent (``MIN_PAIR_SIMILARITY``). ``derive_rewrite`` turns each pair into
+    WRONG -> CORRECT; each distinct rule becomes one lesson with rule text
+    ``"WRONG: {wrong} -> CORRECT: {correct} (when: {fingerprint})"``. A fingerprint
+    without any usable pair gets one avoid lesson,
+    ``"AVOID: {action pattern} (fails with: {fingerprint})"``.
+
+    Args:
+        namespace: The memory namespace.
+        run_id: This run.
+        steps: The run's steps (docs lookups carry ``info["kind"] == "docs"``).
+        events: The run's error events.
+        prior_runs_seen: Fingerprint id -> number of earlier runs it occurred in.
+        task: The task, for the lesson scope; None to take it from the events.
+        config: Supplies ``min_occurrences`` and ``simhash_bits``.
+        now: Current time, epoch seconds.
+
+    Returns:
+        Candidate lessons, in order of first occurrence of their fingerprint.
+    """
+    ordered = sorted(steps, key=lambda s: s.index)
+    by_index = {s.index: s for s in ordered}
+    lessons: list[Lesson] = []
+    for fp_events in recurring_fingerprints(events, prior_runs_seen, config).values():
+        when = _short(fp_events[0].fingerprint)
+        rules: dict[tuple[str, str], list[ErrorEvent]] = {}
+        for ev in fp_events:
+            failed = by_index.get(ev.step)
+            if failed is None:
+                continue
+            rule = _fix_after(failed, ordered, ev.error_text)
+            if rule is not None:
+                rules.setdefault(rule, []).append(ev)
+        for (wrong, correct), source in rules.items():
+            lessons.append(
+                _lesson(
+                    namespace=namespace,
+                    run_id=run_id,
+                    fp_events=fp_events,
+                    wrong=wrong,
+                    correct=correct,
+                    rule_text=f"WRONG: {wrong} -> CORRECT: {correct} (when: {when})",
+                    source_events=source,
+                    task=task,
+                    config=config,
+                    now=now,
+                )
+            )
+        if not rules:
+            first = fp_events[0]
+            failing = by_index[first.step].action if first.step in by_index else first.action
+            lessons.append(
+                _lesson(
+                    namespace=namespace,
+                    run_id=run_id,
+                    fp_events=fp_events,
+                    wrong=None,
+                    correct=None,
+                    rule_text=f"AVOID: {action_pattern(failing) or NO_ACTION} (fails with: {when})",
+                    source_events=fp_events,
+                    task=task,
+                    config=config,
+                    now=now,
+                )
+            )
+    return lessons
+
+
+__all__ = [
+    "AVOID_PATTERN_MAX_TOKENS",
+    "MIN_PAIR_SIMILARITY",
+    "NO_ACTION",
+    "WHEN_MAX_CHARS",
+    "action_pattern",
+    "recurring_fingerprints",
+    "synthesize_offline",
+]

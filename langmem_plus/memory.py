@@ -1,0 +1,546 @@
+"""LearningMemory: the one facade every surface (nodes, graph, CLI, retrievers) goes through.
+
+It owns one namespace's Chroma collections, its lesson graph and its audit log, and
+exposes the learning loop: ``capture`` failed steps, ``retrieve_pre_run`` and
+``retrieve_on_error`` lessons, ``end_run`` to synthesize, measure, promote and
+suppress. Reads and writes never cross namespaces: each namespace has its own
+collections, graph and audit file.
+
+Example:
+    >>> import tempfile
+    >>> from langmem_plus import LearningMemory, TaskSpec
+    >>> mem = LearningMemory.open(tempfile.mkdtemp(), namespace=("acme", "agent-7"))
+    >>> mem.retrieve_pre_run(TaskSpec(task_id="t1", goal="count rows", tool="gridtool"))
+    []
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+
+from langmem_plus._text import stable_id
+from langmem_plus.capture import detect_failure
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.embeddings import make_embeddings
+from langmem_plus.errors import InvalidRecord
+from langmem_plus.learning.episodes import episodes_from_run
+from langmem_plus.learning.hints import hints_from_items, render_hints
+from langmem_plus.learning.lifecycle import Judgement, integrate_candidates, judge_activated, run_outcome, sweep_unused
+from langmem_plus.learning.synthesis import synthesize_offline
+from langmem_plus.records import (
+    LESSON_STATUSES,
+    Activation,
+    ErrorEvent,
+    Hint,
+    Lesson,
+    Link,
+    Moment,
+    Namespace,
+    RunRecord,
+    RunReport,
+    ScoredItem,
+    Step,
+    TaskSpec,
+    Verdict,
+    WorkingContext,
+    validate_namespace,
+)
+from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCache
+from langmem_plus.store.audit import AuditLog, audit_path
+from langmem_plus.store.chroma import ChromaStore
+from langmem_plus.store.graph import LessonGraph
+
+logger = logging.getLogger("langmem_plus")
+T = TypeVar("T")
+
+DEFAULT_PATH = ".langmem_plus"
+"""Where the embedded store lives when no path is given."""
+RECENT_RUNS = 10
+"""Earlier runs of a task/tool looked at for pre-run failure context and difficulty."""
+
+
+class Trajectory(BaseModel):
+    """One finished task attempt, the recorder of the two-interface memory abstraction."""
+
+    task: TaskSpec
+    steps: list[Step] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+def _first_steps(activations: Sequence[Activation]) -> dict[str, int]:
+    """The step at which each lesson was first shown in a run."""
+    first: dict[str, int] = {}
+    for a in activations:
+        first[a.lesson_id] = min(a.step, first.get(a.lesson_id, a.step))
+    return first
+
+
+class LearningMemory:
+    """A namespace's learning memory. Open it with ``LearningMemory.open``."""
+
+    def __init__(
+        self,
+        *,
+        store: ChromaStore,
+        audit: AuditLog,
+        namespace: Namespace,
+        config: MemoryConfig = DEFAULT_CONFIG,
+        llm: BaseChatModel | None = None,
+    ) -> None:
+        self.store, self.audit, self.namespace, self.config, self.llm = store, audit, namespace, config, llm
+        self._lock = threading.RLock()
+        self.lessons: dict[str, Lesson] = {l.id: l for l in store.all("lessons")}  # type: ignore[misc]
+        links = store.all("links")
+        self.graph = LessonGraph.from_records(list(self.lessons.values()), store.all("skills"), links)  # type: ignore[arg-type]
+        self.runs: list[RunRecord] = sorted(store.all("runs"), key=lambda r: r.seq)  # type: ignore[arg-type, attr-defined]
+        self._fp_runs: Counter[str] = Counter()
+        for r in self.runs:
+            self._fp_runs.update(set(r.fingerprint_counts))
+        self._links: dict[str, Link] = {l.id: l for l in links}  # type: ignore[misc]
+        self.vectors = VectorCache(store, config.embedding_dim)
+        self.engine = RetrievalEngine(
+            store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
+        )
+        self._pending_losses: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        url: str | None = None,
+        namespace: Iterable[str] | str = ("default",),
+        config: MemoryConfig | None = None,
+        embeddings: Embeddings | str | None = None,
+        llm: BaseChatModel | None = None,
+        audit_dir: str | Path | None = None,
+    ) -> "LearningMemory":
+        """Open (or create) a memory: embedded Chroma at ``path``, or a Chroma server at ``url``.
+
+        Args:
+            path: Folder of the embedded store (default ``./.langmem_plus``). Ignored with ``url``.
+            url: A Chroma server, e.g. ``http://127.0.0.1:8000`` (started with ``chroma run``).
+            namespace: Tuple of strings, e.g. ``("acme", "agent-7")``; every read stays inside it.
+            config: Tunable numbers; DESIGN defaults when omitted.
+            embeddings: A LangChain Embeddings, ``"hashing"`` (offline default) or ``"openai:<model>"``.
+            llm: Optional chat model for lesson synthesis and hint distillation.
+            audit_dir: Where the JSONL audit log lives (default: the store folder).
+
+        Raises:
+            InvalidNamespace: the namespace is empty or malformed.
+            StoreUnavailable: the path or server cannot be used.
+        """
+        ns = validate_namespace(namespace)
+        cfg = config or DEFAULT_CONFIG
+        emb = make_embeddings(embeddings, dim=cfg.embedding_dim)
+        root = Path(path) if path is not None else Path(DEFAULT_PATH)
+        store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
+        audit = AuditLog(audit_path(Path(audit_dir) if audit_dir else root, ns), ns)
+        return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm)
+
+    def close(self) -> None:
+        """Release the store client."""
+        self.store.close()
+
+    def __enter__(self) -> "LearningMemory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ capture
+    def capture(
+        self,
+        step: Step,
+        *,
+        run_id: str,
+        task: TaskSpec | None = None,
+        history: Sequence[Step] = (),
+        now: float | None = None,
+    ) -> ErrorEvent | None:
+        """Fingerprint a failed step into an ErrorEvent and store it; None when the step is fine."""
+        event = detect_failure(
+            step, history, namespace=self.namespace, run_id=run_id, task=task, config=self.config, now=now
+        )
+        if event is None:
+            return None
+        with self._lock:
+            self.store.upsert("events", [event])
+            self.audit.write("capture", event=event.model_dump(mode="json"))
+        return event
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve_pre_run(
+        self,
+        task: TaskSpec,
+        context: WorkingContext | None = None,
+        *,
+        run_id: str | None = None,
+        now: float | None = None,
+    ) -> list[ScoredItem]:
+        """Lessons worth knowing before a task starts (DESIGN §5, pre-run moment)."""
+        now = time.time() if now is None else now
+        context_runs = self._context_runs(task)
+        fps = {fp for r in context_runs for fp in r.fingerprint_counts}
+        actions = list(dict.fromkeys(f.action for r in context_runs for f in r.failures if f.action))
+        known = {i for r in context_runs for i in r.applied}
+        tags = {t for fp in fps for l in self._lessons_for_fp(fp) for t in l.tags}
+        ctx = context or WorkingContext(goal=task.goal, context=task.tool or task.domain or "")
+        if ctx.difficulty is None:
+            ctx = ctx.model_copy(update={"difficulty": self._pre_run_difficulty(task, context_runs, known)})
+        result = self.engine.pre_run(
+            task,
+            ctx,
+            recent_fingerprints=fps,
+            recent_tags=tags,
+            recent_actions=actions,
+            known_lessons=known,
+            now=now,
+        )
+        return self._after_retrieval("pre_run", result, run_id=run_id)
+
+    def retrieve_on_error(
+        self,
+        event: ErrorEvent,
+        context: WorkingContext | None = None,
+        *,
+        run_id: str | None = None,
+        now: float | None = None,
+    ) -> list[ScoredItem]:
+        """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5)."""
+        now = time.time() if now is None else now
+        ctx = context or WorkingContext(last_fail=event.error_text[:300], context=event.tool or "")
+        result = self.engine.on_error(event, ctx, now=now)
+        return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
+
+    def _after_retrieval(self, moment: Moment, result: Retrieval, *, run_id: str | None) -> list[ScoredItem]:
+        with self._lock:
+            self._pending_losses.update(result.conflict_losers)
+            self.audit.write(
+                "retrieval",
+                moment=moment,
+                run_id=run_id,
+                query=result.query[:500],
+                difficulty=result.difficulty,
+                budget=result.budget,
+                candidates=[
+                    {"id": c.item_id, "score": round(c.score, 4), "components": c.components} for c in result.candidates
+                ][: self.config.candidates_k],
+                chosen=[c.item_id for c in result.chosen],
+                dropped=result.dropped,
+            )
+        return result.chosen
+
+    def activations_for(
+        self, items: Sequence[ScoredItem], *, run_id: str, step: int, moment: Moment, fingerprint_id: str | None = None
+    ) -> list[Activation]:
+        """Activation records for the lessons among ``items`` that are shown to the executor."""
+        return [
+            Activation(
+                lesson_id=i.item_id, run_id=run_id, step=step, moment=moment, fingerprint_id=fingerprint_id, score=i.score
+            )
+            for i in items
+            if i.kind == "lesson"
+        ]
+
+    @staticmethod
+    def hints(items: Sequence[ScoredItem]) -> list[Hint]:
+        """Rule-based hints (one actionable step each) from retrieved items."""
+        return hints_from_items(items)
+
+    # ------------------------------------------------------------------ end of run
+    def end_run(
+        self,
+        *,
+        run_id: str,
+        task: TaskSpec,
+        steps: Sequence[Step],
+        events: Sequence[ErrorEvent],
+        activations: Sequence[Activation] = (),
+        verdict: Verdict | None = None,
+        now: float | None = None,
+    ) -> RunReport:
+        """Synthesize lessons from the run's failures, measure activated lessons, apply the lifecycle."""
+        now = time.time() if now is None else now
+        with self._lock:
+            outcome = run_outcome(steps, events, verdict, self.config)
+            seq = (self.runs[-1].seq + 1) if self.runs else 1
+            activated = Counter(a.lesson_id for a in activations)
+            run = RunRecord(
+                run_id=run_id,
+                namespace=self.namespace,
+                seq=seq,
+                task_id=task.task_id,
+                family=task.family,
+                tool=task.tool,
+                domain=task.domain,
+                passed=outcome.passed,
+                score=outcome.score,
+                steps=outcome.steps,
+                tool_errors=outcome.tool_errors,
+                fingerprint_counts=outcome.fingerprint_counts,
+                failures=outcome.failures,
+                activated=sorted(activated),
+                applied=outcome.applied,
+                ts=now,
+            )
+            # 1. New candidate lessons from recurring failures, deduped and conflict-linked.
+            candidates = synthesize_offline(
+                namespace=self.namespace,
+                run_id=run_id,
+                steps=steps,
+                events=events,
+                prior_runs_seen=self._fp_runs,
+                task=task,
+                config=self.config,
+                now=now,
+            )
+            candidates = [c.model_copy(update={"stats": c.stats.model_copy(update={"created_run_seq": seq})}) for c in candidates]
+            integ = integrate_candidates(candidates, self.lessons, self.config, now=now)
+            # 2. Utility of what was shown, then promotion / suppression / archive.
+            judged = judge_activated(
+                lessons={**self.lessons, **integ.upserts},
+                activations=activated,
+                first_steps=_first_steps(activations),
+                run=run,
+                prior_runs=self.runs,
+                task=task,
+                referee_gain=None,
+                config=self.config,
+                now=now,
+            )
+            pool = {**self.lessons, **integ.upserts, **judged.updated}
+            self._apply_conflict_losses(pool, judged)
+            sweep_unused(pool, run_seq=seq, skip=set(activated), config=self.config, out=judged)
+            changed = {**integ.upserts, **judged.updated}
+            self._write_lessons(changed)
+            self._write_links(activated)
+            self.store.upsert("runs", [run])
+            self.runs.append(run)
+            self._fp_runs.update(set(run.fingerprint_counts))
+            episodes = episodes_from_run(
+                namespace=self.namespace,
+                run_id=run_id,
+                task=task,
+                steps=steps,
+                verdict=verdict or Verdict(passed=outcome.passed, score=outcome.score),
+                config=self.config,
+                now=now,
+                events=events,
+            )
+            if episodes:
+                self.store.upsert("episodes", episodes)
+            self._audit_run(run, integ, judged)
+            by_status = self.lessons_by_status()
+            return RunReport(
+                run_id=run_id,
+                task_id=task.task_id,
+                passed=outcome.passed,
+                score=outcome.score,
+                steps=outcome.steps,
+                tool_errors=outcome.tool_errors,
+                repeated_errors=outcome.repeated_errors,
+                fingerprint_counts=outcome.fingerprint_counts,
+                lesson_activations=sum(activated.values()),
+                activated_lesson_ids=sorted(activated),
+                new_lessons=integ.created,
+                merged_lessons=[k for k, _ in integ.merged],
+                promoted=[t.lesson_id for t in judged.transitions if t.new == "promoted"],
+                suppressed=[t.lesson_id for t in judged.transitions if t.new == "suppressed"],
+                archived=[t.lesson_id for t in judged.transitions if t.new == "archived"],
+                utilities=judged.utilities,
+                lessons_by_status=by_status,
+                verdict=verdict,
+            )
+
+    def add_lessons(self, lessons: Sequence[Lesson]) -> list[str]:
+        """Import lessons (e.g. hand-written rules) into this namespace; returns their ids.
+
+        Raises:
+            InvalidRecord: a lesson belongs to another namespace.
+        """
+        for lesson in lessons:
+            if tuple(lesson.namespace) != self.namespace:
+                raise InvalidRecord(
+                    f"lesson {lesson.id} belongs to namespace {lesson.namespace}, not {self.namespace}"
+                )
+        with self._lock:
+            self._write_lessons({l.id: l for l in lessons})
+            for lesson in lessons:
+                self.audit.write("lesson_imported", lesson_id=lesson.id, rule=lesson.rule_text[:300])
+        return [l.id for l in lessons]
+
+    def _apply_conflict_losses(self, pool: dict[str, Lesson], judged: Judgement) -> None:
+        for lesson_id, n in self._pending_losses.items():
+            lesson = pool.get(lesson_id)
+            if lesson is None:
+                continue
+            stats = lesson.stats.model_copy(update={"conflict_losses": lesson.stats.conflict_losses + n})
+            pool[lesson_id] = judged.updated[lesson_id] = lesson.model_copy(update={"stats": stats})
+        self._pending_losses.clear()
+
+    def _write_lessons(self, changed: dict[str, Lesson]) -> None:
+        if not changed:
+            return
+        self.store.upsert("lessons", list(changed.values()))
+        for lesson in changed.values():
+            old = self.lessons.get(lesson.id)
+            if old is None or old.rule_text != lesson.rule_text or old.fingerprints != lesson.fingerprints:
+                self.vectors.drop(lesson.id)
+            self.lessons[lesson.id] = lesson
+            self.graph.upsert_lesson(lesson)
+
+    def _write_links(self, activated: Counter[str]) -> None:
+        ids = sorted(activated)
+        new: list[Link] = []
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                lid = stable_id("lnk", a, b, "co_activated")
+                old = self._links.get(lid)
+                link = Link(
+                    id=lid,
+                    namespace=self.namespace,
+                    a=f"lesson:{a}",
+                    b=f"lesson:{b}",
+                    weight=(old.weight if old else 0.0) + 1.0,
+                )
+                self._links[lid] = link
+                self.graph.add_link(link.model_copy(update={"weight": 1.0}))
+                new.append(link)
+        if new:
+            self.store.upsert("links", new)
+
+    def _audit_run(self, run: RunRecord, integ: Any, judged: Judgement) -> None:
+        for lid in integ.created:
+            self.audit.write("lesson_created", lesson_id=lid, run_id=run.run_id, rule=self.lessons[lid].rule_text)
+        for kept, other in integ.merged:
+            self.audit.write("merge", lesson_id=kept, merged=other, run_id=run.run_id)
+        for a, b in integ.conflicts:
+            self.audit.write("conflict", lesson_id=a, other=b, run_id=run.run_id)
+        for t in judged.transitions:
+            self.audit.write(
+                t.new if t.new != "candidate" else "lifecycle",
+                lesson_id=t.lesson_id,
+                old=t.old,
+                new=t.new,
+                reason=t.reason,
+                evidence=t.evidence,
+                run_id=run.run_id,
+            )
+        self.audit.write("run_end", run=run.model_dump(mode="json"), utilities=judged.utilities)
+
+    # ------------------------------------------------------------------ reading
+    def _context_runs(self, task: TaskSpec) -> list[RunRecord]:
+        """Earlier runs of this task, else of its family on the same tool: its failure context."""
+        same_task = [r for r in self.runs if r.task_id == task.task_id]
+        if same_task:
+            return same_task[-RECENT_RUNS:]
+        return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-RECENT_RUNS:]
+
+    def _pre_run_difficulty(self, task: TaskSpec, context_runs: list[RunRecord], known: set[str]) -> float:
+        """Difficulty before a run (DESIGN §5.6): the task's pitfalls, else the tool's failure rate.
+
+        Pitfalls are the lessons the task needed in earlier runs plus the failures its last
+        run still had. A failure rate alone would shrink the budget as lessons succeed,
+        just when the task needs them all.
+        """
+        if context_runs:
+            pitfalls = len(known) + len(context_runs[-1].failures)
+            return 1.0 - math.exp(-pitfalls / self.config.pitfall_scale)
+        recent = [r for r in self.runs if r.tool == task.tool][-RECENT_RUNS:]
+        if not recent:
+            return 0.0
+        return sum(1 for r in recent if r.tool_errors > 0 or not r.passed) / len(recent)
+
+    def _lessons_for_fp(self, fp: str) -> list[Lesson]:
+        return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]
+
+    def get_lesson(self, lesson_id: str) -> Lesson | None:
+        """The lesson with this id in this namespace, or None."""
+        return self.lessons.get(lesson_id)
+
+    def list_lessons(self, status: str | None = None) -> list[Lesson]:
+        """All lessons of this namespace, optionally of one status, newest first."""
+        out = [l for l in self.lessons.values() if status is None or l.status == status]
+        return sorted(out, key=lambda l: -l.updated_at)
+
+    def lessons_by_status(self) -> dict[str, int]:
+        """Lesson counts per status (every status present, zero included)."""
+        counts = Counter(l.status for l in self.lessons.values())
+        return {s: counts.get(s, 0) for s in LESSON_STATUSES}
+
+    def history(self, lesson_id: str) -> list[dict[str, Any]]:
+        """Every audit record about one lesson, oldest first: why it exists and what happened to it."""
+        return [r for r in self.audit.read() if r.get("lesson_id") == lesson_id or lesson_id in r.get("chosen", [])]
+
+    def render(self, items: Sequence[ScoredItem]) -> str:
+        """Hints for ``items`` as a quoted data block for a model prompt."""
+        return render_hints(hints_from_items(items))
+
+    # ------------------------------------------------------------------ two-interface abstraction
+    def general_update(self, recorder: Trajectory) -> RunReport:
+        """Fold one finished trajectory into memory (the ``general_update`` interface)."""
+        events: list[ErrorEvent] = []
+        for i, step in enumerate(recorder.steps):
+            ev = self.capture(step, run_id=recorder.run_id, task=recorder.task, history=recorder.steps[:i])
+            if ev is not None:
+                events.append(ev)
+        return self.end_run(
+            run_id=recorder.run_id, task=recorder.task, steps=recorder.steps, events=events, verdict=recorder.verdict
+        )
+
+    def general_retrieve(self, recorder: Trajectory) -> dict[str, Any]:
+        """What memory offers before a task (the ``general_retrieve`` interface)."""
+        items = self.retrieve_pre_run(recorder.task, run_id=recorder.run_id)
+        hints = hints_from_items(items)
+        return {"hints": [h.model_dump() for h in hints], "text": render_hints(hints), "items": items}
+
+    # ------------------------------------------------------------------ LangChain surfaces
+    def as_retriever(self, kind: str = "pre_run", **kwargs: Any) -> Any:
+        """A LangChain BaseRetriever over this memory (``kind``: ``pre_run`` or ``on_error``)."""
+        from langmem_plus.retrieval.retrievers import LessonRetriever
+
+        return LessonRetriever(memory=self, kind=kind, **kwargs)
+
+    def as_tool(self) -> Any:
+        """A LangChain tool an agent can call to look up lessons for an error or a goal."""
+        from langmem_plus.retrieval.retrievers import lesson_lookup_tool
+
+        return lesson_lookup_tool(self)
+
+    # ------------------------------------------------------------------ async twins
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def acapture(self, step: Step, **kwargs: Any) -> ErrorEvent | None:
+        """Async ``capture``."""
+        return await self._run(self.capture, step, **kwargs)
+
+    async def aretrieve_pre_run(self, task: TaskSpec, context: WorkingContext | None = None, **kwargs: Any) -> list[ScoredItem]:
+        """Async ``retrieve_pre_run``."""
+        return await self._run(self.retrieve_pre_run, task, context, **kwargs)
+
+    async def aretrieve_on_error(self, event: ErrorEvent, context: WorkingContext | None = None, **kwargs: Any) -> list[ScoredItem]:
+        """Async ``retrieve_on_error``."""
+        return await self._run(self.retrieve_on_error, event, context, **kwargs)
+
+    async def aend_run(self, **kwargs: Any) -> RunReport:
+        """Async ``end_run``."""
+        return await self._run(self.end_run, **kwargs)
+
+
+__all__ = ["DEFAULT_PATH", "LearningMemory", "Trajectory"]

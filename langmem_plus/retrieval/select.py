@@ -1,0 +1,349 @@
+"""Choosing what to show: guards, MMR and the difficulty budget (DESIGN §5.4-5.6).
+
+Candidates arrive scored (``scoring.py``). Selection then
+
+1. applies the guards of DESIGN §5.4: never a suppressed or archived lesson, at
+   most ``tag_bucket_cap`` items per tag bucket, at most ``per_run_cap`` items from
+   any one earlier run, and one winner per conflict cluster;
+2. runs MMR (``mmr.py``) over the survivors for diversity (DESIGN §5.5);
+3. keeps the first K', where K' comes from the difficulty of the moment (DESIGN §5.6),
+   plus, when one is relevant, one avoidance reminder (``avoidance_reminder``).
+
+Every function is pure: items in, items out, each kept item with a reason.
+
+Example:
+    >>> from langmem_plus.records import Lesson, ScoredItem, WorkingContext
+    >>> mk = lambda i, s: ScoredItem(kind="lesson", score=s,
+    ...     item=Lesson(id=i, namespace=("ns",), rule_text=i, tags=["unknown_command"]))
+    >>> items = [mk("a", 0.9), mk("b", 0.8), mk("c", 0.7)]
+    >>> [it.item_id for it in select(items, vectors=None, k=3, config=DEFAULT_CONFIG)]
+    ['a', 'b']
+    >>> budget(difficulty(WorkingContext(stalls=0, recent_failures=0), DEFAULT_CONFIG), DEFAULT_CONFIG)
+    3
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.records import Episode, Lesson, ScoredItem, WorkingContext
+from langmem_plus.retrieval.mmr import mmr_select, mmr_select_reference, similarity_matrix
+
+Selector = Callable[[Sequence[float], npt.ArrayLike, int, float], list[int]]
+
+
+# --------------------------------------------------------------------------- budget
+
+
+def difficulty(ctx: WorkingContext, config: MemoryConfig = DEFAULT_CONFIG) -> float:
+    """Difficulty of the current moment in [0, 1] (DESIGN §5.6).
+
+    An explicit ``ctx.difficulty`` wins (clipped to [0, 1]). Otherwise it is
+    ``1 - exp(-(stalls / stall_steps + recent_failures / repeat_window))``: each
+    term is "how far into trouble" on the scale on which capture already calls it
+    trouble (``stall_steps`` steps without progress raise a no_progress event;
+    ``repeat_window`` is the window over which failures count as repeated). The sum
+    is 0 for a fresh run, 1 when either signal alone reaches its threshold, and the
+    saturating exponential maps it to [0, 1) so more trouble always means more
+    difficulty without ever leaving the range. With the default thresholds (0.3 /
+    0.7) a fresh run is easy (3 items), a stall of ``stall_steps`` alone is medium
+    (0.63, 5 items), and a stall plus two recent failures is hard (0.75, 7 items).
+
+    Args:
+        ctx: The working context (stalls, recent failures, optional explicit difficulty).
+        config: Supplies ``stall_steps`` and ``repeat_window``.
+
+    Returns:
+        Difficulty in [0, 1].
+    """
+    if ctx.difficulty is not None and math.isfinite(ctx.difficulty):
+        return min(1.0, max(0.0, float(ctx.difficulty)))
+    trouble = max(ctx.stalls, 0) / config.stall_steps + max(ctx.recent_failures, 0) / config.repeat_window
+    return 1.0 - math.exp(-trouble)
+
+
+def budget(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -> int:
+    """K', the number of items to show at a difficulty: 3 / 5 / 7 by default (DESIGN §5.6)."""
+    d = difficulty if math.isfinite(difficulty) else 0.0
+    return config.budget_for(min(1.0, max(0.0, d)))
+
+
+# --------------------------------------------------------------------------- guards
+
+
+def default_run_of(item: ScoredItem) -> str | None:
+    """The earlier run an item came from: a single-run lesson's run, an episode's run.
+
+    The per-run cap (DESIGN §5.4) guards against one anomalous session flooding the
+    context. A lesson learned again in a second run is corroborated, so it no longer
+    counts against its first run's cap (measured: with the cap on first runs, a
+    gridtool task lost the fourth of the four fixes its first run had taught).
+    """
+    it = item.item
+    if isinstance(it, Lesson):
+        return it.provenance.run_ids[0] if len(it.provenance.run_ids) == 1 else None
+    if isinstance(it, Episode):
+        return it.run_id
+    return None
+
+
+def default_bucket_of(item: ScoredItem) -> str | None:
+    """An item's tag bucket: a lesson's primary tag, refined by its WRONG pattern.
+
+    Rewrite lessons with different WRONG patterns are different facts even under one
+    tag (``filter -> KEEP`` and ``select -> PICK`` are both unknown_command), and a
+    task may need all of them; the cap of DESIGN §5.4 then bounds lessons that fix
+    the same thing. Episodes and skills have no bucket.
+    """
+    it = item.item
+    if isinstance(it, Lesson) and it.tags:
+        return f"{it.tags[0]}|{it.wrong}" if it.wrong else it.tags[0]
+    return None
+
+
+def _conflict_winners(items: Sequence[ScoredItem], order: Sequence[int]) -> dict[int, int]:
+    """Map each lesson position in a conflict cluster to its cluster winner's position.
+
+    Clusters are the connected components of ``conflicts_with`` links (in either
+    direction) among the candidate lessons. The winner has the highest reliability,
+    then the newest evidence (``updated_at``), then the higher score.
+    """
+    lessons: dict[int, Lesson] = {}
+    pos_of: dict[str, int] = {}
+    for i in order:
+        it = items[i].item
+        if isinstance(it, Lesson) and it.id not in pos_of:
+            pos_of[it.id] = i
+            lessons[i] = it
+    parent = {i: i for i in lessons}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, lesson in lessons.items():
+        for other in lesson.conflicts_with:
+            j = pos_of.get(other)
+            if j is not None:
+                parent[find(i)] = find(j)
+    clusters: dict[int, list[int]] = {}
+    for i in lessons:
+        clusters.setdefault(find(i), []).append(i)
+    rank = {i: r for r, i in enumerate(order)}
+    winners: dict[int, int] = {}
+    for members in clusters.values():
+        if len(members) > 1:
+            best = max(members, key=lambda i: (lessons[i].reliability, lessons[i].updated_at, -rank[i]))
+            winners.update({i: best for i in members})
+    return winners
+
+
+def _guard_positions(
+    items: Sequence[ScoredItem],
+    config: MemoryConfig,
+    run_of: Callable[[ScoredItem], str | None],
+    bucket_of: Callable[[ScoredItem], str | None],
+) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+    """Positions of the items that pass the guards (with a reason), in score order, and the drops."""
+    order = sorted(range(len(items)), key=lambda i: -items[i].score)  # stable: ties keep input order
+    dropped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    live: list[int] = []
+    for i in order:
+        item = items[i]
+        if item.item_id in seen:
+            dropped.append((item.item_id, "duplicate"))
+            continue
+        seen.add(item.item_id)
+        if isinstance(item.item, Lesson) and not item.item.retrievable:
+            dropped.append((item.item_id, f"status:{item.item.status}"))
+            continue
+        live.append(i)
+    winners = _conflict_winners(items, live)
+    per_bucket: Counter[str] = Counter()
+    per_run: Counter[str] = Counter()
+    kept: list[tuple[int, str]] = []
+    for i in live:
+        item = items[i]
+        if i in winners and winners[i] != i:
+            dropped.append((item.item_id, f"conflict_loss:{items[winners[i]].item_id}"))
+            continue
+        bucket, run = bucket_of(item), run_of(item)
+        if bucket is not None and per_bucket[bucket] >= config.tag_bucket_cap:
+            dropped.append((item.item_id, f"tag_bucket_cap:{bucket}"))
+            continue
+        if run is not None and per_run[run] >= config.per_run_cap:
+            dropped.append((item.item_id, f"per_run_cap:{run}"))
+            continue
+        parts = ["guards:passed"]
+        if bucket is not None:
+            per_bucket[bucket] += 1
+            parts.append(f"bucket {bucket} {per_bucket[bucket]}/{config.tag_bucket_cap}")
+        if run is not None:
+            per_run[run] += 1
+            parts.append(f"run {run} {per_run[run]}/{config.per_run_cap}")
+        if i in winners:
+            parts.append("won conflict cluster")
+        kept.append((i, ", ".join(parts)))
+    return kept, dropped
+
+
+def _with_reason(item: ScoredItem, reason: str) -> ScoredItem:
+    return item.model_copy(update={"reasons": [*item.reasons, reason]})
+
+
+def apply_guards(
+    items: Sequence[ScoredItem],
+    config: MemoryConfig = DEFAULT_CONFIG,
+    *,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
+    """Apply the retrieval guards of DESIGN §5.4, in score order.
+
+    - Suppressed and archived lessons are dropped (``"status:<status>"``).
+    - A repeated item id keeps only its best-scored copy (``"duplicate"``).
+    - Conflict clusters (lessons linked by ``conflicts_with``, transitively, among
+      these candidates) keep one lesson: the highest reliability, then the newest
+      evidence (``updated_at``). Losers are reported as ``"conflict_loss:<winner id>"``
+      so the caller can count conflict losses (DESIGN §6 suppression).
+    - At most ``tag_bucket_cap`` items per bucket (``"tag_bucket_cap:<bucket>"``) and
+      at most ``per_run_cap`` from any one earlier run (``"per_run_cap:<run>"``).
+      Items whose bucket or run is None are not capped.
+
+    Args:
+        items: Scored candidates, in any order.
+        config: Supplies the caps.
+        run_of: The earlier run an item came from (default: ``default_run_of``).
+        bucket_of: An item's tag bucket (default: ``default_bucket_of``).
+
+    Returns:
+        The kept items in score order, each a copy with a reason appended, and the
+        ``(item id, why)`` pairs of the dropped ones.
+    """
+    kept, dropped = _guard_positions(items, config, run_of, bucket_of)
+    return [_with_reason(items[i], why) for i, why in kept], dropped
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _select(
+    items: Sequence[ScoredItem],
+    vectors: npt.ArrayLike | None,
+    k: int,
+    config: MemoryConfig,
+    selector: Selector,
+    run_of: Callable[[ScoredItem], str | None],
+    bucket_of: Callable[[ScoredItem], str | None],
+) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
+    matrix = None if vectors is None else np.asarray(vectors, dtype=np.float64)
+    if matrix is not None and (matrix.ndim != 2 or matrix.shape[0] != len(items)):
+        raise ValueError(f"vectors must have one row per item ({len(items)}), got shape {matrix.shape}")
+    kept, dropped = _guard_positions(items, config, run_of, bucket_of)
+    if not kept or k <= 0:
+        return [], dropped
+    positions = [i for i, _ in kept]
+    # No vectors: identity similarity, so MMR's diversity term is 0 and score order is kept.
+    sim = np.eye(len(positions)) if matrix is None else similarity_matrix(matrix[positions])
+    picks = selector([items[i].score for i in positions], sim, k, config.mmr_lambda)
+    out = []
+    for rank, p in enumerate(picks, start=1):
+        i, why = kept[p]
+        out.append(_with_reason(items[i], f"{why}; mmr rank {rank}"))
+    return out, dropped
+
+
+def select(
+    items: Sequence[ScoredItem],
+    *,
+    vectors: npt.ArrayLike | None,
+    k: int,
+    config: MemoryConfig = DEFAULT_CONFIG,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> list[ScoredItem]:
+    """Guards, then MMR over the survivors, then the first ``k`` (DESIGN §5.4-5.5).
+
+    Args:
+        items: Scored candidates.
+        vectors: One embedding row per item of ``items`` (same order), for MMR's
+            similarity; None means no similarity is known (identity), so MMR keeps
+            score order.
+        k: The budget K' (see ``budget``).
+        config: Supplies the caps and ``mmr_lambda``.
+        run_of: As in ``apply_guards``.
+        bucket_of: As in ``apply_guards``.
+
+    Returns:
+        Up to ``k`` items in MMR pick order, each a copy with its reasons.
+    """
+    return _select(items, vectors, k, config, mmr_select, run_of, bucket_of)[0]
+
+
+def select_with_drops(
+    items: Sequence[ScoredItem],
+    *,
+    vectors: npt.ArrayLike | None,
+    k: int,
+    config: MemoryConfig = DEFAULT_CONFIG,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
+    """``select`` that also returns what the guards dropped, as ``(id, why)`` pairs."""
+    return _select(items, vectors, k, config, mmr_select, run_of, bucket_of)
+
+
+def select_reference(
+    items: Sequence[ScoredItem],
+    *,
+    vectors: npt.ArrayLike | None,
+    k: int,
+    config: MemoryConfig = DEFAULT_CONFIG,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> list[ScoredItem]:
+    """``select`` with the slow reference MMR; for tests."""
+    return _select(items, vectors, k, config, mmr_select_reference, run_of, bucket_of)[0]
+
+
+def avoidance_reminder(items: Sequence[ScoredItem], chosen: Sequence[ScoredItem]) -> ScoredItem | None:
+    """The best-scored avoidance episode not already chosen: the "+1" of DESIGN §5.6.
+
+    Args:
+        items: All scored candidates of the retrieval (the relevant ones).
+        chosen: What ``select`` chose.
+
+    Returns:
+        A copy of the reminder with a reason appended, or None when no avoidance
+        episode is among the candidates beyond those chosen.
+    """
+    taken = {c.item_id for c in chosen}
+    best: ScoredItem | None = None
+    for item in items:
+        it = item.item
+        is_reminder = isinstance(it, Episode) and it.kind == "avoidance" and item.item_id not in taken
+        if is_reminder and (best is None or item.score > best.score):
+            best = item
+    return None if best is None else _with_reason(best, "avoidance reminder (+1, DESIGN §5.6)")
+
+
+__all__ = [
+    "apply_guards",
+    "avoidance_reminder",
+    "budget",
+    "default_bucket_of",
+    "default_run_of",
+    "difficulty",
+    "select",
+    "select_reference",
+    "select_with_drops",
+]

@@ -1,0 +1,115 @@
+"""AuditLog: append-only, torn lines skipped (never fatal), namespaces kept apart."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+
+from langmem_plus.store.audit import AuditLog, audit_path
+
+NS = ("acme", "agent-7")
+
+
+def test_append_only_earlier_lines_unchanged(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit" / "a.jsonl", NS)
+    for i in range(3):
+        log.write("capture", event_id=f"evt_{i}")
+    before = log.path.read_bytes()
+    log.write("promote", lesson_id="les_1", utility=0.3)
+    log.write("retrieval", query="sort -d", chosen=["les_1"], components={"les_1": {"fp": 1.0}})
+    after = log.path.read_bytes()
+    assert after.startswith(before) and len(after) > len(before)
+    records = list(log.read())
+    assert [r["kind"] for r in records] == ["capture"] * 3 + ["promote", "retrieval"]
+    assert records[4]["components"] == {"les_1": {"fp": 1.0}}
+    assert all(r["ns"] == list(NS) and isinstance(r["ts"], float) for r in records)
+    assert after.count(b"\n") == 5
+
+
+def test_write_returns_the_record_and_serialises_anything(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    rec = log.write("merge", ts=12.5, path=Path("/x/y"), ids={"b"}, text="café ✓")
+    assert rec == {"ts": 12.5, "ns": list(NS), "kind": "merge", "path": Path("/x/y"), "ids": {"b"}, "text": "café ✓"}
+    (read,) = log.read()
+    assert read == {"ts": 12.5, "ns": list(NS), "kind": "merge", "path": "/x/y", "ids": "{'b'}", "text": "café ✓"}
+    assert "café ✓" in log.path.read_text(encoding="utf-8")  # ensure_ascii=False
+    with pytest.raises(ValueError, match="ns"):
+        log.write("merge", ns=["other"])
+    with pytest.raises(ValueError, match="kind"):
+        log.write("")
+
+
+def test_torn_last_line_is_skipped_and_later_writes_survive(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    log.write("capture", event_id="evt_1")
+    log.write("capture", event_id="evt_2")
+    torn = json.dumps({"ts": 1.0, "ns": list(NS), "kind": "capture", "event_id": "evt_torn"})
+    with open(log.path, "ab") as fh:
+        fh.write(torn[: len(torn) // 2].encode())  # a crash mid-write
+    with caplog.at_level(logging.WARNING, logger="langmem_plus"):
+        assert [r["event_id"] for r in log.read()] == ["evt_1", "evt_2"]
+    assert any("skipped unreadable audit line" in m and ":3" in m for m in caplog.messages)
+    log.write("capture", event_id="evt_3")
+    assert [r["event_id"] for r in log.read()] == ["evt_1", "evt_2", "evt_3"]
+    assert log.path.read_bytes().count(b"\n") == 4  # the torn fragment was closed off by a newline
+
+
+def test_garbled_lines_anywhere_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    log = AuditLog(path, NS)
+    log.write("capture", event_id="evt_1")
+    with open(path, "ab") as fh:
+        fh.write(b"\xff\xfe not utf8\n[1, 2]\n\n{\"unterminated\": \n")
+    log.write("capture", event_id="evt_2")
+    assert [r["event_id"] for r in log.read()] == ["evt_1", "evt_2"]
+
+
+def test_reads_only_its_namespace_and_kinds(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    mine, theirs = AuditLog(path, NS), AuditLog(path, ("acme", "agent-8"))
+    mine.write("capture", n=1)
+    theirs.write("capture", n=2)
+    mine.write("promote", n=3)
+    theirs.write("promote", n=4)
+    assert [r["n"] for r in mine.read()] == [1, 3]
+    assert [r["n"] for r in theirs.read()] == [2, 4]
+    assert [r["n"] for r in mine.read(kinds=["promote"])] == [3]
+    assert [r["n"] for r in mine.read(kinds=[])] == []
+    assert list(AuditLog(tmp_path / "missing.jsonl", NS).read()) == []
+
+
+def test_audit_path_is_stable_per_namespace(tmp_path: Path) -> None:
+    p = audit_path(tmp_path, NS)
+    assert p == audit_path(tmp_path, ("acme", "agent-7"))
+    assert p.parent == tmp_path / "audit" and p.suffix == ".jsonl"
+    assert p != audit_path(tmp_path, ("acme", "agent-8"))
+    assert audit_path(str(tmp_path), "solo") == audit_path(tmp_path, ("solo",))
+
+
+def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    logs = [AuditLog(path, NS) for _ in range(4)]  # separate instances, one file
+
+    def work(k: int) -> None:
+        for i in range(150):
+            logs[k].write("capture", writer=k, i=i, blob="x" * 2000)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    records = list(logs[0].read())
+    assert len(records) == 600
+    for k in range(4):
+        assert [r["i"] for r in records if r["writer"] == k] == list(range(150))
+
+
+def test_fsync_flag_writes_the_same(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", NS, fsync=True)
+    log.write("capture", ts=1.0, x=1)
+    assert list(log.read()) == [{"ts": 1.0, "ns": list(NS), "kind": "capture", "x": 1}]

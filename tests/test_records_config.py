@@ -1,0 +1,78 @@
+"""Records repair untrusted input with a logged warning; MemoryConfig validates its numbers."""
+
+import logging
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from langmem_plus import InvalidNamespace, MemoryConfig
+from langmem_plus.records import ErrorEvent, Feedback, Step, validate_namespace
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), "abc"])
+def test_non_finite_progress_becomes_unknown_with_a_warning(bad: object, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="langmem_plus"):
+        fb = Feedback(progress=bad, reward=bad, efficiency={"seconds": bad, "cost": bad})
+    assert fb.progress is None
+    assert fb.reward == 0.0 and fb.efficiency.seconds == 0.0 and fb.efficiency.cost == 0.0
+    assert any("progress" in r.message for r in caplog.records)
+
+
+def test_progress_is_clipped() -> None:
+    assert Feedback(progress=3.0).progress == 1.0
+    assert Feedback(progress=-1).progress == 0.0
+
+
+def test_binary_and_non_utf8_error_text_is_decoded_and_cleaned() -> None:
+    fb = Feedback(error_text=b"\xff\xfeboom\x00\x01 at line 3")
+    assert "boom" in fb.error_text and "\x00" not in fb.error_text and "\ufffd" in fb.error_text
+
+
+def test_huge_text_is_cut_keeping_head_and_tail() -> None:
+    text = "HEAD " + "x" * 1_000_000 + " TAIL: KeyError: 'k'"
+    fb = Feedback(error_text=text)
+    assert len(fb.error_text) <= MemoryConfig().error_text_scan_chars
+    assert fb.error_text.startswith("HEAD") and fb.error_text.endswith("KeyError: 'k'")
+    step = Step(index=0, action="y" * 2_000_000)
+    assert len(step.action) <= MemoryConfig().error_text_scan_chars
+
+
+def test_error_event_text_cut_to_design_limit() -> None:
+    ev = ErrorEvent(
+        id="e", namespace=("a",), run_id="r", step=0, fingerprint="f", fingerprint_id="x", channel="hard",
+        error_text="z" * 10_000,
+    )
+    assert len(ev.error_text) <= 2000
+
+
+@pytest.mark.parametrize("bad", [(), ("",), ("a", " "), ("a\nb",), "", None, 5, ("x" * 200,)])
+def test_bad_namespaces_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidNamespace):
+        validate_namespace(bad)
+
+
+def test_namespace_string_becomes_one_part_tuple() -> None:
+    assert validate_namespace("acme") == ("acme",)
+    assert validate_namespace(["acme", "agent-7"]) == ("acme", "agent-7")
+
+
+def test_config_defaults_match_design_and_budget() -> None:
+    cfg = MemoryConfig()
+    assert (cfg.candidates_k, cfg.mmr_lambda, cfg.recency_tau_hours) == (20, 0.4, 72.0)
+    assert math.isclose(cfg.w_fingerprint + cfg.w_tags + cfg.w_text + cfg.w_reliability + cfg.w_recency, 1.0)
+    assert [cfg.budget_for(d) for d in (0.0, 0.3, 0.31, 0.7, 0.71, 1.0)] == [3, 3, 5, 5, 7, 7]
+
+
+def test_config_rejects_inconsistent_numbers_and_unknown_fields() -> None:
+    with pytest.raises(ValidationError):
+        MemoryConfig(difficulty_easy_max=0.9, difficulty_medium_max=0.5)
+    with pytest.raises(ValidationError):
+        MemoryConfig(mmr_lamda=0.3)  # a typo is an error, not silently ignored
+    with pytest.raises(ValidationError):
+        MemoryConfig().model_copy(update={}).__class__(candidates_k=0)
+
+
+def test_every_config_field_is_documented() -> None:
+    missing = [n for n, f in MemoryConfig.model_fields.items() if not f.description]
+    assert missing == []
