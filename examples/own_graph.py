@@ -78,7 +78,9 @@ def build(memory: LearningMemory, conn: sqlite3.Connection) -> Any:
             fb, obs = Feedback(reward=1.0 if not query.startswith("PRAGMA") else 0.0, progress=1.0), repr(rows)
         except sqlite3.Error as exc:
             fb, obs = Feedback(hard_failure=True, error_text=f"sqlite3.{type(exc).__name__}: {exc}"), ""
-        step = Step(index=len(steps), action=query, observation=obs, feedback=fb, tool="sqlite3")
+        # Reading the schema is a docs lookup: flag it so memory never mistakes it for an attempt.
+        info = {"kind": "docs"} if query.startswith("PRAGMA") else {}
+        step = Step(index=len(steps), action=query, observation=obs, feedback=fb, tool="sqlite3", info=info)
         advance = not fb.failed and not query.startswith("PRAGMA")
         return {"steps": [step], "pending": "", "next_query": state.get("next_query", 0) + int(advance)}
 

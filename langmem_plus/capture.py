@@ -113,13 +113,15 @@ _ERROR_LINE = re.compile(
 # --------------------------------------------------------------------------- normalisation
 
 _DID_YOU_MEAN = re.compile(
-    r"(?<![\s.,;:!?(\-])[\s.,;:!?(\-]*\b(?:did you mean|perhaps you meant|maybe you meant|you may have meant)\b.*$"
+    r"(?<![\s.,;:!?(\-])[\s.,;:!?(\-]*"
+    r"\b(?:did you mean|perhaps you meant|maybe you meant|you may have meant)\b.*$"
 )
 _URL = re.compile(r"(?<![\w+.\-])[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
 _EMAIL = re.compile(r"(?<![\w.+\-])[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 _QUOTED = re.compile(
     rf"""
-      (?<![\w'])(?:[bruf]{{1,2}}(?='))?'(?:[^'\\\n]|\\.){{0,{QUOTED_MAX_CHARS}}}'(?![\w'])  # 'x', b'x'; not can't
+      # 'x' and b'x', but not the apostrophe of can't
+      (?<![\w'])(?:[bruf]{{1,2}}(?='))?'(?:[^'\\\n]|\\.){{0,{QUOTED_MAX_CHARS}}}'(?![\w'])
     | "(?:[^"\\\n]|\\.){{0,{QUOTED_MAX_CHARS}}}"                                      # "x"
     | `[^`'\n]{{0,{QUOTED_MAX_CHARS}}}[`']                                          # `x` and old-style `x'
     | \u2018[^\u2019\n]{{0,{QUOTED_MAX_CHARS}}}\u2019
@@ -191,7 +193,7 @@ _SUBJECT = re.compile(
 _PROGRAM_WORDS = frozenset({"fatal", "warning", "bash", "sh", "zsh", "dash"})
 _TYPE_SUFFIXES = ("error", "exception", "warning", "fault")
 _NUMBER = re.compile(r"(?:(?<![\w.\-])-)?(?<![\w.])\d+(?:\.\d+)*(?:e[+\-]?\d+)?")
-_AFTER_NUMBER = re.compile(r"<n>((?:\s+[a-z]+){1,3})")
+_AFTER_NUMBER = re.compile(r"<n>((?:\s+[a-z][a-z\-]*){1,3})")
 _PLURAL_KEEP = frozenset(
     "does always perhaps whereas besides towards afterwards sometimes series species news yes".split()
 )
@@ -203,19 +205,24 @@ _VERB = re.compile(r"[^\s(){}\[\]:=,;|]+")
 
 
 def _singular(m: re.Match[str]) -> str:
-    """After a number, 'arguments'/'argument' and 'were'/'was' differ only with the count."""
-    words = []
-    for word in m.group(1).split():
+    """After a number, 'arguments'/'argument' and 'were'/'was' differ only with the count.
+
+    Only the first plural within the window is the counted noun; a verb after it
+    ("characters exceeds") is left alone.
+    """
+    words = m.group(1).split()
+    for i, word in enumerate(words):
         if word == "was":
-            word = "were"
-        elif (
+            words[i] = "were"
+            break
+        if (
             len(word) > 3
             and word.endswith("s")
             and not word.endswith(("ss", "us", "is"))
             and word not in _PLURAL_KEEP
         ):
-            word = word[:-1]
-        words.append(word)
+            words[i] = word[:-1]
+            break
     return "<n> " + " ".join(words)
 
 
@@ -497,7 +504,8 @@ _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "arity_mismatch",
             (
                 r"takes (?:exactly |at most |at least |from )?\d+ (?:positional )?arguments?|"
-                r"(?<!\d)\d+ (?:were|was) given|missing \d+ required|wrong number of (?:arguments|values|columns)|"
+                r"(?<!\d)\d+ (?:were|was) given|missing \d+ required|"
+                r"wrong number of (?:arguments|values|columns)|"
                 r"too (?:many|few) (?:arguments|values|columns|parameters)|has \d+ columns? but \d+ values?|"
                 r"arity|takes no arguments|unexpected keyword argument|multiple values for|"
                 r"requires (?:an? |\d+ )?(?:value|argument|parameter)s?|option requires|"
@@ -507,7 +515,8 @@ _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "column_reference",
             (
-                r"(?:no such|unknown|unrecogni[sz]ed|invalid|missing|ambiguous|undefined|bad) (?:column|field)|"
+                r"(?:no such|unknown|unrecogni[sz]ed|invalid|missing|ambiguous|undefined|bad) "
+                r"(?:column|field)|"
                 r"(?:column|field)s? (?:reference |name )?(?:\S+ )?(?:not found|does not exist|is ambiguous|"
                 r"not in)|no (?:column|field) named|cannot resolve (?:column|field)"
             ),
@@ -528,9 +537,11 @@ _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             (
                 r"type mismatch|mismatched types|incompatible types?|datatype mismatch|cannot convert|"
                 r"could not convert|invalid literal for|unsupported operand type|can only concatenate|"
-                r"cannot index \w+ with|is not iterable|is not subscriptable|cannot be (?:cast|converted|added)|"
-                r"wrong type|invalid type|must be (?:str|int|float|real number|an? \w+)|expected (?:type|str|int|"
-                r"float|string|number|array|object|list|dict)\b|not (?:an? )?(?:number|string|integer|array|object)\b"
+                r"cannot index \w+ with|is not iterable|is not subscriptable|"
+                r"cannot be (?:cast|converted|added)|wrong type|invalid type|"
+                r"must be (?:str|int|float|real number|an? \w+)|"
+                r"expected (?:type|str|int|float|string|number|array|object|list|dict)\b|"
+                r"not (?:an? )?(?:number|string|integer|array|object)\b"
             ),
         ),
         (
@@ -576,7 +587,12 @@ _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _QUOTED_INNER = re.compile(
-    rf"""'([^'\n]{{0,{QUOTED_MAX_CHARS}}})'|"([^"\n]{{0,{QUOTED_MAX_CHARS}}})"|`([^`'\n]{{0,{QUOTED_MAX_CHARS}}})[`']"""
+    rf"""
+      '([^'\n]{{0,{QUOTED_MAX_CHARS}}})'
+    | "([^"\n]{{0,{QUOTED_MAX_CHARS}}})"
+    | `([^`'\n]{{0,{QUOTED_MAX_CHARS}}})[`']
+    """,
+    re.VERBOSE,
 )
 _APOSTROPHE_FREE_QUOTE = re.compile(r"(?<![A-Za-z])'|'(?![A-Za-z])")
 _OPERATOR_LITERAL = re.compile(r"[=<>!&|+\-*/%^~]+")

@@ -37,6 +37,17 @@ class DemoRun:
     seconds: float = 0.0
 
 
+class LogicalClock:
+    """A clock that advances one second per reading: recency stays meaningful, runs repeat exactly."""
+
+    def __init__(self, start: float) -> None:
+        self._now = float(int(start))
+
+    def __call__(self) -> float:
+        self._now += 1.0
+        return self._now
+
+
 Progress = Callable[[int, int, int, int, str], None]
 """progress(run, runs, task_index, tasks, task_id)."""
 
@@ -88,7 +99,9 @@ def run_demo(
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     env = make_env(tool)
-    memory = LearningMemory.open(store, url=url, namespace=namespace or ("demo", tool), config=config)
+    memory = LearningMemory.open(
+        store, url=url, namespace=namespace or ("demo", tool), config=config, clock=LogicalClock(start=time.time())
+    )
     try:
         graph = build_executor_referee_graph(memory, env, ScriptedExecutor(seed=seed), max_steps=max_steps)
         tasks = env.tasks()
@@ -140,4 +153,4 @@ def rows_as_table(rows: list[DemoRun]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DemoRun", "rows_as_json", "rows_as_table", "run_demo", "stderr_progress", "summarize"]
+__all__ = ["DemoRun", "LogicalClock", "rows_as_json", "rows_as_table", "run_demo", "stderr_progress", "summarize"]

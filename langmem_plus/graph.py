@@ -34,6 +34,7 @@ from langmem_plus.executors.base import Decision, Executor
 from langmem_plus.memory import LearningMemory
 from langmem_plus.nodes import (
     MemoryState,
+    Node,
     capture_node,
     task_of,
     distill_hints_node,
@@ -62,7 +63,7 @@ class ExecutorState(MemoryState, total=False):
     """Step budget of this attempt."""
 
 
-def executor_node(executor: Executor) -> Any:
+def executor_node(executor: Executor) -> Node:
     """Node: ask the executor for its next decision, given the hints gathered so far."""
 
     def decide(state: ExecutorState) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def executor_node(executor: Executor) -> Any:
     return decide
 
 
-def act_node(env: Env) -> Any:
+def act_node(env: Env) -> Node:
     """Node: carry out the decision in the environment (a docs lookup costs a step too)."""
 
     def act(state: ExecutorState) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def act_node(env: Env) -> Any:
     return act
 
 
-def reset_node(env: Env) -> Any:
+def reset_node(env: Env) -> Node:
     """Node: start the task in the environment; the first observation becomes step context."""
 
     def reset(state: ExecutorState) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from langmem_plus.records import (
     RunRecord,
     RunReport,
     ScoredItem,
+    Skill,
     Step,
     TaskSpec,
     Verdict,
@@ -80,6 +81,14 @@ class Trajectory(BaseModel):
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
+R = TypeVar("R", bound=BaseModel)
+
+
+def _all(store: ChromaStore, kind: str, cls: type[R]) -> list[R]:
+    """Every record of ``kind`` in the store, typed."""
+    return [r for r in store.all(kind) if isinstance(r, cls)]
+
+
 def _first_steps(activations: Sequence[Activation]) -> dict[str, int]:
     """The step at which each lesson was first shown in a run."""
     first: dict[str, int] = {}
@@ -99,17 +108,19 @@ class LearningMemory:
         namespace: Namespace,
         config: MemoryConfig = DEFAULT_CONFIG,
         llm: BaseChatModel | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.audit, self.namespace, self.config, self.llm = store, audit, namespace, config, llm
+        self.clock = clock
         self._lock = threading.RLock()
-        self.lessons: dict[str, Lesson] = {l.id: l for l in store.all("lessons")}  # type: ignore[misc]
-        links = store.all("links")
-        self.graph = LessonGraph.from_records(list(self.lessons.values()), store.all("skills"), links)  # type: ignore[arg-type]
-        self.runs: list[RunRecord] = sorted(store.all("runs"), key=lambda r: r.seq)  # type: ignore[arg-type, attr-defined]
+        self.lessons: dict[str, Lesson] = {l.id: l for l in _all(store, "lessons", Lesson)}
+        links = _all(store, "links", Link)
+        self.graph = LessonGraph.from_records(list(self.lessons.values()), _all(store, "skills", Skill), links)
+        self.runs: list[RunRecord] = sorted(_all(store, "runs", RunRecord), key=lambda r: r.seq)
         self._fp_runs: Counter[str] = Counter()
         for r in self.runs:
             self._fp_runs.update(set(r.fingerprint_counts))
-        self._links: dict[str, Link] = {l.id: l for l in links}  # type: ignore[misc]
+        self._links: dict[str, Link] = {l.id: l for l in links}
         self.vectors = VectorCache(store, config.embedding_dim)
         self.engine = RetrievalEngine(
             store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
@@ -128,6 +139,7 @@ class LearningMemory:
         embeddings: Embeddings | str | None = None,
         llm: BaseChatModel | None = None,
         audit_dir: str | Path | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> "LearningMemory":
         """Open (or create) a memory: embedded Chroma at ``path``, or a Chroma server at ``url``.
 
@@ -139,6 +151,7 @@ class LearningMemory:
             embeddings: A LangChain Embeddings, ``"hashing"`` (offline default) or ``"openai:<model>"``.
             llm: Optional chat model for lesson synthesis and hint distillation.
             audit_dir: Where the JSONL audit log lives (default: the store folder).
+            clock: Source of "now" in epoch seconds; pass a logical clock for reproducible runs.
 
         Raises:
             InvalidNamespace: the namespace is empty or malformed.
@@ -150,7 +163,7 @@ class LearningMemory:
         root = Path(path) if path is not None else Path(DEFAULT_PATH)
         store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
         audit = AuditLog(audit_path(Path(audit_dir) if audit_dir else root, ns), ns)
-        return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm)
+        return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock)
 
     def close(self) -> None:
         """Release the store client."""
@@ -174,7 +187,13 @@ class LearningMemory:
     ) -> ErrorEvent | None:
         """Fingerprint a failed step into an ErrorEvent and store it; None when the step is fine."""
         event = detect_failure(
-            step, history, namespace=self.namespace, run_id=run_id, task=task, config=self.config, now=now
+            step,
+            history,
+            namespace=self.namespace,
+            run_id=run_id,
+            task=task,
+            config=self.config,
+            now=self.clock() if now is None else now,
         )
         if event is None:
             return None
@@ -193,7 +212,7 @@ class LearningMemory:
         now: float | None = None,
     ) -> list[ScoredItem]:
         """Lessons worth knowing before a task starts (DESIGN §5, pre-run moment)."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         context_runs = self._context_runs(task)
         fps = {fp for r in context_runs for fp in r.fingerprint_counts}
         actions = list(dict.fromkeys(f.action for r in context_runs for f in r.failures if f.action))
@@ -222,7 +241,7 @@ class LearningMemory:
         now: float | None = None,
     ) -> list[ScoredItem]:
         """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5)."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         ctx = context or WorkingContext(last_fail=event.error_text[:300], context=event.tool or "")
         result = self.engine.on_error(event, ctx, now=now)
         return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
@@ -275,7 +294,7 @@ class LearningMemory:
         now: float | None = None,
     ) -> RunReport:
         """Synthesize lessons from the run's failures, measure activated lessons, apply the lifecycle."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         with self._lock:
             outcome = run_outcome(steps, events, verdict, self.config)
             seq = (self.runs[-1].seq + 1) if self.runs else 1

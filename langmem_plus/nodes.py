@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Callable, Sequence, TypedDict
+from typing import Annotated, Any, Protocol, Sequence, TypedDict
 
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
@@ -34,7 +34,10 @@ from langmem_plus.records import (
 )
 from langmem_plus.referee import Referee
 
-Node = Callable[[Any], dict[str, Any]]
+class Node(Protocol):
+    """A LangGraph node: takes the state, returns an update."""
+
+    def __call__(self, state: Any) -> dict[str, Any]: ...
 
 
 def merge_hints(existing: Sequence[Hint] | None, new: Sequence[Hint] | None) -> list[Hint]:
@@ -190,6 +193,7 @@ def end_of_run_node(memory: LearningMemory) -> Node:
 
 __all__ = [
     "MemoryState",
+    "Node",
     "capture_node",
     "distill_hints_node",
     "end_of_run_node",

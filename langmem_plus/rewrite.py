@@ -39,6 +39,24 @@ class Rewrite:
     correct: str
 
 
+def _spans(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _ACTION_TOKEN.finditer(text)]
+
+
+def _join(tokens: list[str], source: str, spans: list[tuple[str, int, int]]) -> str:
+    """Tokens joined with the separators they had in ``source`` (``--long`` stays one word).
+
+    A wildcard next to another token gets a space, so the pattern re-tokenizes the same way.
+    """
+    out = tokens[0] if tokens else ""
+    for k in range(1, len(tokens)):
+        sep = source[spans[k - 1][2] : spans[k][1]]
+        if not sep and (tokens[k] in WILDCARDS or tokens[k - 1] in WILDCARDS):
+            sep = " "
+        out += sep + tokens[k]
+    return out
+
+
 def _quoted(tok: str) -> str | None:
     if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "\"'":
         return tok[0]
@@ -64,7 +82,8 @@ def derive_rewrites(failed: str, fixed: str, max_span: int = 6) -> list[Rewrite]
     inner equal tokens become ``*``. A pure insertion is anchored on the token
     before it. Groups wider than ``max_span`` tokens are not rules and are dropped.
     """
-    ta, tb = action_tokens(failed), action_tokens(fixed)
+    sa, sb = _spans(failed), _spans(fixed)
+    ta, tb = [t for t, _, _ in sa], [t for t, _, _ in sb]
     ops = [op for op in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()]
     groups: list[list[tuple[str, int, int, int, int]]] = []
     for op in ops:
@@ -97,15 +116,15 @@ def derive_rewrites(failed: str, fixed: str, max_span: int = 6) -> list[Rewrite]
                     if (i, j) != anchor:
                         wrong[i - a0], correct[j - b0] = "*", "*"
         # A one-for-one replacement that only changes quoting generalises the quotes.
-        for op in group:
-            if op[0] == "replace" and op[2] - op[1] == op[4] - op[3]:
-                for k in range(op[2] - op[1]):
-                    pat = _generalise(ta[op[1] + k], tb[op[3] + k])
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "replace" and i2 - i1 == j2 - j1:
+                for k in range(i2 - i1):
+                    pat = _generalise(ta[i1 + k], tb[j1 + k])
                     if pat:
-                        wrong[op[1] + k - a0], correct[op[3] + k - b0] = pat
+                        wrong[i1 + k - a0], correct[j1 + k - b0] = pat
         if wrong.count("*") + sum(w in WILDCARDS[1:] for w in wrong) < sum(c in WILDCARDS for c in correct):
             continue
-        rules.append(Rewrite(" ".join(wrong), " ".join(correct)))
+        rules.append(Rewrite(_join(wrong, failed, sa[a0:a1]), _join(correct, fixed, sb[b0:b1])))
     return rules
 
 
@@ -146,6 +165,7 @@ def _match_token(pattern: str, tok: str) -> tuple[bool, _Capture | None]:
 
 
 def _fill(pattern_tokens: list[str], captures: list[_Capture]) -> list[str] | None:
+    """The replacement tokens: pattern tokens with each wildcard filled by the next capture."""
     out: list[str] = []
     it = iter(captures)
     for p in pattern_tokens:
@@ -162,12 +182,22 @@ def _fill(pattern_tokens: list[str], captures: list[_Capture]) -> list[str] | No
     return out
 
 
+def _rejoin(filled: list[str], pattern: str, spans: list[tuple[str, int, int]]) -> str:
+    """Filled tokens joined with the separators of the pattern they came from."""
+    out = filled[0] if filled else ""
+    for k in range(1, len(filled)):
+        out += pattern[spans[k - 1][2] : spans[k][1]] + filled[k]
+    return out
+
+
 def apply_rewrite(action: str, wrong: str, correct: str) -> str | None:
     """``action`` with every non-overlapping match of ``wrong`` replaced, or None if none.
 
     Text outside the matched spans is kept byte for byte.
     """
-    pw, pc = action_tokens(wrong), action_tokens(correct)
+    pw = action_tokens(wrong)
+    correct_spans = _spans(correct)
+    pc = [t for t, _, _ in correct_spans]
     if not pw:
         return None
     spans = [(m.group(0), m.start(), m.end()) for m in _ACTION_TOKEN.finditer(action)]
@@ -188,7 +218,7 @@ def apply_rewrite(action: str, wrong: str, correct: str) -> str | None:
             continue
         start, end = spans[i][1], spans[i + len(pw) - 1][2]
         out.append(action[pos:start])
-        out.append(" ".join(filled))
+        out.append(_rejoin(filled, correct, correct_spans))
         pos, i, changed = end, i + len(pw), True
     if not changed:
         return None

@@ -112,7 +112,7 @@ TEMPLATES: tuple[str, ...] = (
     "request to {url} timed out after {n} ms",
     "HTTP 429 Too Many Requests: retry after {n} seconds (request {hex})",
     "fatal: ambiguous argument '{sq}': unknown revision or path not in the working tree.",
-    "jq: error (at <stdin>:{n}): Cannot index array with \"{dq}\"",
+    'jq: error (at <stdin>:{n}): Cannot index array with "{dq}"',
     "ValueError: invalid literal for int() with base {n}: '{sq}'",
     "constraint violated: expected {n} rows, got {m}",
     "agent stuck at ({n}, {m}): no progress for {col} steps",
@@ -148,12 +148,19 @@ def test_module_doctests_pass() -> None:
         ("sqlite3.OperationalError: no such column: agee", "sqlite3.operationalerror: no such column: <id>"),
         ("unknown column agee in 'field list'", "unknown column <id> in <str>"),
         ("KeyError: 'user_42'", "keyerror: <str>"),
-        ("timed out after 30s contacting https://api.example.com/v1?x=2", "timed out after <n>s contacting <url>"),
+        (
+            "timed out after 30s contacting https://api.example.com/v1?x=2",
+            "timed out after <n>s contacting <url>",
+        ),
         ("cannot open /var/data/x.csv: Permission denied", "cannot open <path>: permission denied"),
         ("src/main.c:12:5: error: expected ';'", "<loc>: error: expected <str>"),
         ("fatal: bad object 3f2a9c1d", "fatal: bad object <n>"),
         ("bash: line 1: frob: command not found", "bash: line <n>: <id>: command not found"),
         ("ERROR: Column 'Age' IS AMBIGUOUS", "error: column <str> is ambiguous"),
+        (
+            "jq: error: foo/0 is not defined at <top-level>, line 1:",
+            "jq: error: <id>/<n> is not defined at <top-level>, line <n>:",
+        ),
     ],
 )
 def test_fingerprint_examples(text: str, expected: str) -> None:
@@ -192,7 +199,13 @@ def test_chained_traceback_uses_the_last_exception() -> None:
 def test_markers_echo_usage_and_suggestions_are_dropped() -> None:
     caret = 'Error: near "selec": syntax error\n  selec * from t\n  ^--- error here\n'
     assert fingerprint(caret) == "error: near <str>: syntax error"
-    usage = "usage: tool [-h] [--foo FOO]\n            [--bar BAR]\ntool: error: argument --foo: expected one argument"
+    # The echoed input reads like an error line; the caret under it gives it away.
+    echoed = 'Error: near "frm": syntax error\n  select error_count frm logs\n                     ^--- error here\n'
+    assert fingerprint(echoed) == "error: near <str>: syntax error"
+    usage = (
+        "usage: tool [-h] [--on-error MODE]\n            [--fail-fast]\n"
+        "tool: error: argument --foo: expected one argument"
+    )
     assert fingerprint(usage) == "tool: error: argument <flag>: expected one argument"
     mean = "NameError: name 'prnt' is not defined. Did you mean: 'print'?"
     assert fingerprint(mean) == fingerprint("NameError: name 'zz' is not defined")
@@ -200,6 +213,17 @@ def test_markers_echo_usage_and_suggestions_are_dropped() -> None:
     assert fingerprint(git) == "git: <str> is not a git command. see <str>."
     echo = "kep age > 3\nerror: unknown verb"
     assert fingerprint(echo, action="kep age > 3") == "error: unknown verb"
+
+
+def test_lists_of_literals_collapse_to_one_placeholder() -> None:
+    one = "TypeError: f() missing 1 required positional argument: 'a'"
+    two = "TypeError: g() missing 2 required positional arguments: 'a' and 'b'"
+    assert (
+        fingerprint(one)
+        == fingerprint(two)
+        == "typeerror: <id>() missing <n> required positional argument: <str>"
+    )
+    assert fingerprint("bad values: 1, 2, 3") == fingerprint("bad values: 7") == "bad values: <n>"
 
 
 def test_output_without_error_words_keeps_its_tail() -> None:
@@ -241,11 +265,28 @@ def test_distinct_templates_stay_distinct(a: dict[str, object], b: dict[str, obj
 
 
 def test_fingerprints_are_identical_across_processes() -> None:
-    corpus = [render(t, {
-        "bare": "agee", "bare2": "name", "sq": "x y", "sq2": "X Y", "dq": "selec", "n": 3, "m": 12,
-        "col": 7, "path": "/tmp/a.py", "path2": "/srv/b.csv", "url": "https://a.io/x",
-        "hex": "3f2a9c1", "email": "a@b.io", "uuid": "550e8400-e29b-41d4-a716-446655440000",
-    }) for t in TEMPLATES] + ["", "   "]
+    corpus = [
+        render(
+            t,
+            {
+                "bare": "agee",
+                "bare2": "name",
+                "sq": "x y",
+                "sq2": "X Y",
+                "dq": "selec",
+                "n": 3,
+                "m": 12,
+                "col": 7,
+                "path": "/tmp/a.py",
+                "path2": "/srv/b.csv",
+                "url": "https://a.io/x",
+                "hex": "3f2a9c1",
+                "email": "a@b.io",
+                "uuid": "550e8400-e29b-41d4-a716-446655440000",
+            },
+        )
+        for t in TEMPLATES
+    ] + ["", "   "]
     script = (
         "import json, sys\n"
         "from langmem_plus.capture import fingerprint, fingerprint_id, extract_tags\n"
@@ -258,13 +299,21 @@ def test_fingerprints_are_identical_across_processes() -> None:
     for seed in ("0", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run(
-            [sys.executable, "-c", script], input=json.dumps(corpus), capture_output=True,
-            text=True, env=env, cwd=ROOT, timeout=60, check=True,
+            [sys.executable, "-c", script],
+            input=json.dumps(corpus),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+            check=True,
         )
         results.append(json.loads(proc.stdout))
     assert results[0] == results[1]
-    local = [fingerprint(t, action="go north", state_before={"room": "hall", "hp": 3}, failure_reason="stuck")
-             for t in corpus]
+    local = [
+        fingerprint(t, action="go north", state_before={"room": "hall", "hp": 3}, failure_reason="stuck")
+        for t in corpus
+    ]
     assert results[0][0] == local
     assert len(set(local)) == len(TEMPLATES) + 1  # the two blank texts share the transition
 
@@ -300,14 +349,30 @@ def test_empty_and_blank_text_fingerprint_the_transition() -> None:
         "9" * ONE_MB,
         "error: " * (ONE_MB // 7),
         "\n" * ONE_MB,
-        ("File \"x\", line 1\n" * (ONE_MB // 18)),
+        ('File "x", line 1\n' * (ONE_MB // 18)),
         '"\\' * (ONE_MB // 2),
         "\u2018" * ONE_MB,
         ",:" * (ONE_MB // 2),
         "1 " * (ONE_MB // 2),
     ],
-    ids=["long-line", "dots", "slashes", "quotes", "dq", "dashes", "nouns", "colon-nouns", "digits",
-         "errors", "newlines", "tb-files", "escaped-quotes", "curly-quotes", "punctuation", "counts"],
+    ids=[
+        "long-line",
+        "dots",
+        "slashes",
+        "quotes",
+        "dq",
+        "dashes",
+        "nouns",
+        "colon-nouns",
+        "digits",
+        "errors",
+        "newlines",
+        "tb-files",
+        "escaped-quotes",
+        "curly-quotes",
+        "punctuation",
+        "counts",
+    ],
 )
 def test_one_megabyte_inputs_are_fast_and_deterministic(payload: str) -> None:
     elapsed, fp = _timed(fingerprint, payload)
@@ -350,22 +415,44 @@ def test_never_raises_and_is_deterministic(text: str | bytes, action: str | None
 
 
 def test_transition_fingerprint_parts() -> None:
-    fp = fingerprint("", action="Go north quickly", state_before={"room": "hall", "hp": 3},
-                     state_after={"room": "hall", "hp": 2}, failure_reason="stuck")
-    assert fp == "transition | before: {hp=<n>, room=hall} | action: go | after: {hp=<n>, room=hall} | reason: stuck"
+    fp = fingerprint(
+        "",
+        action="Go north quickly",
+        state_before={"room": "hall", "hp": 3},
+        state_after={"room": "hall", "hp": 2},
+        failure_reason="stuck",
+    )
+    assert (
+        fp
+        == "transition | before: {hp=<n>, room=hall} | action: go | after: {hp=<n>, room=hall} | reason: stuck"
+    )
 
 
 def test_transition_ignores_key_order_literals_and_action_arguments() -> None:
-    a = fingerprint("", action="move 3 4", state_before={"x": 1, "room": "lab"}, state_after={"room": "lab"},
-                    failure_reason="no_progress")
-    b = fingerprint(" ", action="move 9 1", state_before={"room": "lab", "x": 7}, state_after={"room": "lab"},
-                    failure_reason="no_progress")
+    a = fingerprint(
+        "",
+        action="move 3 4",
+        state_before={"x": 1, "room": "lab"},
+        state_after={"room": "lab"},
+        failure_reason="no_progress",
+    )
+    b = fingerprint(
+        " ",
+        action="move 9 1",
+        state_before={"room": "lab", "x": 7},
+        state_after={"room": "lab"},
+        failure_reason="no_progress",
+    )
     assert a == b
 
 
 def test_transitions_with_different_parts_differ() -> None:
-    base = {"action": "open door", "state_before": {"room": "hall"}, "state_after": {"room": "hall"},
-            "failure_reason": "stuck"}
+    base = {
+        "action": "open door",
+        "state_before": {"room": "hall"},
+        "state_after": {"room": "hall"},
+        "failure_reason": "stuck",
+    }
     variants = [
         {**base},
         {**base, "action": "close door"},
@@ -431,10 +518,25 @@ TAG_EXAMPLES: list[tuple[str, str]] = [
 
 def test_vocabulary_is_the_design_vocabulary() -> None:
     assert TAG_VOCABULARY == (
-        "syntax_structure", "unknown_symbol", "unknown_command", "path_quote", "operator_mismatch",
-        "arity_mismatch", "column_reference", "function_case", "sort_direction", "type_mismatch",
-        "not_found", "permission", "timeout", "rate_limit", "no_progress", "constraint_failed",
-        "state_stall", "unsafe_action", "goal_distance_increase",
+        "syntax_structure",
+        "unknown_symbol",
+        "unknown_command",
+        "path_quote",
+        "operator_mismatch",
+        "arity_mismatch",
+        "column_reference",
+        "function_case",
+        "sort_direction",
+        "type_mismatch",
+        "not_found",
+        "permission",
+        "timeout",
+        "rate_limit",
+        "no_progress",
+        "constraint_failed",
+        "state_stall",
+        "unsafe_action",
+        "goal_distance_increase",
     )
     assert {tag for tag, _ in TAG_EXAMPLES} == set(TAG_VOCABULARY)
 
@@ -471,7 +573,9 @@ def test_tags_from_action_shape_and_context() -> None:
     assert "path_quote" not in extract_tags("syntax error", action='cat "my file.txt"')
     assert "path_quote" not in extract_tags("syntax error", action="it's fine")
     assert extract_tags("", context={"channel": "no_progress", "progress_delta": -0.2}) == [
-        "goal_distance_increase", "no_progress"]
+        "goal_distance_increase",
+        "no_progress",
+    ]
     assert extract_tags("", context={"channel": "constraint"}) == ["constraint_failed"]
     assert extract_tags("", context={"repeated": True, "unsafe": True}) == ["state_stall", "unsafe_action"]
     assert extract_tags("", context={"tags": ["timeout", "made_up"]}) == ["timeout"]
@@ -501,10 +605,18 @@ def mk(
     reward: float = 0.0,
     tool: str | None = None,
 ) -> Step:
-    fb = Feedback(hard_failure=hard, constraint_failure=constraint, progress=progress, error_text=error,
-                  reward=reward)
-    return Step(index=index, action=action, observation=observation, feedback=fb, tool=tool,
-                state_after=state_after, info=info or {})
+    fb = Feedback(
+        hard_failure=hard, constraint_failure=constraint, progress=progress, error_text=error, reward=reward
+    )
+    return Step(
+        index=index,
+        action=action,
+        observation=observation,
+        feedback=fb,
+        tool=tool,
+        state_after=state_after,
+        info=info or {},
+    )
 
 
 def run(steps: list[Step], config: MemoryConfig = DEFAULT_CONFIG) -> list[tuple[int, str]]:
@@ -528,7 +640,13 @@ def test_hard_failure_event_fields() -> None:
     assert ev.id == stable_id("ev", "acme", "agent-7", "run-1", "4", ev.fingerprint_id)
     assert ev.tags == ["column_reference"]
     assert (ev.tool, ev.domain, ev.task, ev.ts, ev.step, ev.namespace) == (
-        "gridtool", "table-cli", "t-1", 123.0, 4, NS)
+        "gridtool",
+        "table-cli",
+        "t-1",
+        123.0,
+        4,
+        NS,
+    )
     assert ev.action == "keep agee > 3"
     again = detect_failure(step, [], namespace=NS, run_id="run-1", task=task, now=999.0)
     assert again is not None and again.id == ev.id
@@ -537,8 +655,9 @@ def test_hard_failure_event_fields() -> None:
 def test_step_tool_wins_and_clock_is_used_without_now() -> None:
     task = TaskSpec(task_id="t-1", goal="g", tool="gridtool")
     before = time.time()
-    ev = detect_failure(mk(0, hard=True, error="boom failed", tool="fluxtool"), [], namespace=NS,
-                        run_id="r", task=task)
+    ev = detect_failure(
+        mk(0, hard=True, error="boom failed", tool="fluxtool"), [], namespace=NS, run_id="r", task=task
+    )
     assert ev is not None and ev.tool == "fluxtool" and ev.ts >= before
 
 
@@ -549,8 +668,9 @@ def test_error_text_is_cut_on_the_event() -> None:
 
 
 def test_constraint_failure_is_tagged() -> None:
-    ev = detect_failure(mk(0, constraint=True, observation="expected 3 rows, got 5"), [], namespace=NS,
-                        run_id="r", now=0.0)
+    ev = detect_failure(
+        mk(0, constraint=True, observation="expected 3 rows, got 5"), [], namespace=NS, run_id="r", now=0.0
+    )
     assert ev is not None
     assert ev.channel == "constraint"
     assert "constraint_failed" in ev.tags
@@ -598,13 +718,19 @@ def test_progress_resets_the_stall() -> None:
 
 def test_falling_progress_is_tagged_goal_distance_increase() -> None:
     steps = [mk(0, "a", progress=0.5), mk(1, "b", progress=0.4), mk(2, "c", progress=0.3)]
-    ev = detect_failure(steps[2], steps[:2], namespace=NS, run_id="r", now=0.0, config=MemoryConfig(stall_steps=2))
+    ev = detect_failure(
+        steps[2], steps[:2], namespace=NS, run_id="r", now=0.0, config=MemoryConfig(stall_steps=2)
+    )
     assert ev is not None and ev.tags == ["goal_distance_increase", "no_progress"]
 
 
 def test_docs_steps_do_not_count_toward_a_stall() -> None:
-    steps = [mk(0, "a", progress=0.0), mk(1, "docs", info={"kind": "docs"}), mk(2, "b", progress=0.0),
-             mk(3, "c", progress=0.0)]
+    steps = [
+        mk(0, "a", progress=0.0),
+        mk(1, "docs", info={"kind": "docs"}),
+        mk(2, "b", progress=0.0),
+        mk(3, "c", progress=0.0),
+    ]
     assert run(steps) == [(3, "no_progress")]
 
 
@@ -627,8 +753,12 @@ def test_repeat_only_counts_inside_the_window() -> None:
     cfg_far = MemoryConfig(stall_steps=10, repeat_window=2)
     cfg_near = MemoryConfig(stall_steps=10, repeat_window=5)
     s = {"room": "hall"}
-    steps = [mk(0, "go north", state_after=s), mk(1, "look", state_after={"room": "x"}),
-             mk(2, "wait", state_after={"room": "y"}), mk(3, "go north", state_after=s)]
+    steps = [
+        mk(0, "go north", state_after=s),
+        mk(1, "look", state_after={"room": "x"}),
+        mk(2, "wait", state_after={"room": "y"}),
+        mk(3, "go north", state_after=s),
+    ]
     assert detect_failure(steps[3], steps[:3], namespace=NS, run_id="r", config=cfg_far) is None
     ev = detect_failure(steps[3], steps[:3], namespace=NS, run_id="r", config=cfg_near)
     assert ev is not None and "state_stall" in ev.tags

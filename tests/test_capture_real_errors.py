@@ -39,7 +39,9 @@ def sqlite_module_error(setup: str, query: str) -> str:
 
 def python_stderr(code: str) -> str:
     """The traceback a real python3 prints for ``code``."""
-    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode != 0, code
     return proc.stderr
 
@@ -49,7 +51,9 @@ def cli_stderr(argv: list[str], stdin: str = "", cwd: Path | None = None) -> str
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1"}
     if cwd is not None:
         env["HOME"] = str(cwd)
-    proc = subprocess.run(argv, check=False, input=stdin, capture_output=True, text=True, timeout=30, env=env, cwd=cwd)
+    proc = subprocess.run(
+        argv, check=False, input=stdin, capture_output=True, text=True, timeout=30, env=env, cwd=cwd
+    )
     assert proc.returncode != 0, argv
     return proc.stderr or proc.stdout
 
@@ -74,7 +78,8 @@ def _python_cases(tmp: Path) -> dict[str, tuple[str, str]]:
         ),
         "py_type_arity": (
             python_stderr("def f(a, b):\n    pass\nf(1)"),
-            python_stderr("\n\ndef load(path, mode):\n    return path\n\n\nload('x.json')\n"),
+            # two missing arguments: a plural message with a list of names
+            python_stderr("\n\ndef load(path, mode, retries):\n    return path\n\n\nload('x.json')\n"),
         ),
     }
 

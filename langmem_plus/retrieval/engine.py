@@ -269,7 +269,10 @@ class RetrievalEngine:
             return True
         if scope.level == "task":
             return scope.task in (None, task.task_id)
-        return (scope.tool is None or scope.tool == task.tool) and (scope.domain is None or scope.domain == task.domain)
+        # A field unknown on either side does not exclude: only a known mismatch does.
+        tool_ok = scope.tool is None or task.tool is None or scope.tool == task.tool
+        domain_ok = scope.domain is None or task.domain is None or scope.domain == task.domain
+        return tool_ok and domain_ok
 
 
 __all__ = ["Retrieval", "RetrievalEngine", "VectorCache", "lesson_text", "rule_core"]
