@@ -493,10 +493,42 @@ class PipelineEnv:
         return Efficiency(steps=1, seconds=time.perf_counter() - start)
 
 
+
+# --------------------------------------------------------------------------- intent builders
+# Both tools describe their tasks with the same abstract ops; these build them.
+
+
+def load_op(table: str) -> dict[str, Any]:
+    return {"op": "load", "table": table}
+
+
+def filter_op(col: str, cmp: str, value: Any) -> dict[str, Any]:
+    return {"op": "filter", "col": col, "cmp": cmp, "value": value}
+
+
+def select_op(*cols: str) -> dict[str, Any]:
+    return {"op": "select", "cols": list(cols)}
+
+
+def sort_op(col: str, direction: str = "asc") -> dict[str, Any]:
+    return {"op": "sort", "col": col, "dir": direction}
+
+
+def limit_op(n: int) -> dict[str, Any]:
+    return {"op": "limit", "n": n}
+
+
+def group_op(key: str, agg: str, col: str) -> dict[str, Any]:
+    return {"op": "group", "key": key, "agg": agg, "col": col}
+
+
+COUNT_OP: dict[str, Any] = {"op": "count"}
+
 __all__ = [
     "AGGREGATES",
     "BAD_ACTION_CLASSES",
     "COMPARATORS",
+    "COUNT_OP",
     "MAX_ACTION_CHARS",
     "SHARED_ERROR_CLASSES",
     "PipelineEnv",
@@ -507,10 +539,16 @@ __all__ = [
     "clean_action",
     "comma_list",
     "docs_section",
+    "filter_op",
+    "group_op",
     "lex",
     "lex_stages",
+    "limit_op",
+    "load_op",
     "reference_result",
     "row_overlap",
+    "select_op",
+    "sort_op",
     "tables_match",
     "whole_number",
 ]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from langmem_plus.envs._pipeline import (
+    COUNT_OP,
     Intent,
     PipelineEnv,
     Table,
@@ -31,7 +32,13 @@ from langmem_plus.envs._pipeline import (
     ToolError,
     apply_op,
     comma_list,
+    filter_op,
+    group_op,
     lex_stages,
+    limit_op,
+    load_op,
+    select_op,
+    sort_op,
     whole_number,
 )
 
@@ -127,63 +134,38 @@ DATASETS: Mapping[str, Table] = {
 """The in-memory streams fluxtool transforms (records are rows of these fields)."""
 
 
-def _load(table: str) -> dict[str, Any]:
-    return {"op": "load", "table": table}
-
-
-def _filter(col: str, cmp: str, value: Any) -> dict[str, Any]:
-    return {"op": "filter", "col": col, "cmp": cmp, "value": value}
-
-
-def _select(*cols: str) -> dict[str, Any]:
-    return {"op": "select", "cols": list(cols)}
-
-
-def _sort(col: str, direction: str = "asc") -> dict[str, Any]:
-    return {"op": "sort", "col": col, "dir": direction}
-
-
-def _limit(n: int) -> dict[str, Any]:
-    return {"op": "limit", "n": n}
-
-
-def _group(key: str, agg: str, col: str) -> dict[str, Any]:
-    return {"op": "group", "key": key, "agg": agg, "col": col}
-
-
-COUNT: dict[str, Any] = {"op": "count"}
 
 TASKS: Sequence[tuple[str, str, str, Intent]] = (
     ("f01", "filter_select", "List the user and age of users aged 30 or more.",
-     [_load("users"), _filter("age", ">=", 30), _select("user", "age")]),
+     [load_op("users"), filter_op("age", ">=", 30), select_op("user", "age")]),
     ("f02", "filter_select", "Show the oid and price of shipped orders.",
-     [_load("orders"), _filter("state", "==", "shipped"), _select("oid", "price")]),
+     [load_op("orders"), filter_op("state", "==", "shipped"), select_op("oid", "price")]),
     ("f03", "filter_select", "Which users are on the pro plan? Give their user names.",
-     [_load("users"), _filter("plan", "==", "pro"), _select("user")]),
+     [load_op("users"), filter_op("plan", "==", "pro"), select_op("user")]),
     ("f04", "filter_select", "List the user and kind of events that took longer than 100 ms.",
-     [_load("events"), _filter("ms", ">", 100), _select("user", "kind")]),
+     [load_op("events"), filter_op("ms", ">", 100), select_op("user", "kind")]),
     ("f05", "filter_select", "Give the oid and user of orders with a price below 50.",
-     [_load("orders"), _filter("price", "<", 50), _select("oid", "user")]),
+     [load_op("orders"), filter_op("price", "<", 50), select_op("oid", "user")]),
     ("f06", "sort_limit", "Show the oid and price of the three most expensive orders, most expensive first.",
-     [_load("orders"), _sort("price", "desc"), _limit(3), _select("oid", "price")]),
+     [load_op("orders"), sort_op("price", "desc"), limit_op(3), select_op("oid", "price")]),
     ("f07", "sort_limit", "Who are the two youngest users? Give user and age, youngest first.",
-     [_load("users"), _sort("age"), _limit(2), _select("user", "age")]),
+     [load_op("users"), sort_op("age"), limit_op(2), select_op("user", "age")]),
     ("f08", "sort_limit", "List the user and ms of the four slowest events, slowest first.",
-     [_load("events"), _sort("ms", "desc"), _limit(4), _select("user", "ms")]),
+     [load_op("events"), sort_op("ms", "desc"), limit_op(4), select_op("user", "ms")]),
     ("f09", "sort_limit", "List users from the UK by age, oldest first: user and age.",
-     [_load("users"), _filter("country", "==", "UK"), _sort("age", "desc"), _select("user", "age")]),
+     [load_op("users"), filter_op("country", "==", "UK"), sort_op("age", "desc"), select_op("user", "age")]),
     ("f10", "sort_limit", "Show pending orders by price, cheapest first: oid and price.",
-     [_load("orders"), _filter("state", "==", "pending"), _sort("price"), _select("oid", "price")]),
+     [load_op("orders"), filter_op("state", "==", "pending"), sort_op("price"), select_op("oid", "price")]),
     ("f11", "aggregate", "How many events are clicks?",
-     [_load("events"), _filter("kind", "==", "click"), COUNT]),
+     [load_op("events"), filter_op("kind", "==", "click"), COUNT_OP]),
     ("f12", "aggregate", "How many users are younger than 30?",
-     [_load("users"), _filter("age", "<", 30), COUNT]),
+     [load_op("users"), filter_op("age", "<", 30), COUNT_OP]),
     ("f13", "aggregate", "What is the total price of the orders of each user?",
-     [_load("orders"), _group("user", "sum", "price")]),
+     [load_op("orders"), group_op("user", "sum", "price")]),
     ("f14", "aggregate", "What is the average event duration (ms) per kind?",
-     [_load("events"), _group("kind", "avg", "ms")]),
+     [load_op("events"), group_op("kind", "avg", "ms")]),
     ("f15", "aggregate", "What is the oldest age on each plan?",
-     [_load("users"), _group("plan", "max", "age")]),
+     [load_op("users"), group_op("plan", "max", "age")]),
 )
 """(task_id, family, goal, intent): 15 tasks in 3 families."""
 

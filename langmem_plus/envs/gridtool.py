@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from langmem_plus.envs._pipeline import (
+    COUNT_OP,
     Intent,
     PipelineEnv,
     Table,
@@ -31,7 +32,13 @@ from langmem_plus.envs._pipeline import (
     ToolError,
     apply_op,
     comma_list,
+    filter_op,
+    group_op,
     lex_stages,
+    limit_op,
+    load_op,
+    select_op,
+    sort_op,
     whole_number,
 )
 
@@ -119,63 +126,38 @@ DATASETS: Mapping[str, Table] = {
 """The in-memory tables gridtool queries."""
 
 
-def _load(table: str) -> dict[str, Any]:
-    return {"op": "load", "table": table}
-
-
-def _filter(col: str, cmp: str, value: Any) -> dict[str, Any]:
-    return {"op": "filter", "col": col, "cmp": cmp, "value": value}
-
-
-def _select(*cols: str) -> dict[str, Any]:
-    return {"op": "select", "cols": list(cols)}
-
-
-def _sort(col: str, direction: str = "asc") -> dict[str, Any]:
-    return {"op": "sort", "col": col, "dir": direction}
-
-
-def _limit(n: int) -> dict[str, Any]:
-    return {"op": "limit", "n": n}
-
-
-def _group(key: str, agg: str, col: str) -> dict[str, Any]:
-    return {"op": "group", "key": key, "agg": agg, "col": col}
-
-
-COUNT: dict[str, Any] = {"op": "count"}
 
 TASKS: Sequence[tuple[str, str, str, Intent]] = (
     ("g01", "filter_select", "List the name and age of every person aged 30 or older.",
-     [_load("people"), _filter("age", ">=", 30), _select("name", "age")]),
+     [load_op("people"), filter_op("age", ">=", 30), select_op("name", "age")]),
     ("g02", "filter_select", "Show the id and amount of every order whose status is paid.",
-     [_load("orders"), _filter("status", "==", "paid"), _select("id", "amount")]),
+     [load_op("orders"), filter_op("status", "==", "paid"), select_op("id", "amount")]),
     ("g03", "filter_select", "Which people live in Oslo? Give their names.",
-     [_load("people"), _filter("city", "==", "Oslo"), _select("name")]),
+     [load_op("people"), filter_op("city", "==", "Oslo"), select_op("name")]),
     ("g04", "filter_select", "List the city and country of cities with a population above 2000 (thousands).",
-     [_load("cities"), _filter("population", ">", 2000), _select("city", "country")]),
+     [load_op("cities"), filter_op("population", ">", 2000), select_op("city", "country")]),
     ("g05", "filter_select", "Give the id and customer of orders with an amount under 100.",
-     [_load("orders"), _filter("amount", "<", 100), _select("id", "customer")]),
+     [load_op("orders"), filter_op("amount", "<", 100), select_op("id", "customer")]),
     ("g06", "sort_limit", "Who are the three oldest people? Give name and age, oldest first.",
-     [_load("people"), _sort("age", "desc"), _limit(3), _select("name", "age")]),
+     [load_op("people"), sort_op("age", "desc"), limit_op(3), select_op("name", "age")]),
     ("g07", "sort_limit", "Show the id and amount of the two largest orders, largest first.",
-     [_load("orders"), _sort("amount", "desc"), _limit(2), _select("id", "amount")]),
+     [load_op("orders"), sort_op("amount", "desc"), limit_op(2), select_op("id", "amount")]),
     ("g08", "sort_limit", "Name the two least populated cities, smallest first.",
-     [_load("cities"), _sort("population"), _limit(2), _select("city")]),
+     [load_op("cities"), sort_op("population"), limit_op(2), select_op("city")]),
     ("g09", "sort_limit", "List the people in dept eng by age, youngest first: name and age.",
-     [_load("people"), _filter("dept", "==", "eng"), _sort("age"), _select("name", "age")]),
+     [load_op("people"), filter_op("dept", "==", "eng"), sort_op("age"), select_op("name", "age")]),
     ("g10", "sort_limit", "Show the id and amount of orders above 100, largest amount first.",
-     [_load("orders"), _filter("amount", ">", 100), _sort("amount", "desc"), _select("id", "amount")]),
+     [load_op("orders"), filter_op("amount", ">", 100), sort_op("amount", "desc"), select_op("id", "amount")]),
     ("g11", "aggregate", "How many people are younger than 30?",
-     [_load("people"), _filter("age", "<", 30), COUNT]),
+     [load_op("people"), filter_op("age", "<", 30), COUNT_OP]),
     ("g12", "aggregate", "How many orders are paid?",
-     [_load("orders"), _filter("status", "==", "paid"), COUNT]),
+     [load_op("orders"), filter_op("status", "==", "paid"), COUNT_OP]),
     ("g13", "aggregate", "What is the total order amount per city?",
-     [_load("orders"), _group("city", "sum", "amount")]),
+     [load_op("orders"), group_op("city", "sum", "amount")]),
     ("g14", "aggregate", "What is the average age in each dept?",
-     [_load("people"), _group("dept", "avg", "age")]),
+     [load_op("people"), group_op("dept", "avg", "age")]),
     ("g15", "aggregate", "What is the largest order amount for each status?",
-     [_load("orders"), _group("status", "max", "amount")]),
+     [load_op("orders"), group_op("status", "max", "amount")]),
 )
 """(task_id, family, goal, intent): 15 tasks in 3 families."""
 
