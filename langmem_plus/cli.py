@@ -3,7 +3,7 @@
     langmem-plus demo [--runs N] [--tool gridtool|fluxtool] [--store PATH] [--seed S] [--json]
     langmem-plus lessons [--store PATH] [--namespace a/b] [--status S] [--json]
     langmem-plus inspect lesson ID [--store PATH] [--namespace a/b]
-    langmem-plus bench foundation [--json]
+    langmem-plus bench NAME [--json] [--seed S] ...   (one per module in langmem_plus/bench/)
 
 Errors a user can fix (a bad path, an unreachable server, a bad namespace) print one
 clear line and exit 2; they never dump a traceback.
@@ -15,7 +15,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from langmem_plus.errors import LangmemPlusError
 
@@ -81,13 +81,20 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    if args.which == "foundation":
-        from langmem_plus.bench.foundation import main as bench_main
+def _bench_modules() -> dict[str, Any]:
+    """Bench modules found in ``langmem_plus.bench``: each has ``BENCH_NAME``, ``add_arguments``, ``run``."""
+    import importlib
+    import pkgutil
 
-        return bench_main(json_out=args.json, lessons=args.lessons)
-    print(f"langmem-plus: unknown bench {args.which!r}", file=sys.stderr)
-    return 2
+    import langmem_plus.bench as bench_pkg
+
+    found: dict[str, Any] = {}
+    for info in sorted(pkgutil.iter_modules(bench_pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"langmem_plus.bench.{info.name}")
+        name = getattr(module, "BENCH_NAME", None)
+        if name and callable(getattr(module, "run", None)):
+            found[name] = module
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,11 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     store_args(i)
     i.set_defaults(func=_cmd_inspect)
 
-    b = sub.add_parser("bench", help="measurements (see docs)")
-    b.add_argument("which", choices=("foundation",))
-    b.add_argument("--lessons", type=int, default=1000)
-    b.add_argument("--json", action="store_true")
-    b.set_defaults(func=_cmd_bench)
+    b = sub.add_parser("bench", help="measurements, each beside a reference in the same run")
+    benches = b.add_subparsers(dest="which", required=True)
+    for name, module in _bench_modules().items():
+        bp = benches.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
+        bp.add_argument("--json", action="store_true", help="print one JSON object")
+        bp.add_argument("--seed", type=int, default=0)
+        module.add_arguments(bp)
+        bp.set_defaults(func=module.run)
     return p
 
 

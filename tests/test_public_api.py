@@ -26,3 +26,10 @@ def test_plain_import_does_not_load_chromadb_or_langgraph() -> None:
     code = "import sys, langmem_plus; print('chromadb' in sys.modules, 'langgraph' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_cli_discovers_bench_modules() -> None:
+    out = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "--help"], capture_output=True, text=True, check=True)
+    assert "foundation" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import statistics
@@ -153,9 +154,22 @@ def bench_import() -> dict[str, float]:
     }
 
 
-def main(*, json_out: bool = False, lessons: int = 1000) -> int:
+BENCH_NAME = "foundation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``langmem-plus bench foundation``."""
+    parser.add_argument("--lessons", type=int, default=1000, help="lessons in the retrieval store (default 1000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``langmem-plus bench foundation``."""
+    return main(json_out=args.json, lessons=args.lessons, seed=args.seed)
+
+
+def main(*, json_out: bool = False, lessons: int = 1000, seed: int = 0) -> int:
     """Run all foundation benchmarks and print them."""
-    results = {"capture": bench_capture(), "retrieval": bench_retrieval(lessons), "import": bench_import()}
+    results = {"capture": bench_capture(seed=seed), "retrieval": bench_retrieval(lessons, seed=seed), "import": bench_import()}
     if json_out:
         print(json.dumps(results))
     else:
@@ -164,4 +178,4 @@ def main(*, json_out: bool = False, lessons: int = 1000) -> int:
     return 0
 
 
-__all__ = ["bench_capture", "bench_import", "bench_retrieval", "main", "synthetic_lessons"]
+__all__ = ["BENCH_NAME", "add_arguments", "bench_capture", "bench_import", "bench_retrieval", "main", "run", "synthetic_lessons"]
