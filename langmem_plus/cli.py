@@ -4,6 +4,7 @@
     langmem-plus lessons [--store PATH] [--namespace a/b] [--status S] [--json]
     langmem-plus inspect lesson ID [--store PATH] [--namespace a/b]
     langmem-plus bench NAME [--json] [--seed S] ...   (one per module in langmem_plus/bench/)
+    langmem-plus report --from RESULT.json --out DIR
 
 Errors a user can fix (a bad path, an unreachable server, a bad namespace) print one
 clear line and exit 2; they never dump a traceback.
@@ -70,14 +71,26 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             print(f"langmem-plus: no lesson {args.id!r} in namespace {'/'.join(mem.namespace)}", file=sys.stderr)
             return 2
         print(json.dumps(lesson.model_dump(mode="json"), indent=2))
+        from langmem_plus.learning.explain import explain_history
+
         print("--- history (audit log) ---")
-        for rec in mem.history(args.id):
-            kind = rec.get("kind")
-            if kind == "retrieval":
-                print(f"{rec.get('ts', 0):.0f} retrieved ({rec.get('moment')}) in run {rec.get('run_id')}")
-            else:
-                extra = rec.get("reason") or rec.get("rule") or rec.get("other") or ""
-                print(f"{rec.get('ts', 0):.0f} {kind} {extra}")
+        for line in explain_history(mem.history(args.id), lesson_id=args.id):
+            print(line)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    try:
+        from langmem_plus.report import load_result, write_report
+    except ImportError as exc:
+        print(f"langmem-plus: the report needs matplotlib: pip install 'langmem-plus[report]' ({exc})", file=sys.stderr)
+        return 2
+    try:
+        result = load_result(args.source)
+    except (OSError, ValueError) as exc:
+        print(f"langmem-plus: cannot read {args.source}: {exc}", file=sys.stderr)
+        return 2
+    print(write_report(result, args.out))
     return 0
 
 
@@ -127,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("id")
     store_args(i)
     i.set_defaults(func=_cmd_inspect)
+
+    rp = sub.add_parser("report", help="HTML page with plots from a `bench protocol --json` result")
+    rp.add_argument("--from", dest="source", required=True, help="the protocol result JSON file")
+    rp.add_argument("--out", required=True, help="folder for index.html and the PNG plots")
+    rp.set_defaults(func=_cmd_report)
 
     b = sub.add_parser("bench", help="measurements, each beside a reference in the same run")
     benches = b.add_subparsers(dest="which", required=True)

@@ -82,11 +82,22 @@ class MemoryConfig(BaseModel):
     """Share of the fingerprint-match credit kept by a rewrite lesson whose WRONG pattern is
     absent from the failing action: one fingerprint (``unknown command <str>``) can have many
     fixes, and the one that applies to the action is the answer (measured on gridtool)."""
+    action_match_credit: float = Field(0.5, ge=0.0, le=1.0)
+    """Fingerprint-match credit of a rewrite lesson whose fingerprint differs from the event's
+    but whose WRONG pattern occurs in the failing action: the same mistake behind reworded
+    error text or fresh literals (measured with ``bench retrieval`` on paraphrased queries)."""
     pitfall_scale: float = Field(3.0, gt=0.0)
     """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
     before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
     max_context_tokens: int = Field(800, ge=0)
     """Token cap on the hints one retrieval hands the agent (issue 3)."""
+    episode_candidates_k: int = Field(5, ge=0)
+    """Episodes and skills fetched per retrieval by vector search, each kind (DESIGN §5.3)."""
+    episode_budget: int = Field(1, ge=0)
+    """Episodes or skills shown beside the K' lessons; the avoidance reminder is extra (DESIGN §5.6)."""
+    episode_min_cos: float = Field(0.3, ge=-1.0, le=1.0)
+    """Cosine to the query an episode or skill needs to count as relevant (chosen so that
+    unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""
 
     # ---- learning (DESIGN §6) -----------------------------------------------
     min_occurrences: int = Field(2, ge=1)
@@ -133,6 +144,39 @@ class MemoryConfig(BaseModel):
     """EMA factor of a skill's success rate (DESIGN §6)."""
     episode_recall_min_strength: float = Field(0.1, ge=0.0, le=1.0)
     """Episodes weaker than this are not recalled (DESIGN §6)."""
+    utility_window: int = Field(20, ge=1)
+    """Utilities kept per lesson (newest last) for the promotion/suppression means: the DESIGN §6
+    "evidence window"; old evidence ages out so a lesson that stops helping can still be suppressed."""
+    pair_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
+    """Least token-sequence similarity (difflib ratio) for a later action to count as a retry of the
+    failed one, "the same intent" of DESIGN §6 synthesis; halfway is the least that says it is a retry."""
+    nearmiss_min_progress: float = Field(0.5, ge=0.0, le=1.0)
+    """Progress a failed run must reach, on a step that raised it, for a near-miss: the "credible
+    progress" of the AMM spec (seeds/000 §3); halfway is the least that says the approach was right."""
+    avoidance_min_repeats: int = Field(2, ge=1)
+    """Occurrences of one fingerprint in a run that make an avoidance episode ("the same failure
+    repeated", DESIGN §6)."""
+    episode_dedup_max_hamming: int = Field(3, ge=0)
+    """Episodes of one kind whose SimHash (goal_signature + summary) differ in at most this many bits
+    are merged, counts added and last_seen updated (DESIGN §6; same threshold as lesson dedup)."""
+    episode_half_life_hours: float = Field(72.0, gt=0.0)
+    """Half-life of an ordinary episode's strength while unused, hours (DESIGN §6 decay; the
+    retrieval recency tau of DESIGN §5.3)."""
+    episode_significance_slowdown: float = Field(4.0, ge=0.0)
+    """A fully significant episode (significance 1) decays this many times slower than one of
+    significance 0: half-life * (1 + slowdown * significance) (DESIGN §6 "slower for significant ones")."""
+    consolidate_min_episodes: int = Field(3, ge=2)
+    """Similar episodes (same kind, template and context) that consolidate into a skill (successes)
+    or an avoid lesson (avoidances) (DESIGN §6 decay: "clusters of >= 3")."""
+    skill_match_min_overlap: float = Field(0.5, ge=0.0, le=1.0)
+    """Token overlap (Jaccard) of a goal template with a skill's template at or above which the skill
+    matches without an embedding (DESIGN §6 "template token overlap")."""
+    skill_max_steps: int = Field(12, ge=1)
+    """Longest step list of a skill: the common action subsequence is cut here (keeps hints short)."""
+    conflict_loss_needs_winner_help: bool = True
+    """Count a conflict loss only in a run where the cluster's winner was measured to help
+    (utility > 0), at most once per run: losing to a rival merely more trusted a priori is not
+    evidence (DESIGN §6 "consistently loses to an alternative"; refinement, see issue #4 note)."""
 
     failures_kept_per_run: int = Field(50, ge=1)
     """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""

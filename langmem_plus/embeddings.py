@@ -128,9 +128,21 @@ class HashingEmbeddings(Embeddings):
         Returns:
             A C-contiguous float32 array, one L2-normalised row per text.
         """
-        matrix = np.zeros((len(texts), self.dim), dtype=np.float64)
+        dim = self.dim
+        index: list[int] = []
+        weights: list[float] = []
         for i, text in enumerate(texts):
-            matrix[i] = self._row(text or "")
+            base = i * dim
+            for feature, weight in text_features(text or "") or [(_EMPTY_FEATURE, 1.0)]:
+                slot, sign = _slot(feature, dim)
+                index.append(base + slot)
+                weights.append(sign * weight)
+        # One bincount for the whole batch; per row it adds in the same order as ``_row``.
+        matrix = np.bincount(
+            np.asarray(index, dtype=np.int64), weights=np.asarray(weights, dtype=np.float64), minlength=len(texts) * dim
+        ).reshape(len(texts), dim)
+        for row in np.flatnonzero(~matrix.any(axis=1)).tolist():
+            matrix[row] = self._row(texts[row] or "")  # cancelled features: ``_row``'s fixed fallback
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return (matrix / norms).astype(np.float32)
 

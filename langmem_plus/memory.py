@@ -35,13 +35,25 @@ from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
 from langmem_plus.errors import InvalidRecord
-from langmem_plus.learning.episodes import episodes_from_run
+from langmem_plus.learning.consolidate import consolidate
+from langmem_plus.learning.dedup import find_conflicts
+from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
 from langmem_plus.learning.hints import hints_from_items, render_hints
-from langmem_plus.learning.lifecycle import Judgement, integrate_candidates, judge_activated, run_outcome, sweep_unused
+from langmem_plus.learning.lifecycle import (
+    Integration,
+    Judgement,
+    apply_conflict_losses,
+    integrate_candidates,
+    judge_activated,
+    run_outcome,
+    sweep_unused,
+)
+from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.records import (
     LESSON_STATUSES,
     Activation,
+    Episode,
     ErrorEvent,
     Hint,
     Lesson,
@@ -126,6 +138,10 @@ class LearningMemory:
             store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
         )
         self._pending_losses: Counter[str] = Counter()
+        self._shown: dict[str, list[Activation]] = {}
+        """Activations ``general_retrieve`` showed, by run id, until ``general_update`` takes them."""
+        self.last_retrieval: Retrieval | None = None
+        """The full result of the latest retrieval (candidates, drops, tokens), for inspection."""
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -248,6 +264,7 @@ class LearningMemory:
 
     def _after_retrieval(self, moment: Moment, result: Retrieval, *, run_id: str | None) -> list[ScoredItem]:
         with self._lock:
+            self.last_retrieval = result
             self._pending_losses.update(result.conflict_losers)
             self.audit.write(
                 "retrieval",
@@ -261,6 +278,8 @@ class LearningMemory:
                 ][: self.config.candidates_k],
                 chosen=[c.item_id for c in result.chosen],
                 dropped=result.dropped,
+                tokens=result.tokens,
+                tokens_exact=result.tokens_exact,
             )
         return result.chosen
 
@@ -318,16 +337,7 @@ class LearningMemory:
                 ts=now,
             )
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.
-            candidates = synthesize_offline(
-                namespace=self.namespace,
-                run_id=run_id,
-                steps=steps,
-                events=events,
-                prior_runs_seen=self._fp_runs,
-                task=task,
-                config=self.config,
-                now=now,
-            )
+            candidates = self._synthesize(run_id=run_id, task=task, steps=steps, events=events, now=now)
             candidates = [c.model_copy(update={"stats": c.stats.model_copy(update={"created_run_seq": seq})}) for c in candidates]
             integ = integrate_candidates(candidates, self.lessons, self.config, now=now)
             # 2. Utility of what was shown, then promotion / suppression / archive.
@@ -343,7 +353,10 @@ class LearningMemory:
                 now=now,
             )
             pool = {**self.lessons, **integ.upserts, **judged.updated}
-            self._apply_conflict_losses(pool, judged)
+            apply_conflict_losses(
+                pool, dict(self._pending_losses), run_id=run_id, run_seq=seq, config=self.config, out=judged
+            )
+            self._pending_losses.clear()
             sweep_unused(pool, run_seq=seq, skip=set(activated), config=self.config, out=judged)
             changed = {**integ.upserts, **judged.updated}
             self._write_lessons(changed)
@@ -361,9 +374,8 @@ class LearningMemory:
                 now=now,
                 events=events,
             )
-            if episodes:
-                self.store.upsert("episodes", episodes)
             self._audit_run(run, integ, judged)
+            self._write_episodes(episodes, run=run, task=task, events=events, now=now)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,
@@ -398,19 +410,94 @@ class LearningMemory:
                     f"lesson {lesson.id} belongs to namespace {lesson.namespace}, not {self.namespace}"
                 )
         with self._lock:
-            self._write_lessons({l.id: l for l in lessons})
+            changed = self._link_imported(lessons)
+            self._write_lessons(changed)
+            linked: set[frozenset[str]] = set()
             for lesson in lessons:
                 self.audit.write("lesson_imported", lesson_id=lesson.id, rule=lesson.rule_text[:300])
+                for other in changed[lesson.id].conflicts_with:
+                    pair = frozenset((lesson.id, other))
+                    if other not in lesson.conflicts_with and pair not in linked:
+                        linked.add(pair)
+                        self.audit.write("conflict", lesson_id=lesson.id, other=other, run_id=None)
         return [l.id for l in lessons]
 
-    def _apply_conflict_losses(self, pool: dict[str, Lesson], judged: Judgement) -> None:
-        for lesson_id, n in self._pending_losses.items():
-            lesson = pool.get(lesson_id)
-            if lesson is None:
-                continue
-            stats = lesson.stats.model_copy(update={"conflict_losses": lesson.stats.conflict_losses + n})
-            pool[lesson_id] = judged.updated[lesson_id] = lesson.model_copy(update={"stats": stats})
-        self._pending_losses.clear()
+    def _link_imported(self, lessons: Sequence[Lesson]) -> dict[str, Lesson]:
+        """Imported lessons with conflict links (DESIGN §6) to the stored ones and to each other, both ways."""
+        pool: dict[str, Lesson] = {**self.lessons}
+        changed: dict[str, Lesson] = {}
+        for lesson in lessons:
+            rivals = find_conflicts(lesson, [l for l in pool.values() if l.id != lesson.id])
+            lesson = lesson.model_copy(update={"conflicts_with": sorted({*lesson.conflicts_with, *rivals})})
+            for rid in rivals:
+                rival = pool[rid]
+                if lesson.id not in rival.conflicts_with:
+                    pool[rid] = changed[rid] = rival.model_copy(
+                        update={"conflicts_with": sorted({*rival.conflicts_with, lesson.id})}
+                    )
+            pool[lesson.id] = changed[lesson.id] = lesson
+        return changed
+
+    def _synthesize(
+        self, *, run_id: str, task: TaskSpec, steps: Sequence[Step], events: Sequence[ErrorEvent], now: float
+    ) -> list[Lesson]:
+        """Candidate lessons of a run: the chat model's when ``self.llm`` is set and answers well, else offline."""
+        kwargs: dict[str, Any] = dict(
+            namespace=self.namespace, run_id=run_id, steps=steps, events=events,
+            prior_runs_seen=self._fp_runs, task=task, config=self.config, now=now,
+        )
+        if self.llm is None:
+            return synthesize_offline(**kwargs)
+        lessons, source = synthesize_with_llm(self.llm, **kwargs)
+        self.audit.write("synthesis", run_id=run_id, source=source, lessons=[l.id for l in lessons])
+        return lessons
+
+    def _write_episodes(
+        self, episodes: Sequence[Episode], *, run: RunRecord, task: TaskSpec, events: Sequence[ErrorEvent], now: float
+    ) -> None:
+        """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons."""
+        stored = _all(self.store, "episodes", Episode)
+        plan = plan_episode_writes(episodes, stored, self.config, now=now)
+        pool = {e.episode_id: e for e in stored}
+        pool.update(plan.upserts)
+        template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
+        cons = consolidate(
+            episodes=list(pool.values()),
+            skills={s.id: s for s in _all(self.store, "skills", Skill)},
+            lessons=self.lessons,
+            template=template,
+            context=task.tool or "",
+            passed=run.passed,
+            failure_mode=events[0].fingerprint if events else None,
+            tool=task.tool,
+            config=self.config,
+            now=now,
+        )
+        writes = {**plan.upserts, **cons.episodes}
+        if writes:
+            self.store.upsert("episodes", list(writes.values()))
+        if cons.skills:
+            self.store.upsert("skills", list(cons.skills.values()))
+            for skill in cons.skills.values():
+                self.graph.upsert_skill(skill)
+        new_lessons = {
+            i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
+            for i, l in cons.lessons.items()
+        }
+        self._write_lessons(new_lessons)
+        if plan.merged or plan.capped or plan.expired:
+            self.audit.write(
+                "episodes", run_id=run.run_id, created=plan.created, merged=plan.merged,
+                capped=plan.capped, expired=plan.expired,
+            )
+        for sid in cons.new_skills:
+            skill = cons.skills[sid]
+            self.audit.write("consolidation", skill_id=sid, into="skill", run_id=run.run_id,
+                             episodes=skill.source_episodes, steps=skill.steps)
+        for lid, lesson in new_lessons.items():
+            self.audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id,
+                             rule=lesson.rule_text, episodes=sorted(e for e, ep in cons.episodes.items()
+                                                                     if ep.consolidated_into == lid))
 
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
         if not changed:
@@ -443,7 +530,7 @@ class LearningMemory:
         if new:
             self.store.upsert("links", new)
 
-    def _audit_run(self, run: RunRecord, integ: Any, judged: Judgement) -> None:
+    def _audit_run(self, run: RunRecord, integ: Integration, judged: Judgement) -> None:
         for lid in integ.created:
             self.audit.write("lesson_created", lesson_id=lid, run_id=run.run_id, rule=self.lessons[lid].rule_text)
         for kept, other in integ.merged:
@@ -504,7 +591,11 @@ class LearningMemory:
 
     def history(self, lesson_id: str) -> list[dict[str, Any]]:
         """Every audit record about one lesson, oldest first: why it exists and what happened to it."""
-        return [r for r in self.audit.read() if r.get("lesson_id") == lesson_id or lesson_id in r.get("chosen", [])]
+        return [
+            r
+            for r in self.audit.read()
+            if r.get("lesson_id") == lesson_id or r.get("other") == lesson_id or lesson_id in r.get("chosen", [])
+        ]
 
     def render(self, items: Sequence[ScoredItem]) -> str:
         """Hints for ``items`` as a quoted data block for a model prompt."""
@@ -518,14 +609,26 @@ class LearningMemory:
             ev = self.capture(step, run_id=recorder.run_id, task=recorder.task, history=recorder.steps[:i])
             if ev is not None:
                 events.append(ev)
+        shown = self._shown.pop(recorder.run_id, [])
         return self.end_run(
-            run_id=recorder.run_id, task=recorder.task, steps=recorder.steps, events=events, verdict=recorder.verdict
+            run_id=recorder.run_id,
+            task=recorder.task,
+            steps=recorder.steps,
+            events=events,
+            activations=shown,
+            verdict=recorder.verdict,
         )
 
     def general_retrieve(self, recorder: Trajectory) -> dict[str, Any]:
-        """What memory offers before a task (the ``general_retrieve`` interface)."""
+        """What memory offers before a task (the ``general_retrieve`` interface).
+
+        What it shows is remembered under the trajectory's run id, so the matching
+        ``general_update`` can measure whether those lessons helped.
+        """
         items = self.retrieve_pre_run(recorder.task, run_id=recorder.run_id)
         hints = hints_from_items(items)
+        with self._lock:
+            self._shown[recorder.run_id] = self.activations_for(items, run_id=recorder.run_id, step=0, moment="pre_run")
         return {"hints": [h.model_dump() for h in hints], "text": render_hints(hints), "items": items}
 
     # ------------------------------------------------------------------ LangChain surfaces

@@ -306,6 +306,12 @@ class Episode(_Record):
     run_id: str | None = None
     created_at: float = Field(default_factory=time.time)
     last_seen_at: float = Field(default_factory=time.time)
+    count: int = 1
+    """Times this episode (or a SimHash near duplicate merged into it) was seen (DESIGN §6 dedup)."""
+    run_ids: list[str] = Field(default_factory=list)
+    """Runs that produced it or a merged duplicate, newest last (at most a few dozen kept)."""
+    consolidated_into: str | None = None
+    """Id of the skill or lesson this episode's cluster was consolidated into, if any."""
 
 
 class SkillStats(_Record):

@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.dedup import simhash
-from langmem_plus.learning.episodes import episodes_from_run, goal_template
+from langmem_plus.learning.episodes import episode_simhash, episodes_from_run, goal_template
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, hints_from_items, render_hints
 from langmem_plus.records import Episode, ErrorEvent, Feedback, Hint, Lesson, ScoredItem, Skill, Step, TaskSpec, Verdict
 
@@ -75,7 +74,7 @@ def test_success_episode_from_passing_run() -> None:
     assert ep.action_seq == ["keep age > 30", "pick name"]
     assert ep.obs_seq == ["obs 2", "obs 3"]
     assert (ep.goal_signature, ep.subgoal_template, ep.context) == (TASK.goal, "names of people over <num>", "gridtool")
-    assert ep.simhash == format(simhash(f"{ep.goal_signature} {ep.summary}"), "x")
+    assert ep.simhash == format(episode_simhash(ep.goal_signature, ep.summary), "x")
     assert ep.run_id == "r1" and ep.created_at == ep.last_seen_at == NOW
     assert run_episodes(steps, passed=True)[0].episode_id == ep.episode_id
     family_task = TASK.model_copy(update={"family": "filter_project"})

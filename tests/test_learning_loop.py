@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,15 @@ def test_unreachable_server_is_a_clear_quick_error(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 2 and "127.0.0.1:9" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_seeded_demo_repeats_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+    outputs = []
+    for hash_seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-m", "langmem_plus.cli", "demo", "--json", "--runs", "2", "--tool", "fluxtool",
+             "--store", str(tmp_path / hash_seed)],
+            capture_output=True, text=True, timeout=300, check=True, env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
+        outputs.append(json.loads(out.stdout))
+    assert outputs[0] == outputs[1]

@@ -461,3 +461,36 @@ def test_store_package_exports_lazily() -> None:
     assert store_pkg.KINDS == KINDS
     with pytest.raises(AttributeError):
         store_pkg.Nope  # noqa: B018
+
+
+# --------------------------------------------------------------------------- retrieval hot path
+
+
+def test_query_ids_and_stored_embeddings_match_query_and_embedder(tmp_path: Path) -> None:
+    with ChromaStore.open(path=tmp_path / "hot", namespace=NS, embeddings=EMB) as store:
+        records = [lesson(i, rule=f"WRONG: verb{i} -> CORRECT: VERB{i}") for i in range(6)]
+        store.upsert("lessons", records)
+        qvec = store.embed_query("WRONG: verb3 -> CORRECT: VERB3")
+        ids = store.query_ids("lessons", qvec, n=4)
+        full = store.query("lessons", embedding=qvec, n=4)
+        assert [i for i, _ in ids] == [r.id for r, _ in full] and ids[0][0] == "les_3"
+        assert [s for _, s in ids] == pytest.approx([s for _, s in full])
+        assert store.query_ids("lessons", qvec, n=0) == []
+        vecs = store.stored_embeddings("lessons", ["les_1", "les_nope", "les_4"])
+        assert set(vecs) == {"les_1", "les_4"}
+        doc = chroma_mod.KIND_SPECS["lessons"].document(records[1])
+        assert vecs["les_1"] == pytest.approx(EMB.embed_array([doc])[0], abs=1e-6)
+        assert store.stored_embeddings("lessons", []) == {}
+
+
+def test_has_records_counts_once_then_follows_upserts(tmp_path: Path) -> None:
+    with ChromaStore.open(path=tmp_path / "has", namespace=NS, embeddings=EMB) as store:
+        assert store.has_records("episodes") is False
+        store.upsert("episodes", samples()["episodes"])
+        assert store.has_records("episodes") is True
+        store.delete_namespace()
+        assert store.has_records("episodes") is False
+    with ChromaStore.open(path=tmp_path / "has2", namespace=NS, embeddings=EMB) as first:
+        first.upsert("skills", samples()["skills"])
+    with ChromaStore.open(path=tmp_path / "has2", namespace=NS, embeddings=EMB) as reopened:
+        assert reopened.has_records("skills") is True and reopened.has_records("episodes") is False

@@ -91,7 +91,8 @@ def test_retriever_and_tool_return_the_matching_lesson(tmp_path: Path) -> None:
     text = mem.as_tool().invoke({"error_text": "unknown command 'select' at stage 2", "tool": "gridtool"})
     assert "select" in text and "[lesson:" in text
     pre = mem.as_retriever(kind="pre_run", tool="gridtool").invoke("names of people older than 40")
-    assert all(d.metadata["status"] in ("candidate", "promoted") for d in pre)
+    lessons = [d for d in pre if d.metadata["kind"] == "lesson"]
+    assert lessons and all(d.metadata["status"] in ("candidate", "promoted") for d in lessons)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -125,6 +126,10 @@ def test_general_update_and_general_retrieve(tmp_path: Path) -> None:
     assert mem.lessons, "a failure repeated across runs became a lesson"
     out = mem.general_retrieve(Trajectory(task=task, run_id="next"))
     assert out["hints"] and "--long" in out["text"]
+    # what general_retrieve showed is measured by the matching general_update
+    fixed = Trajectory(task=task, steps=[ok.model_copy(update={"index": 0})], run_id="next")
+    report = mem.general_update(fixed)
+    assert report.lesson_activations == len([i for i in out["items"] if i.kind == "lesson"]) > 0
 
 
 def test_cli_lessons_and_inspect(tmp_path: Path) -> None:

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.utility import (
-    UTILITY_WINDOW,
     LessonEvidence,
     activation_utility,
     baseline_for,
@@ -119,9 +118,9 @@ def test_record_outcome_updates_a_copy() -> None:
 
 
 def test_record_outcome_bounds_window_and_rejects_nan() -> None:
-    les = with_outcomes(lesson(), [0.1] * (UTILITY_WINDOW + 5))
-    assert len(les.stats.utility_window) == UTILITY_WINDOW
-    assert les.stats.evidence_runs == UTILITY_WINDOW + 5
+    les = with_outcomes(lesson(), [0.1] * (DEFAULT_CONFIG.utility_window + 5))
+    assert len(les.stats.utility_window) == DEFAULT_CONFIG.utility_window
+    assert les.stats.evidence_runs == DEFAULT_CONFIG.utility_window + 5
     assert len(record_outcome(les, 0.0, passed=True, now=NOW, window=3).stats.utility_window) == 3
     with pytest.raises(ValueError):
         record_outcome(les, float("nan"), passed=True, now=NOW)

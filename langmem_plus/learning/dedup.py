@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.utility import UTILITY_WINDOW, reliability
+from langmem_plus.learning.utility import reliability
 from langmem_plus.records import Lesson, LessonStats, Provenance
 from langmem_plus.rewrite import apply_rewrite
 
@@ -139,7 +139,7 @@ def _union(*lists: Iterable[_T]) -> list[_T]:
     return list(dict.fromkeys(x for lst in lists for x in lst))
 
 
-def _merge_stats(a: LessonStats, b: LessonStats) -> LessonStats:
+def _merge_stats(a: LessonStats, b: LessonStats, window: int) -> LessonStats:
     n = a.evidence_runs + b.evidence_runs
     if a.pass_rate_with is None or b.pass_rate_with is None or n == 0:
         pass_with = a.pass_rate_with if a.pass_rate_with is not None else b.pass_rate_with
@@ -152,7 +152,7 @@ def _merge_stats(a: LessonStats, b: LessonStats) -> LessonStats:
         evidence_runs=n,
         helped=a.helped + b.helped,
         harmed=a.harmed + b.harmed,
-        utility_window=[*a.utility_window, *b.utility_window][-UTILITY_WINDOW:],
+        utility_window=[*a.utility_window, *b.utility_window][-window:],
         conflict_losses=a.conflict_losses + b.conflict_losses,
         pass_rate_with=pass_with,
         pass_rate_baseline=a.pass_rate_baseline if a.pass_rate_baseline is not None else b.pass_rate_baseline,
@@ -161,7 +161,14 @@ def _merge_stats(a: LessonStats, b: LessonStats) -> LessonStats:
     )
 
 
-def merge(keep: Lesson, other: Lesson, now: float, *, bits: int = DEFAULT_CONFIG.simhash_bits) -> Lesson:
+def merge(
+    keep: Lesson,
+    other: Lesson,
+    now: float,
+    *,
+    bits: int = DEFAULT_CONFIG.simhash_bits,
+    window: int = DEFAULT_CONFIG.utility_window,
+) -> Lesson:
     """Merge two duplicate lessons into one (DESIGN §6).
 
     The older lesson (earlier ``created_at``; ``keep`` on a tie) gives the id, rule,
@@ -174,9 +181,10 @@ def merge(keep: Lesson, other: Lesson, now: float, *, bits: int = DEFAULT_CONFIG
         other: Its duplicate.
         now: Current time, epoch seconds; becomes ``updated_at``.
         bits: SimHash width of the recomputed ``simhash`` (``MemoryConfig.simhash_bits``).
+        window: Utilities kept of the concatenated windows (``MemoryConfig.utility_window``).
     """
     old, new = (other, keep) if other.created_at < keep.created_at else (keep, other)
-    stats = _merge_stats(old.stats, new.stats)
+    stats = _merge_stats(old.stats, new.stats, window)
     ids = {old.id, new.id}
     last = [t for t in (old.last_activated_at, new.last_activated_at) if t is not None]
     merged = old.model_copy(

@@ -11,7 +11,7 @@ lesson, never from the model.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field

@@ -5,13 +5,22 @@ First depth, rule-based and pure. From one run and its verdict:
 - **success** when the run passed: the successful commands, in order, as a
   procedure that worked for this goal;
 - **near-miss** only in a failed run with credible progress: a step whose
-  ``feedback.progress`` rose to ``NEARMISS_MIN_PROGRESS`` or more; at most
+  ``feedback.progress`` rose to ``nearmiss_min_progress`` or more; at most
   ``nearmiss_cap`` per run (the caller caps across runs per (template, context));
-- **avoidance** for a failure fingerprint repeated ``AVOIDANCE_MIN_REPEATS``
+- **avoidance** for a failure fingerprint repeated ``avoidance_min_repeats``
   times in the run, expiring after ``avoidance_ttl_episodes`` episodes.
 
 Ids are content hashes (the same procedure for the same task gets the same id),
 and each episode carries the SimHash of goal_signature + summary for dedup.
+
+Write policy against what is stored (``plan_episode_writes``): a new episode within
+``episode_dedup_max_hamming`` SimHash bits of a stored one of the same kind merges
+into it (count added, last_seen and strength refreshed, the avoidance TTL renewed);
+near-misses are capped per (subgoal template, context), a better one replacing the
+weakest; every other live avoidance loses one episode of TTL per run (an "episode"
+is one attempt, as in the AMM spec). ``episode_strength`` decays while unused,
+slower for significant episodes, and ``episode_recallable`` says whether retrieval
+may show an episode at all.
 
 Example:
     >>> from langmem_plus.records import Step, TaskSpec, Verdict
@@ -27,20 +36,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.dedup import simhash
+from langmem_plus.learning.dedup import hamming, normalize_rule, simhash
 from langmem_plus.learning.synthesis import action_pattern
-from langmem_plus.records import Episode, EpisodeKind, ErrorEvent, Namespace, Step, TaskSpec, Verdict
-
-NEARMISS_MIN_PROGRESS = 0.5
-"""Progress a failed run must reach, on a step that raised it, for a near-miss: "credible
-progress" of the AMM spec, halfway being the least that says the approach was right."""
-
-AVOIDANCE_MIN_REPEATS = 2
-"""Occurrences of one fingerprint in a run that make an avoidance ("the same failure
-repeated", DESIGN §6)."""
+from langmem_plus.records import (
+    Episode,
+    EpisodeKind,
+    ErrorEvent,
+    Namespace,
+    Step,
+    TaskSpec,
+    Verdict,
+)
 
 SUCCESS_WEIGHT = 1.0
 """Initial ``success_weight`` of a success episode (AMM spec record schema); later reuse raises it."""
@@ -66,6 +76,19 @@ def goal_template(goal: str) -> str:
         'rows where city is <str> and age > <num>'
     """
     return _NUMBER.sub("<num>", _QUOTED.sub("<str>", " ".join(goal.split())))
+
+
+def episode_simhash(goal: str, summary: str, bits: int = DEFAULT_CONFIG.simhash_bits) -> int:
+    """SimHash of goal_signature + summary for episode dedup (DESIGN §6), on normalised text:
+    lowercase, literals replaced (``goal_template``), so the same procedure with other
+    values or other casing lands within a few bits.
+
+    Example:
+        >>> a = episode_simhash("g", "Solved with: LOAD people | KEEP age >= 30")
+        >>> a == episode_simhash("g", "solved with:  load people | keep age >= 31")
+        True
+    """
+    return simhash(normalize_rule(goal_template(f"{goal} {summary}")), bits)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -104,24 +127,25 @@ def _episode(
             "subgoal_template": task.family or goal_template(task.goal),
             "context": task.tool or "",
             "summary": summary,
-            "simhash": format(simhash(f"{task.goal} {summary}", config.simhash_bits), "x"),
+            "simhash": format(episode_simhash(task.goal, summary, config.simhash_bits), "x"),
             "run_id": run_id,
             "created_at": now,
             "last_seen_at": now,
+            "run_ids": [run_id],
             **fields,
         }
     )
 
 
-def _nearmiss_steps(commands: Sequence[Step], cap: int) -> list[tuple[float, Step]]:
-    """Steps that raised progress to NEARMISS_MIN_PROGRESS or more, best first, at most ``cap``."""
+def _nearmiss_steps(commands: Sequence[Step], cap: int, min_progress: float) -> list[tuple[float, Step]]:
+    """Steps that raised progress to ``min_progress`` or more, best first, at most ``cap``."""
     best: float = 0.0
     found: list[tuple[float, Step]] = []
     for step in commands:
         p = step.feedback.progress
         if p is None:
             continue
-        if p > best and p >= NEARMISS_MIN_PROGRESS:
+        if p > best and p >= min_progress:
             found.append((p, step))
         best = max(best, p)
     found.sort(key=lambda ps: (-ps[0], ps[1].index))
@@ -180,7 +204,7 @@ def episodes_from_run(
             )
         )
     else:
-        for progress, step in _nearmiss_steps(commands, config.nearmiss_cap):
+        for progress, step in _nearmiss_steps(commands, config.nearmiss_cap, config.nearmiss_min_progress):
             upto = [s for s in commands if s.index <= step.index and (s is step or not s.feedback.failed)]
             actions = [s.action for s in upto]
             out.append(
@@ -198,7 +222,7 @@ def episodes_from_run(
     for ev in events:
         groups.setdefault(ev.fingerprint_id, []).append(ev)
     for fp_id, evs in groups.items():
-        if len(evs) < AVOIDANCE_MIN_REPEATS:
+        if len(evs) < config.avoidance_min_repeats:
             continue
         actions = list(dict.fromkeys(ev.action for ev in evs if ev.action))
         pattern = action_pattern(actions[0]) if actions else evs[0].channel
@@ -218,13 +242,180 @@ def episodes_from_run(
     return out
 
 
+# --------------------------------------------------------------------------- decay and recall
+
+HOUR = 3600.0
+"""Seconds per hour (``episode_half_life_hours`` is in hours, clocks in epoch seconds)."""
+
+RUN_IDS_KEPT = 20
+"""Run ids an episode keeps in ``run_ids`` (newest); provenance, not a tunable."""
+
+
+def episode_strength(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CONFIG) -> float:
+    """Strength of ``ep`` at ``now``: its stored strength halved every half-life unused (DESIGN §6).
+
+    The half-life is ``episode_half_life_hours * (1 + episode_significance_slowdown *
+    significance)``, so a significant episode (a task passed with a full score) fades
+    several times slower than an ordinary one. Time runs from ``last_seen_at``; a
+    clock that goes backwards never strengthens an episode.
+
+    Example:
+        >>> ep = Episode(episode_id="e", namespace=("n",), kind="success", goal_signature="g",
+        ...              significance=0.0, strength=1.0, last_seen_at=0.0)
+        >>> episode_strength(ep, now=72 * 3600.0)
+        0.5
+        >>> ep.significance = 1.0  # five times the half-life with the default slowdown of 4
+        >>> round(episode_strength(ep, now=72 * 3600.0), 3)
+        0.871
+    """
+    dt_hours = max(0.0, now - ep.last_seen_at) / HOUR
+    sig = min(1.0, max(0.0, ep.significance))
+    half_life = config.episode_half_life_hours * (1.0 + config.episode_significance_slowdown * sig)
+    return max(0.0, ep.strength) * 0.5 ** (dt_hours / half_life)
+
+
+def episode_recallable(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CONFIG) -> bool:
+    """Whether retrieval may show ``ep`` at ``now`` (DESIGN §6 decay; AMM spec TTL).
+
+    Not recallable: an avoidance whose TTL has run out (``ttl_episodes == 0``), and any
+    episode whose decayed strength (``episode_strength``) is below
+    ``episode_recall_min_strength``. Nothing is deleted: a faded episode stays stored,
+    and seeing it again (a merge) restores its strength.
+    """
+    if ep.ttl_episodes is not None and ep.ttl_episodes <= 0:
+        return False
+    return episode_strength(ep, now, config) >= config.episode_recall_min_strength
+
+
+# --------------------------------------------------------------------------- write policy
+
+
+@dataclass
+class EpisodeWrites:
+    """What ``plan_episode_writes`` decided: records to upsert and what happened to each new one."""
+
+    upserts: dict[str, Episode] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    merged: list[tuple[str, str]] = field(default_factory=list)
+    """(stored id kept, new episode id merged into it)."""
+    capped: list[str] = field(default_factory=list)
+    """New near-misses dropped (or folded into the kept one) by the per-(template, context) cap."""
+    expired: list[str] = field(default_factory=list)
+    """Avoidances whose TTL reached 0 this run."""
+
+
+def _hash(ep: Episode, bits: int) -> int:
+    try:
+        return int(ep.simhash, 16) if ep.simhash else episode_simhash(ep.goal_signature, ep.summary, bits)
+    except ValueError:  # a corrupt stored hash: recompute rather than fail
+        return episode_simhash(ep.goal_signature, ep.summary, bits)
+
+
+def _refresh(old: Episode, new: Episode, config: MemoryConfig, now: float) -> Episode:
+    """``old`` seen again as ``new``: counts added, last_seen and strength refreshed, TTL renewed."""
+    update: dict[str, object] = {
+        "count": old.count + new.count,
+        "last_seen_at": max(old.last_seen_at, now),
+        "strength": 1.0,
+        "significance": max(old.significance, new.significance),
+        "run_ids": list(dict.fromkeys([*old.run_ids, *new.run_ids]))[-RUN_IDS_KEPT:],
+    }
+    if old.kind == "success":
+        update["success_weight"] = old.success_weight + new.success_weight  # reused: weight increments
+    elif old.kind == "nearmiss":
+        update["success_weight"] = max(old.success_weight, new.success_weight)
+    else:
+        update["ttl_episodes"] = config.avoidance_ttl_episodes
+    return old.model_copy(update=update)
+
+
+def _find_duplicate(ep: Episode, pool: Sequence[Episode], config: MemoryConfig) -> Episode | None:
+    mine = _hash(ep, config.simhash_bits)
+    best: tuple[int, float, Episode] | None = None
+    for other in pool:
+        if other.kind != ep.kind or tuple(other.namespace) != tuple(ep.namespace):
+            continue
+        if other.episode_id == ep.episode_id:
+            return other
+        dist = hamming(mine, _hash(other, config.simhash_bits))
+        if dist <= config.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
+            best = (dist, other.created_at, other)
+    return None if best is None else best[2]
+
+
+def plan_episode_writes(
+    new: Sequence[Episode], stored: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG, *, now: float
+) -> EpisodeWrites:
+    """Apply the episode write policy of DESIGN §6 to one run's episodes; pure.
+
+    1. Every stored live avoidance not seen again loses one episode of TTL (one run is
+       one episode); at 0 it expires (``episode_recallable`` is False), never deleted.
+    2. A new episode that duplicates a stored one (same id, or same kind within
+       ``episode_dedup_max_hamming`` SimHash bits of goal_signature + summary) merges
+       into it: the stored id is kept, counts add, last_seen and strength refresh,
+       a success's weight grows, an avoidance's TTL is renewed.
+    3. A new near-miss whose (subgoal template, context) already holds ``nearmiss_cap``
+       near-misses replaces the weakest of them when it got further (higher
+       ``success_weight``), else it is folded into the best one (count and last_seen).
+    4. Anything else is created.
+
+    Args:
+        new: Episodes of the run just finished (``episodes_from_run``).
+        stored: Every stored episode of the namespace.
+        config: Supplies the thresholds.
+        now: Current time, epoch seconds.
+    """
+    out = EpisodeWrites()
+    pool: dict[str, Episode] = {e.episode_id: e for e in stored}
+    seen: set[str] = set()
+    for ep in new:
+        dup = _find_duplicate(ep, list(pool.values()), config)
+        if dup is not None:
+            kept = _refresh(dup, ep, config, now)
+            pool[kept.episode_id] = out.upserts[kept.episode_id] = kept
+            out.merged.append((kept.episode_id, ep.episode_id))
+            seen.add(kept.episode_id)
+            continue
+        if ep.kind == "nearmiss":
+            same = [
+                e for e in pool.values()
+                if e.kind == "nearmiss" and (e.subgoal_template, e.context) == (ep.subgoal_template, ep.context)
+            ]
+            if len(same) >= config.nearmiss_cap:
+                out.capped.append(ep.episode_id)
+                if not same:  # cap 0: near-misses are off
+                    continue
+                weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
+                if ep.success_weight > weakest.success_weight:
+                    kept = ep.model_copy(update={"episode_id": weakest.episode_id, "count": weakest.count + ep.count})
+                else:
+                    kept = _refresh(max(same, key=lambda e: e.success_weight), ep, config, now)
+                pool[kept.episode_id] = out.upserts[kept.episode_id] = kept
+                seen.add(kept.episode_id)
+                continue
+        pool[ep.episode_id] = out.upserts[ep.episode_id] = ep
+        out.created.append(ep.episode_id)
+        seen.add(ep.episode_id)
+    for ep in stored:
+        if ep.kind != "avoidance" or ep.episode_id in seen or ep.ttl_episodes is None or ep.ttl_episodes <= 0:
+            continue
+        ttl = ep.ttl_episodes - 1
+        out.upserts[ep.episode_id] = ep.model_copy(update={"ttl_episodes": ttl})
+        if ttl == 0:
+            out.expired.append(ep.episode_id)
+    return out
+
+
 __all__ = [
-    "AVOIDANCE_MIN_REPEATS",
     "AVOIDANCE_WEIGHT",
-    "NEARMISS_MIN_PROGRESS",
     "OBS_MAX_CHARS",
     "SUCCESS_WEIGHT",
     "SUMMARY_MAX_CHARS",
+    "EpisodeWrites",
+    "episode_recallable",
+    "episode_simhash",
+    "episode_strength",
     "episodes_from_run",
     "goal_template",
+    "plan_episode_writes",
 ]

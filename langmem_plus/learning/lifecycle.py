@@ -11,13 +11,26 @@ what these functions return.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import find_conflicts, find_duplicate, merge
-from langmem_plus.learning.utility import activation_utility, count_addressed, decide_status, record_outcome
-from langmem_plus.records import ErrorEvent, FailureNote, Lesson, RunRecord, Step, TaskSpec, Verdict
+from langmem_plus.learning.utility import (
+    activation_utility,
+    count_addressed,
+    decide_status,
+    record_outcome,
+)
+from langmem_plus.records import (
+    ErrorEvent,
+    FailureNote,
+    Lesson,
+    RunRecord,
+    Step,
+    TaskSpec,
+    Verdict,
+)
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,11 @@ def integrate_candidates(
     for cand in candidates:
         base = pool.get(cand.id) or find_duplicate(cand, list(pool.values()), config)
         if base is not None:
-            kept = merge(base, cand, now) if base.id != cand.id else _refresh(base, cand, now)
+            kept = (
+                merge(base, cand, now, bits=config.simhash_bits, window=config.utility_window)
+                if base.id != cand.id
+                else _refresh(base, cand, now)
+            )
             pool[kept.id] = out.upserts[kept.id] = kept
             out.merged.append((kept.id, cand.id))
             continue
@@ -193,17 +210,23 @@ def judge_activated(
             task=task,
             referee_gain=referee_gain,
             repeats_after=count_addressed(lesson, (f for f in run.failures if f.step >= first)),
+            repeats_before=count_addressed(lesson, (f for f in run.failures if f.step < first)),
             config=config,
         )
         if measured is not None:
             u, baseline_pass = measured
-            lesson = record_outcome(lesson, u, passed=run.passed, now=now)
+            lesson = record_outcome(lesson, u, passed=run.passed, now=now, window=config.utility_window)
             if baseline_pass is not None:
                 lesson = lesson.model_copy(
                     update={"stats": lesson.stats.model_copy(update={"pass_rate_baseline": baseline_pass})}
                 )
             out.utilities[lesson_id] = u
-        out.updated[lesson_id] = _apply_status(lesson, 0, config, out, evidence={"run_id": run.run_id})
+        evidence: dict[str, object] = {
+            "run_id": run.run_id,
+            "shown_this_run": count,
+            "utility_this_run": None if lesson_id not in out.utilities else round(out.utilities[lesson_id], 4),
+        }
+        out.updated[lesson_id] = _apply_status(lesson, 0, config, out, evidence=evidence)
     return out
 
 
@@ -219,6 +242,45 @@ def sweep_unused(
         updated = _apply_status(lesson, since, config, out, evidence={"runs_since_activation": since})
         if updated is not lesson:
             out.updated[lesson.id] = updated
+
+
+def apply_conflict_losses(
+    pool: dict[str, Lesson],
+    losses: Mapping[str, int],
+    *,
+    run_id: str,
+    run_seq: int,
+    config: MemoryConfig,
+    out: Judgement,
+) -> None:
+    """Count this run's conflict-cluster losses and suppress lessons that keep losing (DESIGN §6).
+
+    ``losses`` maps a lesson id to the times it lost its conflict cluster at selection in
+    this run. With ``conflict_loss_needs_winner_help`` (the default), a loss counts only
+    when a rival it is linked to was measured to help in this run (``out.utilities > 0``),
+    and at most once per run: a lesson that merely lost to a rival trusted more a priori
+    (a planted, unproven lesson with high reliability) has not lost on evidence.
+    Otherwise every loss counts. Lessons whose count reaches
+    ``conflict_losses_to_suppress`` are suppressed here, with the winners as evidence.
+    ``pool`` and ``out.updated`` receive the updated lessons.
+    """
+    for lesson_id, n in sorted(losses.items()):
+        lesson = pool.get(lesson_id)
+        if lesson is None or not lesson.retrievable or n <= 0:
+            continue
+        winners = sorted(r for r in lesson.conflicts_with if out.utilities.get(r, 0.0) > 0)
+        if config.conflict_loss_needs_winner_help:
+            if not winners:
+                continue
+            n = 1
+        stats = lesson.stats.model_copy(update={"conflict_losses": lesson.stats.conflict_losses + n})
+        lesson = lesson.model_copy(update={"stats": stats})
+        last = lesson.stats.last_activated_run_seq
+        since = run_seq - (last if last is not None else lesson.stats.created_run_seq)
+        evidence: dict[str, object] = {"run_id": run_id, "lost_to": winners, "winner_utilities": {
+            w: round(out.utilities[w], 4) for w in winners
+        }}
+        pool[lesson_id] = out.updated[lesson_id] = _apply_status(lesson, since, config, out, evidence=evidence)
 
 
 def _apply_status(
@@ -254,6 +316,7 @@ __all__ = [
     "Judgement",
     "RunOutcome",
     "Transition",
+    "apply_conflict_losses",
     "integrate_candidates",
     "judge_activated",
     "run_outcome",

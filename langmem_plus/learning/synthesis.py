@@ -34,13 +34,16 @@ from collections.abc import Mapping, Sequence
 from langmem_plus._text import action_tokens, stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import lesson_simhash
-from langmem_plus.records import ErrorEvent, Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
+from langmem_plus.records import (
+    ErrorEvent,
+    Lesson,
+    LessonScope,
+    Namespace,
+    Provenance,
+    Step,
+    TaskSpec,
+)
 from langmem_plus.rewrite import derive_rewrite
-
-MIN_PAIR_SIMILARITY = 0.5
-"""Least token-sequence similarity (difflib ratio) for a later action to count as a retry
-of the failed one, "the same intent" of DESIGN §6; below it the two are unrelated commands
-and their difference is not a rule."""
 
 WHEN_MAX_CHARS = 80
 """Longest fingerprint quoted in a rule's ``(when: ...)`` / ``(fails with: ...)`` suffix."""
@@ -83,16 +86,18 @@ def _is_docs(step: Step) -> bool:
     return step.info.get("kind") == "docs"
 
 
-def _same_intent(a: str, b: str) -> bool:
+def _same_intent(a: str, b: str, min_similarity: float) -> bool:
     ratio = difflib.SequenceMatcher(None, action_tokens(a), action_tokens(b), autojunk=False).ratio()
-    return ratio >= MIN_PAIR_SIMILARITY
+    return ratio >= min_similarity
 
 
 def _error_words(step: Step) -> set[str]:
     return {t.strip("'\"`").lower() for t in action_tokens(step.feedback.error_text)}
 
 
-def _fix_after(failed: Step, steps: Sequence[Step], hint_text: str) -> tuple[str, str] | None:
+def _fix_after(
+    failed: Step, steps: Sequence[Step], hint_text: str, min_similarity: float = DEFAULT_CONFIG.pair_min_similarity
+) -> tuple[str, str] | None:
     """The rule from ``failed`` to the next retry that got past its failure, if there is one.
 
     A later command step got past the failure when it did not fail, failed
@@ -101,14 +106,14 @@ def _fix_after(failed: Step, steps: Sequence[Step], hint_text: str) -> tuple[str
     the identical error text, or when its error names a token the fix introduced
     (the fix itself was wrong, e.g. ``desc`` -> ``descending``): such steps are
     skipped. The first step that got past is kept only when it is a retry of the
-    failed action (same intent, ``MIN_PAIR_SIMILARITY``).
+    failed action (same intent, ``MemoryConfig.pair_min_similarity``).
     """
     for step in steps:
         if step.index <= failed.index or _is_docs(step):
             continue
         if step.feedback.failed and step.feedback.error_text == failed.feedback.error_text:
             continue
-        if not _same_intent(failed.action, step.action):
+        if not _same_intent(failed.action, step.action, min_similarity):
             return None
         rule = derive_rewrite(failed.action, step.action, hint_text=hint_text)
         if rule is None:
@@ -198,7 +203,7 @@ def synthesize_offline(
 
     For each recurring fingerprint (``recurring_fingerprints``) and each of its
     events, the failed step is paired with the next retry that got past the
-    failure (see ``_fix_after``) and has the same intent (``MIN_PAIR_SIMILARITY``). ``derive_rewrite`` turns each pair into
+    failure (see ``_fix_after``) and has the same intent (``pair_min_similarity``). ``derive_rewrite`` turns each pair into
     WRONG -> CORRECT; each distinct rule becomes one lesson with rule text
     ``"WRONG: {wrong} -> CORRECT: {correct} (when: {fingerprint})"``. A fingerprint
     without any usable pair gets one avoid lesson,
@@ -227,7 +232,7 @@ def synthesize_offline(
             failed = by_index.get(ev.step)
             if failed is None:
                 continue
-            rule = _fix_after(failed, ordered, ev.error_text)
+            rule = _fix_after(failed, ordered, ev.error_text, config.pair_min_similarity)
             if rule is not None:
                 rules.setdefault(rule, []).append(ev)
         for (wrong, correct), source in rules.items():
@@ -267,7 +272,6 @@ def synthesize_offline(
 
 __all__ = [
     "AVOID_PATTERN_MAX_TOKENS",
-    "MIN_PAIR_SIMILARITY",
     "NO_ACTION",
     "WHEN_MAX_CHARS",
     "action_pattern",

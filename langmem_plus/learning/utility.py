@@ -24,19 +24,20 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import NamedTuple
 
-from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import FailureNote, Lesson, LessonStatus, RunRecord, TaskSpec
-from langmem_plus.rewrite import apply_rewrite
-
-UTILITY_WINDOW = 20
-"""Utilities kept per lesson (newest last) for the promotion/suppression means (DESIGN §6
-"evidence window"); old evidence ages out so a lesson that stops helping can still be suppressed."""
+from langmem_plus.learning.baselines import (
+    addressed_failures,
+    addresses,
+    baseline_for,
+    caused_failures,
+    count_addressed,
+)
+from langmem_plus.records import Lesson, LessonStatus, RunRecord, TaskSpec
 
 PRIOR_HELPED = 1
 """Pseudo-count of helpful runs in the reliability prior: Beta(1, 1), uniform (DESIGN §6)."""
@@ -127,6 +128,10 @@ class LessonEvidence:
 
     evidence_runs: int
     """Runs whose outcome could say whether the lesson helped."""
+    runs_activated: int
+    """Runs in which the lesson was shown, with or without evidence."""
+    helped: int
+    """Evidence runs in which it helped (utility > 0)."""
     mean_utility: float | None
     """Mean of the utility window; None with no evidence yet."""
     reliability: float
@@ -141,6 +146,8 @@ class LessonEvidence:
         s = lesson.stats
         return cls(
             evidence_runs=s.evidence_runs,
+            runs_activated=s.runs_activated,
+            helped=s.helped,
             mean_utility=fmean(s.utility_window) if s.utility_window else None,
             reliability=lesson.reliability,
             conflict_losses=s.conflict_losses,
@@ -155,7 +162,8 @@ class LessonEvidence:
         pw = "n/a" if self.pass_rate_with is None else f"{self.pass_rate_with:.2f}"
         pb = "n/a" if self.pass_rate_baseline is None else f"{self.pass_rate_baseline:.2f}"
         return (
-            f"evidence_runs={self.evidence_runs}, mean_utility={mu}, reliability={self.reliability:.3f}, "
+            f"shown_runs={self.runs_activated}, evidence_runs={self.evidence_runs}, mean_utility={mu}, "
+            f"reliability={self.reliability:.3f}, "
             f"conflict_losses={self.conflict_losses}, pass_rate={pw} vs baseline {pb}, "
             f"runs_since_activation={self.runs_since_activation}"
         )
@@ -183,7 +191,13 @@ def decide_status(
        utility is ``<= suppress_max_utility``. Only evidence-bearing activations
        count: an activation whose run said nothing about the lesson
        (``activation_utility`` returned None) is not held against it.
-    3. Suppress a promoted lesson whose mean utility falls ``<= suppress_max_utility``.
+    3. Suppress a promoted lesson whose mean utility falls ``<= suppress_max_utility``;
+       and a lesson shown in ``suppress_min_activations`` runs whose every measured run
+       was ``<= suppress_max_utility`` (it never helped). This is DESIGN §6 read
+       literally ("retrieved >= 3 times and utility for those activations <= 0"): a
+       harmful lesson that acted once and since sits in the hints without acting
+       again (its WRONG no longer occurs first) would otherwise never gather three
+       evidence runs and keep its retrieval slot forever.
     4. Promote a candidate with ``evidence_runs >= promote_min_runs``, mean utility
        ``>= promote_min_utility``, and a pass rate (when both are known) not more
        than ``promote_max_pass_drop`` under the baseline.
@@ -212,6 +226,10 @@ def decide_status(
         if lesson.status == "promoted":
             limit = config.suppress_max_utility
             return "suppressed", f"suppress: promoted lesson fell to mean utility <= {limit} ({nums})"
+        if ev.helped == 0 and ev.runs_activated >= config.suppress_min_activations:
+            shown = config.suppress_min_activations
+            why = f"shown in >= {shown} runs, never helped, mean utility <= {config.suppress_max_utility}"
+            return "suppressed", f"suppress: {why} ({nums})"
     if (
         lesson.status == "candidate"
         and mu is not None
@@ -229,7 +247,7 @@ def decide_status(
     return lesson.status, f"unchanged ({nums})"
 
 
-def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window: int = UTILITY_WINDOW) -> Lesson:
+def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window: int | None = None) -> Lesson:
     """A copy of ``lesson`` with one evidence run's outcome folded in (DESIGN §6).
 
     Appends ``u`` to the utility window (keeping the last ``window``), counts an
@@ -241,7 +259,7 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
         u: The run's utility (``activation_utility``), clipped to [-1, 1].
         passed: Whether the run passed.
         now: Current time, epoch seconds.
-        window: Utilities kept.
+        window: Utilities kept; default ``MemoryConfig.utility_window``.
 
     Raises:
         ValueError: When ``u`` is not a finite number.
@@ -252,7 +270,8 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
     out = lesson.model_copy(deep=True)
     s = out.stats
     n_before = s.evidence_runs
-    s.utility_window = [*s.utility_window, u][-max(window, 1) :]
+    keep = DEFAULT_CONFIG.utility_window if window is None else window
+    s.utility_window = [*s.utility_window, u][-max(keep, 1) :]
     s.evidence_runs = n_before + 1
     s.helped += int(u > 0)
     s.harmed += int(u < 0)
@@ -261,105 +280,6 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
     out.reliability = reliability(s.helped, s.harmed)
     out.updated_at = now
     return out
-
-
-# --------------------------------------------------------------------------- baselines
-
-
-def _comparable(
-    runs: Sequence[RunRecord], lesson_id: str, task_id: str, family: str | None, tool: str | None
-) -> list[RunRecord]:
-    without = [r for r in runs if lesson_id not in r.activated]
-    tiers = (
-        [r for r in without if r.task_id == task_id],
-        [r for r in without if family is not None and r.family == family],
-        [r for r in without if tool is not None and r.tool == tool],
-    )
-    return next((tier for tier in tiers if tier), [])
-
-
-def addresses(lesson: Lesson, action: str) -> bool:
-    """True when ``lesson`` speaks to a failure of ``action``: its WRONG pattern occurs in it
-    (a rewrite lesson), or always (an avoid lesson, which has no pattern to check)."""
-    if not lesson.wrong or lesson.correct is None:
-        return True
-    return apply_rewrite(action, lesson.wrong, lesson.correct) is not None
-
-
-def _introduced(lesson: Lesson, error: str) -> bool:
-    """True when ``error`` names a token that ``lesson``'s CORRECT side put into the action."""
-    if not lesson.correct:
-        return False
-    introduced = {t.strip("'\"`").lower() for t in action_tokens(lesson.correct)} - {"*", ""}
-    return bool(introduced & {t.strip("'\"`").lower() for t in action_tokens(error)})
-
-
-def addressed_failures(lesson: Lesson, run: RunRecord) -> int:
-    """Failures of ``run`` that count against ``lesson`` (the utility's "repeats").
-
-    A failure counts when it has one of the lesson's trigger fingerprints and the
-    lesson addresses its action, or when the lesson was applied to the failing action
-    and the error names what the lesson put there (the lesson caused it). Counting
-    trigger fingerprints alone, as DESIGN §6 reads, blames a lesson for every failure
-    that shares its fingerprint: ``select -> PICK`` for an ``unknown command 'limit'``.
-    Run records without failure notes fall back to the fingerprint counts.
-    """
-    if not run.failures and run.fingerprint_counts:
-        triggers = set(lesson.triggers)
-        return sum(c for fp, c in run.fingerprint_counts.items() if fp in triggers)
-    return count_addressed(lesson, run.failures)
-
-
-def count_addressed(lesson: Lesson, notes: Iterable[FailureNote]) -> int:
-    """How many of ``notes`` count against ``lesson`` (see ``addressed_failures``)."""
-    triggers = set(lesson.triggers)
-    n = 0
-    for f in notes:
-        if f.fp in triggers and addresses(lesson, f.action):
-            n += 1
-        elif lesson.id in f.applied and _introduced(lesson, f.error):
-            n += 1
-    return n
-
-
-def baseline_for(
-    fingerprint_ids: Collection[str],
-    runs: Sequence[RunRecord],
-    *,
-    lesson_id: str,
-    task_id: str,
-    family: str | None,
-    tool: str | None,
-    counter: Callable[[RunRecord], float] | None = None,
-) -> tuple[float | None, float | None, float | None]:
-    """Baseline figures of comparable runs without the lesson (DESIGN §6 utility).
-
-    Comparable runs are those that did not activate ``lesson_id``, taken from the
-    first non-empty tier: the same ``task_id``; else the same task ``family``; else
-    the same ``tool``. The narrowest tier is the fairest comparison; the wider ones
-    let a lesson be judged on a task no run without it has attempted yet.
-
-    Returns:
-        ``(mean trigger count per run, mean steps, pass rate)``, each None when there
-        is no comparable run.
-
-    Example:
-        >>> r = RunRecord(run_id="r1", namespace=("n",), seq=1, task_id="t", steps=10,
-        ...               fingerprint_counts={"fp": 2}, passed=True)
-        >>> baseline_for(["fp"], [r], lesson_id="l", task_id="t", family=None, tool=None)
-        (2.0, 10.0, 1.0)
-    """
-    comparable = _comparable(runs, lesson_id, task_id, family, tool)
-    if not comparable:
-        return None, None, None
-    fps = set(fingerprint_ids)
-    if counter is None:
-        repeats = fmean(sum(c for fp, c in r.fingerprint_counts.items() if fp in fps) for r in comparable)
-    else:
-        repeats = fmean(counter(r) for r in comparable)
-    steps = fmean(r.steps for r in comparable)
-    pass_rate = fmean(1.0 if r.passed else 0.0 for r in comparable)
-    return repeats, steps, pass_rate
 
 
 class ActivationUtility(NamedTuple):
@@ -377,6 +297,7 @@ def activation_utility(
     task: TaskSpec | None = None,
     referee_gain: float | None = None,
     repeats_after: float | None = None,
+    repeats_before: float = 0.0,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> ActivationUtility | None:
     """Utility of ``lesson`` in one run where it was activated, or None for "no evidence" (DESIGN §6).
@@ -399,6 +320,12 @@ def activation_utility(
         referee_gain: LLM referee score gain over the baseline; None without an LLM referee.
         repeats_after: Failures counted against the lesson after the activation;
             default: ``addressed_failures(lesson, run)``.
+        repeats_before: Failures the lesson addresses that happened in this run before it
+            was first shown (it was retrieved on error). They prove its failure was at
+            stake in this very task, so the baseline is at least this count: a lesson
+            shown after a failure that then does not recur is credited even when the
+            comparable runs (say, other tasks of the family) never met that failure.
+            Refinement over DESIGN §6, which only looks at other runs.
         config: Supplies the utility weights.
 
     Returns:
@@ -417,12 +344,21 @@ def activation_utility(
         tool=tool,
         counter=lambda r: addressed_failures(lesson, r),
     )
-    if base_repeats is None:
-        return None
     occurrences = addressed_failures(lesson, run)
+    after = float(occurrences) if repeats_after is None else float(repeats_after)
+    if base_repeats is None:
+        # No comparable run without the lesson. A failure the lesson caused (it was applied
+        # and the error names what it put there) would not have happened without it, so its
+        # counterfactual count is 0 by construction; failures it addresses before it was
+        # shown are this run's own baseline. Either is evidence even unbaselined (no step gain).
+        caused = caused_failures(lesson, run.failures)
+        if caused == 0 and repeats_before <= 0:
+            return None
+        er = error_reduction(float(repeats_before), after if repeats_before > 0 else float(caused))
+        return ActivationUtility(utility(er, 0.0, referee_gain, config), None)
+    base_repeats = max(base_repeats, float(repeats_before))
     if base_repeats == 0 and occurrences == 0:
         return None
-    after = float(occurrences) if repeats_after is None else float(repeats_after)
     er = error_reduction(base_repeats, after)
     gain = step_efficiency_gain(base_steps or 0.0, run.steps)
     return ActivationUtility(utility(er, gain, referee_gain, config), base_pass)
@@ -432,14 +368,14 @@ __all__ = [
     "PASS_RATE_TOLERANCE",
     "PRIOR_HARMED",
     "PRIOR_HELPED",
-    "UTILITY_WINDOW",
     "ActivationUtility",
     "LessonEvidence",
     "activation_utility",
     "addressed_failures",
-    "count_addressed",
     "addresses",
     "baseline_for",
+    "caused_failures",
+    "count_addressed",
     "decide_status",
     "error_reduction",
     "record_outcome",

@@ -1,12 +1,22 @@
 """The retrieval pipeline: candidates from three sources, scored, guarded, diversified (DESIGN §5).
 
 On error: exact fingerprint matches (the in-memory index of the lesson graph, not a
-Chroma ``where``), then vector neighbours, then personalized PageRank neighbours on a
-bounded neighbourhood of the lesson graph. Pre-run: vector neighbours of the task
-intent in its tool/domain scope, exact matches for the fingerprints this task hit in
-earlier runs, and graph neighbours of its task, tool and domain nodes. Every
-candidate gets the pure lesson score of ``scoring``; ``select`` applies the guards,
-MMR and the budget.
+Chroma ``where``), rewrite lessons whose WRONG pattern the failing action repeats
+(an in-memory index too: the same mistake behind a reworded error), vector
+neighbours, then personalized PageRank neighbours on a bounded neighbourhood of the
+lesson graph; lessons scoped to another tool are left out. Pre-run: vector
+neighbours of the task intent in its tool/domain scope, exact matches for the
+fingerprints this task hit in earlier runs, and graph neighbours of its task, tool
+and domain nodes. Every candidate gets the pure lesson score of ``scoring``;
+``select`` applies the guards, MMR and the budget. Episodes and skills are scored on
+their own scale and chosen beside the lessons (``support.choose_support``: budget
+plus the avoidance reminder), and ``max_context_tokens`` caps the rendered hints
+(``support.cap_tokens``); the tokens handed over are reported on ``Retrieval``.
+
+The query path decodes no Chroma records (ids and distances only; lessons are in
+memory) and re-embeds nothing but the query: text similarity of non-vector
+candidates uses the vectors Chroma stores, MMR's content vectors are computed for
+the guard survivors only and cached.
 
 The engine reads; it writes nothing but what it returns. The facade persists
 activations and audit records.
@@ -14,19 +24,42 @@ activations and audit records.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from langmem_plus.config import MemoryConfig
 from langmem_plus.embeddings import HashingEmbeddings
-from langmem_plus.records import ErrorEvent, Lesson, ScoredItem, TaskSpec, WorkingContext
+from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
+from langmem_plus.records import (
+    Episode,
+    ErrorEvent,
+    Lesson,
+    ScoredItem,
+    Skill,
+    TaskSpec,
+    WorkingContext,
+)
 from langmem_plus.retrieval.query import build_query
-from langmem_plus.retrieval.scoring import cosine, lesson_components, lesson_score, rewrite_applicability
+from langmem_plus.retrieval.scoring import (
+    cosine,
+    episode_components,
+    episode_score,
+    fingerprint_credit,
+    lesson_components,
+    lesson_score,
+    rewrite_applies,
+)
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops
+from langmem_plus.retrieval.support import cap_tokens, choose_support, skill_components
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
+from langmem_plus.tokens import count_tokens
+
+logger = logging.getLogger("langmem_plus")
 
 TAG_SEED_WEIGHT = 0.5
 """PageRank personalization mass on each tag node, relative to the fingerprint node."""
@@ -55,27 +88,39 @@ class VectorCache:
         self._content.pop(lesson_id, None)
 
     def relevance(self, lessons: list[Lesson]) -> np.ndarray:
-        """Relevance rows for ``lessons`` in order, embedding the missing ones in one call."""
-        return self._rows(lessons, self._relevance, self._store.embed_documents, lesson_text)
+        """Relevance rows for ``lessons`` in order, the missing ones read from Chroma in one ``get``.
 
-    def content(self, lessons: list[Lesson]) -> np.ndarray:
-        """Content rows for ``lessons`` in order (for MMR)."""
-        return self._rows(lessons, self._content, self._content_embedder.embed_documents, rule_core)
-
-    @staticmethod
-    def _rows(
-        lessons: list[Lesson],
-        cache: dict[str, np.ndarray],
-        embed: Callable[[list[str]], list[list[float]]],
-        text: Callable[[Lesson], str],
-    ) -> np.ndarray:
-        missing = [l for l in lessons if l.id not in cache]
+        Chroma holds the vectors it ranks by, so nothing is re-embedded on the query
+        path: a remote embedder is never called, and one ``get`` of 20 vectors (0.6 ms)
+        is cheaper than hashing 20 texts (2.2 ms, measured at 5k lessons).
+        A lesson Chroma cannot return (not written yet, or a read error) is embedded
+        with the store's embedder instead.
+        """
+        missing = [l for l in lessons if l.id not in self._relevance]
         if missing:
-            for lesson, vec in zip(missing, embed([text(l) for l in missing])):
-                cache[lesson.id] = np.asarray(vec, dtype=np.float32)
-        if not lessons:
+            try:
+                self._relevance.update(self._store.stored_embeddings("lessons", [l.id for l in missing]))
+            except Exception as exc:  # a damaged vector segment must not break retrieval
+                logger.warning("langmem_plus: reading stored lesson vectors failed (%s); re-embedding", exc)
+            unstored = [l for l in missing if l.id not in self._relevance]
+            if unstored:
+                rows = self._store.embed_documents([lesson_text(l) for l in unstored])
+                self._relevance.update((l.id, np.asarray(r, dtype=np.float32)) for l, r in zip(unstored, rows))
+        return self._stack([self._relevance[l.id] for l in lessons])
+
+    def content(self, lessons: Sequence[Lesson]) -> np.ndarray:
+        """Content rows for ``lessons`` in order (for MMR)."""
+        missing = [l for l in lessons if l.id not in self._content]
+        if missing:
+            rows = self._content_embedder.embed_array([rule_core(l) for l in missing])
+            self._content.update((l.id, rows[i]) for i, l in enumerate(missing))
+        return self._stack([self._content[l.id] for l in lessons])
+
+    def _stack(self, rows: Sequence[np.ndarray | None]) -> np.ndarray:
+        if not rows:
             return np.zeros((0, 1), dtype=np.float32)
-        return np.vstack([cache[l.id] for l in lessons])
+        dim = next((len(r) for r in rows if r is not None), 1)
+        return np.vstack([r if r is not None else np.zeros(dim, dtype=np.float32) for r in rows])
 
 
 def lesson_text(lesson: Lesson) -> str:
@@ -100,6 +145,12 @@ class Retrieval:
     query: str = ""
     difficulty: float = 0.0
     budget: int = 0
+    tokens: int = 0
+    """Tokens of the rendered hints of ``chosen`` (header included), as ``tokens.count_tokens`` counts them."""
+    tokens_exact: bool = True
+    """False when tiktoken was unavailable and ``tokens`` is an offline estimate."""
+    graph_ms: float = 0.0
+    """Milliseconds the graph step (bounded personalized PageRank) took."""
 
     @property
     def conflict_losers(self) -> list[str]:
@@ -119,24 +170,40 @@ class RetrievalEngine:
         config: MemoryConfig,
     ) -> None:
         self.store, self.graph, self.lessons, self.vectors, self.config = store, graph, lessons, vectors, config
+        self._graph_ms = 0.0
 
     # ------------------------------------------------------------------ sources
     def _vector_candidates(self, qvec: list[float], n: int) -> dict[str, float]:
         if not self.lessons:
             return {}
-        hits = self.store.query("lessons", embedding=qvec, n=n)
-        return {rec.id: sim for rec, sim in hits if isinstance(rec, Lesson)}
+        return {i: sim for i, sim in self.store.query_ids("lessons", qvec, n=n) if i in self.lessons}
 
     def _graph_candidates(self, seeds: Mapping[str, float]) -> dict[str, float]:
         seeds = {node: w for node, w in seeds.items() if node in self.graph.nx}
+        self._graph_ms = 0.0
         if not seeds:
             return {}
         cfg = self.config
+        started = time.perf_counter()
         ranks = self.graph.personalized_pagerank(
             seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha
         )
         top = sorted(ranks.items(), key=lambda kv: -kv[1])[: cfg.candidates_k]
+        self._graph_ms = (time.perf_counter() - started) * 1000.0
         return dict(top)
+
+    def _action_candidates(self, action: str, tool: str | None) -> list[str]:
+        """Rewrite lessons whose WRONG pattern occurs in the failing action, same tool first, at most K.
+
+        The same mistake can come back with a reworded error or fresh literals, so a
+        new fingerprint; the action still shows it (an in-memory index, like fingerprints).
+        """
+        found = []
+        for i in self.graph.lessons_for_action(action):
+            lesson = self.lessons.get(i)
+            if lesson is not None and lesson.retrievable and rewrite_applies(lesson, [action]):
+                found.append((lesson.scope.tool not in (None, tool), i))
+        return [i for _, i in sorted(found)[: self.config.candidates_k]]
 
     # ------------------------------------------------------------------ scoring
     def _score(
@@ -150,22 +217,29 @@ class RetrievalEngine:
         now: float,
         actions: Sequence[str] = (),
         known: Collection[str] = (),
-    ) -> tuple[list[ScoredItem], np.ndarray]:
+    ) -> list[ScoredItem]:
         lessons = [self.lessons[i] for i in sources if i in self.lessons and self.lessons[i].retrievable]
-        vecs = self.vectors.relevance(lessons)
+        need = [l for l in lessons if l.id not in vector_sims]
         q = np.asarray(qvec, dtype=np.float32)
+        sims = dict(vector_sims)
+        if need:
+            sims.update(zip((l.id for l in need), (cosine(q, row) for row in self.vectors.relevance(need))))
         items: list[ScoredItem] = []
-        for row, lesson in enumerate(lessons):
-            sim = vector_sims.get(lesson.id)
-            if sim is None:
-                sim = cosine(q, vecs[row])
+        for lesson in lessons:
+            sim = sims[lesson.id]
             comps = lesson_components(
                 lesson, fingerprint_ids=fingerprint_ids, tags=tags, text_similarity=sim, now=now, config=self.config
             )
             if lesson.id in known:
                 comps["fingerprint_match"] = 1.0
             else:
-                comps["fingerprint_match"] *= rewrite_applicability(lesson, actions, self.config.rewrite_miss_factor)
+                comps["fingerprint_match"] = fingerprint_credit(
+                    lesson,
+                    exact=comps["fingerprint_match"] > 0,
+                    actions=actions,
+                    miss_factor=self.config.rewrite_miss_factor,
+                    action_credit=self.config.action_match_credit,
+                )
             items.append(
                 ScoredItem(
                     kind="lesson",
@@ -176,20 +250,61 @@ class RetrievalEngine:
                 )
             )
         order = sorted(range(len(items)), key=lambda i: -items[i].score)
-        ranked = [lessons[i] for i in order]
-        return [items[i] for i in order], self.vectors.content(ranked)
+        return [items[i] for i in order]
 
-    def _finish(self, items: list[ScoredItem], vecs: np.ndarray, ctx: WorkingContext, query: str) -> Retrieval:
-        d = difficulty(ctx, self.config)
-        k = budget(d, self.config)
-        chosen, dropped = select_with_drops(items, vectors=vecs if len(items) else None, k=k, config=self.config)
-        return Retrieval(chosen=chosen, candidates=items, dropped=dropped, query=query, difficulty=d, budget=k)
+    def _support(self, qvec: list[float], goal: str, now: float) -> list[ScoredItem]:
+        """Scored episodes and skills near the query (DESIGN §5.3), each on its own scale."""
+        cfg = self.config
+        out: list[ScoredItem] = []
+        for kind in ("episodes", "skills"):
+            if cfg.episode_candidates_k <= 0 or not self.store.has_records(kind):
+                continue
+            for rec, sim in self.store.query(kind, embedding=qvec, n=cfg.episode_candidates_k):
+                if isinstance(rec, Episode):
+                    comps = episode_components(rec, cos=sim, goal=goal, now=now, config=cfg)
+                    out.append(ScoredItem(kind="episode", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:episodes"]))
+                elif isinstance(rec, Skill):
+                    comps = skill_components(rec, cos=sim, goal=goal)
+                    out.append(ScoredItem(kind="skill", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:skills"]))
+        return out
+
+    def _finish(
+        self, items: list[ScoredItem], ctx: WorkingContext, query: str, *, qvec: list[float], goal: str, now: float
+    ) -> Retrieval:
+        cfg = self.config
+        d = difficulty(ctx, cfg)
+        k = budget(d, cfg)
+        chosen, dropped = select_with_drops(items, vectors=None, k=k, config=cfg, vectors_of=self._content_rows)
+        support = self._support(qvec, goal, now)
+        chosen += choose_support(support, cfg, taken={c.item_id for c in chosen})
+        shown, skipped, tokens, exact = self._cap(chosen)
+        dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in skipped]
+        return Retrieval(
+            chosen=shown, candidates=items + support, dropped=dropped, query=query,
+            difficulty=d, budget=k, tokens=tokens, tokens_exact=exact, graph_ms=self._graph_ms,
+        )
+
+    def _content_rows(self, items: list[ScoredItem]) -> np.ndarray:
+        return self.vectors.content([it.item for it in items if isinstance(it.item, Lesson)])
+
+    def _cap(self, chosen: list[ScoredItem]) -> tuple[list[ScoredItem], list[ScoredItem], int, bool]:
+        """Enforce ``max_context_tokens`` on the rendered hints, in choice order (issue 3)."""
+        if not chosen:
+            return [], [], 0, True
+        header = count_tokens(HINTS_HEADER)
+        lines = [render_hints([hint_from_item(c)]).split("\n", 1)[1] for c in chosen]
+        counts = [count_tokens(line) for line in lines]
+        shown, skipped, used = cap_tokens(chosen, [c.n + 1 for c in counts], self.config.max_context_tokens - header.n)
+        exact = header.exact and all(c.exact for c in counts)
+        return shown, skipped, (used + header.n) if shown else 0, exact
 
     @staticmethod
     def _merge_sources(*named: tuple[str, Iterable[str]]) -> dict[str, list[str]]:
         sources: dict[str, list[str]] = {}
         for name, ids in named:
-            for i in ids:
+            # Sets have a per-process order (string hashing is salted): sort, so that ties
+            # break the same way in every process and a seeded run repeats exactly.
+            for i in ids if isinstance(ids, (list, tuple, dict)) else sorted(ids):
                 sources.setdefault(i, []).append(name)
         return sources
 
@@ -200,17 +315,20 @@ class RetrievalEngine:
         query = "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
         qvec = self.store.embed_query(query)
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
+        action = self._action_candidates(event.action, event.tool) if event.action else []
         vec = self._vector_candidates(qvec, cfg.candidates_k)
         seeds = {f"fp:{event.fingerprint_id}": cfg.graph_seed_weight_fp}
         seeds.update({f"tag:{t}": TAG_SEED_WEIGHT for t in event.tags})
         if event.tool:
             seeds[f"tool:{event.tool}"] = SCOPE_SEED_WEIGHT
         graph = self._graph_candidates(seeds)
-        sources = self._merge_sources(("fingerprint", exact), ("vector", vec), ("graph", graph))
-        items, vecs = self._score(
+        sources = self._merge_sources(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
+        if event.tool:  # a lesson scoped to another tool does not answer this tool's error
+            sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
+        items = self._score(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
         )
-        return self._finish(items, vecs, ctx, query)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[:300], now=now)
 
     def pre_run(
         self,
@@ -239,16 +357,16 @@ class RetrievalEngine:
         }
         vec = dict(sorted(vec.items(), key=lambda kv: -kv[1])[: cfg.candidates_k])
         exact: set[str] = set()
-        for fp in recent_fingerprints:
+        for fp in sorted(recent_fingerprints):
             exact |= self.graph.lessons_for_fingerprint(fp)
-        seeds = {f"fp:{fp}": cfg.graph_seed_weight_fp for fp in recent_fingerprints}
+        seeds = {f"fp:{fp}": cfg.graph_seed_weight_fp for fp in sorted(recent_fingerprints)}
         for node in (f"task:{task.task_id}", f"tool:{task.tool}", f"domain:{task.domain}"):
             seeds[node] = SCOPE_SEED_WEIGHT
         graph = {i: s for i, s in self._graph_candidates(seeds).items() if self._in_scope(i, task)}
         sources = self._merge_sources(
             ("history", known_lessons), ("fingerprint", exact), ("vector", vec), ("graph", graph)
         )
-        items, vecs = self._score(
+        items = self._score(
             sources,
             qvec,
             vec,
@@ -258,7 +376,11 @@ class RetrievalEngine:
             actions=recent_actions,
             known=set(known_lessons),
         )
-        return self._finish(items, vecs, ctx, query)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now)
+
+    def _tool_ok(self, lesson_id: str, tool: str) -> bool:
+        lesson = self.lessons.get(lesson_id)
+        return lesson is not None and lesson.scope.tool in (None, tool)
 
     def _in_scope(self, lesson_id: str, task: TaskSpec) -> bool:
         lesson = self.lessons.get(lesson_id)

@@ -224,6 +224,36 @@ __all__ = [
 ]
 
 
+def rewrite_applies(lesson: Lesson, actions: Sequence[str]) -> bool:
+    """True when ``lesson`` is a rewrite whose WRONG pattern occurs in one of ``actions``."""
+    if not lesson.wrong or lesson.correct is None:
+        return False
+    return any(apply_rewrite(a, lesson.wrong, lesson.correct) is not None for a in actions)
+
+
+def fingerprint_credit(
+    lesson: Lesson, *, exact: bool, actions: Sequence[str], miss_factor: float, action_credit: float
+) -> float:
+    """The ``fingerprint_match`` component once the failing action is taken into account.
+
+    An exact fingerprint match keeps 1.0 when the lesson's rewrite applies to the
+    action (or no action / no rewrite is known), else ``miss_factor``
+    (``rewrite_applicability``). Without an exact match, a rewrite lesson whose WRONG
+    pattern occurs in the action still gets ``action_credit``: the same mistake
+    behind a reworded error or fresh literals (measured with ``bench retrieval``).
+
+    Example:
+        >>> l = Lesson(id="l", namespace=("ns",), rule_text="r", wrong="pick", correct="SELECT", triggers=["f"])
+        >>> fingerprint_credit(l, exact=False, actions=["pick name"], miss_factor=0.5, action_credit=0.5)
+        0.5
+        >>> fingerprint_credit(l, exact=True, actions=["sort age"], miss_factor=0.5, action_credit=0.5)
+        0.5
+    """
+    if exact:
+        return rewrite_applicability(lesson, actions, miss_factor)
+    return action_credit if actions and rewrite_applies(lesson, actions) else 0.0
+
+
 def rewrite_applicability(lesson: Lesson, actions: Sequence[str], miss_factor: float) -> float:
     """1.0 when ``lesson`` has no rewrite, no action is known, or its WRONG pattern occurs in
     one of ``actions``; else ``miss_factor``.
@@ -234,5 +264,4 @@ def rewrite_applicability(lesson: Lesson, actions: Sequence[str], miss_factor: f
     """
     if not actions or not lesson.wrong or lesson.correct is None:
         return 1.0
-    hit = any(apply_rewrite(a, lesson.wrong, lesson.correct) is not None for a in actions)
-    return 1.0 if hit else miss_factor
+    return 1.0 if rewrite_applies(lesson, actions) else miss_factor

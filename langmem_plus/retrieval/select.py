@@ -244,6 +244,7 @@ def _select(
     selector: Selector,
     run_of: Callable[[ScoredItem], str | None],
     bucket_of: Callable[[ScoredItem], str | None],
+    vectors_of: Callable[[list[ScoredItem]], npt.ArrayLike] | None = None,
 ) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
     matrix = None if vectors is None else np.asarray(vectors, dtype=np.float64)
     if matrix is not None and (matrix.ndim != 2 or matrix.shape[0] != len(items)):
@@ -252,8 +253,15 @@ def _select(
     if not kept or k <= 0:
         return [], dropped
     positions = [i for i, _ in kept]
-    # No vectors: identity similarity, so MMR's diversity term is 0 and score order is kept.
-    sim = np.eye(len(positions)) if matrix is None else similarity_matrix(matrix[positions])
+    if matrix is None and vectors_of is not None:
+        # Vectors only for the survivors: the guards usually drop most candidates.
+        survivors = np.asarray(vectors_of([items[i] for i in positions]), dtype=np.float64)
+        if survivors.ndim != 2 or survivors.shape[0] != len(positions):
+            raise ValueError(f"vectors_of must return one row per survivor ({len(positions)}), got {survivors.shape}")
+        sim = similarity_matrix(survivors)
+    else:
+        # No vectors: identity similarity, so MMR's diversity term is 0 and score order is kept.
+        sim = np.eye(len(positions)) if matrix is None else similarity_matrix(matrix[positions])
     picks = selector([items[i].score for i in positions], sim, k, config.mmr_lambda)
     out = []
     for rank, p in enumerate(picks, start=1):
@@ -297,9 +305,14 @@ def select_with_drops(
     config: MemoryConfig = DEFAULT_CONFIG,
     run_of: Callable[[ScoredItem], str | None] = default_run_of,
     bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+    vectors_of: Callable[[list[ScoredItem]], npt.ArrayLike] | None = None,
 ) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
-    """``select`` that also returns what the guards dropped, as ``(id, why)`` pairs."""
-    return _select(items, vectors, k, config, mmr_select, run_of, bucket_of)
+    """``select`` that also returns what the guards dropped, as ``(id, why)`` pairs.
+
+    With ``vectors=None`` and ``vectors_of`` given, MMR's vectors are computed only for
+    the items that pass the guards (``vectors_of(survivors)``, one row each, in order).
+    """
+    return _select(items, vectors, k, config, mmr_select, run_of, bucket_of, vectors_of)
 
 
 def select_reference(

@@ -32,14 +32,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
@@ -49,18 +47,16 @@ from chromadb.config import Settings
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ValidationError
 
-from langmem_plus._text import stable_hash
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
-from langmem_plus.records import (
-    Episode,
-    ErrorEvent,
-    Lesson,
-    Link,
-    Namespace,
-    RunRecord,
-    Skill,
-    validate_namespace,
+from langmem_plus.records import Namespace, validate_namespace
+from langmem_plus.store.mapping import (
+    KIND_SPECS,
+    KINDS,
+    KindSpec,
+    Scalar,
+    collection_name,
+    namespace_key,
 )
 
 logger = logging.getLogger("langmem_plus")
@@ -73,105 +69,6 @@ PAGE_SIZE = 2000
 """Records fetched per ``get`` page by ``all()``; bounds memory per round trip at 100k records."""
 HEARTBEAT_PATH = "/api/v2/heartbeat"
 """Chroma 1.x heartbeat endpoint, probed before the HTTP client is built."""
-
-Scalar = Union[str, int, float, bool]
-
-
-# --------------------------------------------------------------------------- kind specs
-
-
-@dataclass(frozen=True)
-class KindSpec:
-    """How one record kind maps to a Chroma collection entry."""
-
-    model: type[BaseModel]
-    """The pydantic model stored in this kind's collection."""
-    id_of: Callable[[Any], str]
-    """The Chroma id of a record."""
-    document: Callable[[Any], str]
-    """The text that is embedded and stored as the Chroma document."""
-    scalars: Callable[[Any], dict[str, Scalar | None]]
-    """Scalar, filterable metadata keys; ``None`` values are dropped."""
-
-
-def _join(*parts: str | None) -> str:
-    return "\n".join(p for p in parts if p)
-
-
-def _lesson_doc(r: Lesson) -> str:
-    return _join(r.rule_text, " ".join(r.fingerprints), " ".join(r.tags))
-
-
-def _lesson_scalars(r: Lesson) -> dict[str, Scalar | None]:
-    return {
-        "status": r.status,
-        "kind": r.scope.level,
-        "fp": r.triggers[0] if r.triggers else None,
-        "tool": r.scope.tool,
-        "domain": r.scope.domain,
-        "task": r.scope.task,
-    }
-
-
-def _event_scalars(r: ErrorEvent) -> dict[str, Scalar | None]:
-    return {
-        "kind": r.channel,
-        "fp": r.fingerprint_id,
-        "tool": r.tool,
-        "domain": r.domain,
-        "task": r.task,
-        "run": r.run_id,
-        "seq": r.step,
-    }
-
-
-def _run_scalars(r: RunRecord) -> dict[str, Scalar | None]:
-    return {
-        "task": r.task_id,
-        "tool": r.tool,
-        "domain": r.domain,
-        "run": r.run_id,
-        "seq": r.seq,
-        "passed": r.passed,
-    }
-
-
-KIND_SPECS: dict[str, KindSpec] = {
-    "lessons": KindSpec(Lesson, lambda r: r.id, _lesson_doc, _lesson_scalars),
-    "episodes": KindSpec(
-        Episode,
-        lambda r: r.episode_id,
-        lambda r: _join(r.goal_signature, r.summary),
-        lambda r: {"kind": r.kind, "run": r.run_id},
-    ),
-    "skills": KindSpec(
-        Skill, lambda r: r.id, lambda r: _join(r.name, *r.goal_templates), lambda r: {}
-    ),
-    "events": KindSpec(
-        ErrorEvent, lambda r: r.id, lambda r: _join(r.fingerprint, r.action), _event_scalars
-    ),
-    "links": KindSpec(
-        Link, lambda r: r.id, lambda r: f"{r.a} {r.b} {r.kind}", lambda r: {"kind": r.kind}
-    ),
-    "runs": KindSpec(
-        RunRecord, lambda r: r.run_id, lambda r: _join(r.task_id, r.family), _run_scalars
-    ),
-}
-"""Record kinds and their Chroma mapping."""
-
-KINDS: tuple[str, ...] = tuple(KIND_SPECS)
-"""The record kinds, one collection each per namespace."""
-
-
-def namespace_key(namespace: Namespace) -> str:
-    """The namespace as the JSON string stored under ``metadata["ns"]``."""
-    return json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
-
-
-def collection_name(namespace: Namespace, kind: str) -> str:
-    """Valid Chroma collection name of a namespace's kind, e.g. ``lmp_3f2a..._lessons``."""
-    return f"lmp_{stable_hash(*namespace)}_{kind}"
-
 
 # --------------------------------------------------------------------------- opening
 
@@ -269,6 +166,7 @@ class ChromaStore:
         self._collections: dict[str, Any] = {}
         self._max_batch = max(1, int(client.get_max_batch_size()))
         self._closed = False
+        self._nonempty: dict[str, bool] = {}
 
     @classmethod
     def open(
@@ -364,6 +262,7 @@ class ChromaStore:
         """Drop every collection of this namespace (tests and ``reset``)."""
         from chromadb.errors import NotFoundError
 
+        self._nonempty.clear()
         for kind in KINDS:
             self._collections.pop(kind, None)
             with self._guard("delete_namespace"):
@@ -404,6 +303,7 @@ class ChromaStore:
         if not latest:
             return
         ids = list(latest)
+        self._nonempty[kind] = True
         docs = [spec.document(r) for r in latest.values()]
         metas = [self._metadata(spec, r) for r in latest.values()]
         vectors = np.asarray(self.embeddings.embed_documents(docs), dtype=np.float32)
@@ -516,6 +416,50 @@ class ChromaStore:
                 out.append((record, 1.0 - float(dist)))
         return out
 
+    def query_ids(self, kind: str, embedding: Sequence[float], *, n: int = DEFAULT_CONFIG.candidates_k) -> list[tuple[str, float]]:
+        """Ids and cosine similarities of the nearest entries, best first, without decoding records.
+
+        The retrieval hot path: the caller already holds the records in memory, and
+        asking Chroma for distances only costs about 0.8 ms where metadatas and
+        documents cost 1.9 ms (measured at 100k lessons, docs/PERFORMANCE.md).
+        Entries of a foreign namespace cannot appear: each namespace has its own collections.
+        """
+        kind = _check_kind(kind)
+        if n <= 0:
+            return []
+        coll = self.raw_collection(kind)
+        with self._guard(f"query {kind}"), _dimension_hint(self.location):
+            res = coll.query(
+                query_embeddings=np.asarray([embedding], dtype=np.float32), n_results=n, include=["distances"]
+            )
+        dists = (res["distances"] or [[]])[0]
+        return [(rid, 1.0 - float(d)) for rid, d in zip(res["ids"][0], dists)]
+
+    def stored_embeddings(self, kind: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The embeddings Chroma holds for these ids (no re-embedding, no API call)."""
+        kind = _check_kind(kind)
+        if not ids:
+            return {}
+        coll = self.raw_collection(kind)
+        with self._guard(f"get {kind}"):
+            res = coll.get(ids=list(ids), include=["embeddings"])
+        vecs = res["embeddings"]
+        if vecs is None:
+            return {}
+        return {rid: np.asarray(v, dtype=np.float32) for rid, v in zip(res["ids"], vecs)}
+
+    def has_records(self, kind: str) -> bool:
+        """Whether ``kind`` holds anything: counted once per handle, then kept true by ``upsert``.
+
+        Lets the query path skip empty collections (episodes, skills) without a
+        ``count`` round trip (~0.7 ms) per retrieval. Writes by another handle to an
+        empty kind are seen after reopening.
+        """
+        known = self._nonempty.get(kind)
+        if known is None:
+            known = self._nonempty[kind] = self.count(kind) > 0
+        return known
+
     def count(self, kind: str) -> int:
         """Number of entries in this namespace's ``kind`` collection (O(1)).
 
@@ -584,12 +528,12 @@ def _close_quietly(client: Any) -> None:
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
-    "ChromaStore",
     "DEFAULT_PATH",
     "KINDS",
     "KIND_SPECS",
-    "KindSpec",
     "PAGE_SIZE",
+    "ChromaStore",
+    "KindSpec",
     "collection_name",
     "namespace_key",
 ]

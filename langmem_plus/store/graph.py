@@ -8,7 +8,16 @@ The graph answers two retrieval questions quickly:
 * which lessons are near this failure in structure? ``personalized_pagerank``
   runs PageRank (Page et al. 1999; Haveliwala 2002 for the personalised form)
   seeded at the failure's fingerprint, tag and tool nodes, on a bounded
-  neighbourhood of the seeds so its cost does not grow with the whole graph.
+  neighbourhood of the seeds so its cost does not grow with the whole graph;
+* which rewrite lessons does this failing action repeat? ``lessons_for_action``
+  looks the action's words up in an index of WRONG patterns.
+
+PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
+weights, kept in step with every edge change, with a CSR snapshot for vectorised
+edge gathering and hub handling) and runs a sparse power iteration
+(``sparse_power_iteration``). ``_dense_ppr`` (dense matrix from the networkx edges)
+and ``_reference_ppr`` (``networkx.pagerank`` on the whole graph) are the slow
+references it is tested against.
 
 Nodes are ``lesson:<id>``, ``fp:<fingerprint_id>``, ``tag:<t>``, ``tool:<t>``,
 ``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind in a
@@ -34,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -42,6 +52,7 @@ import numpy as np
 
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
+from langmem_plus.store.adjacency import Adjacency
 
 PPR_TOL = 1.0e-6
 """Power-iteration stop: L1 change per node below this (networkx.pagerank's default)."""
@@ -53,6 +64,7 @@ DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
 FIELD_EDGE_KINDS = frozenset({"triggers", "tagged", "scoped", "conflicts", "supersedes"})
 """Edge kinds rebuilt from a lesson's own fields; owned by (out-edges of) that lesson."""
 _LINK_KEY = "link:"
+_WORDS = re.compile(r"\w+")
 
 
 def lesson_node(lesson_id: str) -> str:
@@ -108,6 +120,14 @@ class LessonGraph:
         self.nx: nx.MultiDiGraph = nx.MultiDiGraph()
         """The underlying networkx graph; read it freely, change it only through this class."""
         self._fp_index: dict[str, set[str]] = {}
+        self.adjacency = Adjacency()
+        """Undirected weighted adjacency kept in step with ``nx`` (PageRank reads only this)."""
+        self._adj = self.adjacency.rows
+        self._status: dict[str, str] = {}
+        """Lesson node -> status, for lessons known by record."""
+        self._wrong_index: dict[str, set[str]] = {}
+        """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
+        self._wrong_key: dict[str, str] = {}
 
     @classmethod
     def from_records(
@@ -124,6 +144,7 @@ class LessonGraph:
             g.upsert_skill(skill)
         for link in links:
             g.add_link(link)
+        g.adjacency.compact()
         return g
 
     # ---- size -----------------------------------------------------------------
@@ -142,7 +163,7 @@ class LessonGraph:
     @property
     def number_of_lessons(self) -> int:
         """Lessons known by record (not bare nodes that only a link or conflict names)."""
-        return sum(1 for _, d in self.nx.nodes(data=True) if "status" in d)
+        return len(self._status)
 
     # ---- writes ---------------------------------------------------------------
 
@@ -153,7 +174,20 @@ class LessonGraph:
     def _add_edge(self, u: str, v: str, kind: str, key: str, weight: float = 1.0) -> None:
         self._ensure_node(u)
         self._ensure_node(v)
+        old = self.nx.get_edge_data(u, v, key=key)
+        if old is not None:
+            self._adjust(u, v, -1, -float(old.get("weight", 1.0)))
         self.nx.add_edge(u, v, key=key, kind=kind, weight=weight)
+        self._adjust(u, v, 1, float(weight))
+
+    def _remove_edge(self, u: str, v: str, key: str) -> None:
+        old = self.nx.get_edge_data(u, v, key=key)
+        if old is not None:
+            self._adjust(u, v, -1, -float(old.get("weight", 1.0)))
+            self.nx.remove_edge(u, v, key=key)
+
+    def _adjust(self, u: str, v: str, edges: int, weight: float) -> None:
+        self.adjacency.adjust(u, v, edges, weight)
 
     def upsert_lesson(self, lesson: Lesson) -> None:
         """Add or replace a lesson: its status and the edges its fields imply."""
@@ -163,11 +197,17 @@ class LessonGraph:
         attrs = self.nx.nodes[node]
         attrs.clear()
         attrs.update(type="lesson", status=lesson.status)
+        self._status[node] = lesson.status
         for target, kind in _field_targets(lesson):
             if target != node:
                 self._add_edge(node, target, kind, key=kind)
         for fp in lesson.triggers:
             self._fp_index.setdefault(fp, set()).add(lesson.id)
+        self._unindex_wrong(lesson.id)
+        key = _wrong_word(lesson.wrong)
+        if key and lesson.correct is not None:
+            self._wrong_index.setdefault(key, set()).add(lesson.id)
+            self._wrong_key[lesson.id] = key
 
     def remove_lesson(self, lesson_id: str) -> None:
         """Remove a lesson and the edges its fields implied; link edges stay (they are records too)."""
@@ -178,6 +218,8 @@ class LessonGraph:
         attrs = self.nx.nodes[node]
         attrs.clear()
         attrs["type"] = "lesson"
+        self._status.pop(node, None)
+        self._unindex_wrong(lesson_id)
         self._prune(node)
 
     def _drop_field_edges(self, node: str, lesson_id: str) -> None:
@@ -185,11 +227,19 @@ class LessonGraph:
             return
         old = [(v, k) for _, v, k in self.nx.out_edges(node, keys=True) if k in FIELD_EDGE_KINDS]
         for v, k in old:
-            self.nx.remove_edge(node, v, key=k)
+            self._remove_edge(node, v, k)
             if k == "triggers":
                 self._unindex(v[len("fp:"):], lesson_id)
         for v in {v for v, _ in old}:
             self._prune(v)
+
+    def _unindex_wrong(self, lesson_id: str) -> None:
+        key = self._wrong_key.pop(lesson_id, None)
+        if key is not None:
+            ids = self._wrong_index[key]
+            ids.discard(lesson_id)
+            if not ids:
+                del self._wrong_index[key]
 
     def _unindex(self, fp: str, lesson_id: str) -> None:
         ids = self._fp_index.get(fp)
@@ -231,6 +281,21 @@ class LessonGraph:
     def lessons_for_fingerprint(self, fp_id: str) -> set[str]:
         """Ids of lessons triggered by this exact fingerprint id (a dictionary lookup)."""
         return set(self._fp_index.get(fp_id, ()))
+
+    def lessons_for_action(self, action: str) -> set[str]:
+        """Ids of rewrite lessons whose WRONG pattern starts with a word of ``action`` (dictionary lookups).
+
+        A superset: the caller checks that the whole pattern applies (``rewrite_applies``).
+
+        Example:
+            >>> g = LessonGraph.from_records([Lesson(id="a", namespace=("ns",), rule_text="r", wrong="pick", correct="SELECT")])
+            >>> g.lessons_for_action("pick name | sort age"), g.lessons_for_action("sort age")
+            ({'a'}, set())
+        """
+        out: set[str] = set()
+        for word in dict.fromkeys(_WORDS.findall(action.lower())):
+            out |= self._wrong_index.get(word, set())
+        return out
 
     def lessons_for(self, node: str) -> set[str]:
         """Ids of lessons adjacent to ``node`` in either direction, e.g. ``lessons_for("tag:x")``."""
@@ -275,8 +340,9 @@ class LessonGraph:
         frontier = list(visited)
         for _ in range(hops):
             nxt: list[str] = []
-            for node in sorted(frontier, key=lambda n: (self._fanout(n), n)):
-                for nb in self._neighbours(node):
+            adj = self._adj
+            for node in sorted(frontier, key=lambda n: (len(adj.get(n, ())), n)):
+                for nb in adj.get(node, ()):
                     if nb in visited or not self._allowed(nb, excluded):
                         continue
                     visited[nb] = None
@@ -287,7 +353,7 @@ class LessonGraph:
         return list(visited)
 
     def _allowed(self, node: str, excluded: frozenset[str]) -> bool:
-        return self.nx.nodes[node].get("status") not in excluded
+        return self._status.get(node) not in excluded
 
     def personalized_pagerank(
         self,
@@ -319,16 +385,22 @@ class LessonGraph:
         if not nodes:
             return {}
         index = {n: i for i, n in enumerate(nodes)}
-        weights = self._weight_matrix(nodes, index)
+        rows, cols, weights = self._edges_among(nodes, index)
         p = np.zeros(len(nodes))
         for node in _ordered_seeds(seeds):
             if node in index:
                 p[index[node]] = float(seeds[node])
-        scores = power_iteration(weights, p / p.sum(), alpha)
+        scores = sparse_power_iteration(len(nodes), rows, cols, weights, p / p.sum(), alpha)
         return self._lesson_scores(nodes, scores)
 
+    def _edges_among(
+        self, nodes: list[str], index: Mapping[str, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Directed (row, col, weight) entries of the symmetric weight matrix among ``nodes`` (``Adjacency``)."""
+        return self.adjacency.edges_among(nodes, index)
+
     def _weight_matrix(self, nodes: list[str], index: Mapping[str, int]) -> np.ndarray:
-        """Symmetric weight matrix of the edges among ``nodes`` (multi-edges summed)."""
+        """Dense symmetric weight matrix among ``nodes`` from the networkx edges (slow reference)."""
         w = np.zeros((len(nodes), len(nodes)))
         for u in nodes:
             i = index[u]
@@ -341,12 +413,34 @@ class LessonGraph:
                 w[j, i] += total
         return w
 
+    def _dense_ppr(
+        self,
+        seeds: Mapping[str, float],
+        *,
+        hops: int = DEFAULT_CONFIG.graph_hops,
+        max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
+        alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+        exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
+    ) -> dict[str, float]:
+        """``personalized_pagerank`` the slow, obvious way: a dense matrix from the networkx edges.
+
+        Same neighbourhood, same seeds; kept to test the sparse, hub-aware version against.
+        """
+        excluded = tuple(exclude_status)
+        nodes = self.neighbourhood(seeds, hops=hops, max_nodes=max_nodes, exclude_status=excluded)
+        if not nodes:
+            return {}
+        index = {n: i for i, n in enumerate(nodes)}
+        p = np.zeros(len(nodes))
+        for node in _ordered_seeds(seeds):
+            if node in index:
+                p[index[node]] = float(seeds[node])
+        scores = power_iteration(self._weight_matrix(nodes, index), p / p.sum(), alpha)
+        return self._lesson_scores(nodes, scores)
+
     def _lesson_scores(self, nodes: list[str], scores: np.ndarray) -> dict[str, float]:
-        return {
-            n[len("lesson:"):]: float(s)
-            for n, s in zip(nodes, scores)
-            if n.startswith("lesson:") and "status" in self.nx.nodes[n]
-        }
+        status = self._status
+        return {n[len("lesson:"):]: float(s) for n, s in zip(nodes, scores) if n in status}
 
     def _reference_ppr(
         self,
@@ -391,6 +485,14 @@ class LessonGraph:
         return {"nodes": nodes, "edges": edges}
 
 
+def _wrong_word(wrong: str | None) -> str | None:
+    """The index key of a WRONG pattern: its first word, lowercased (None without one)."""
+    if not wrong:
+        return None
+    found = _WORDS.search(wrong.lower())
+    return found.group(0) if found else None
+
+
 def _field_targets(lesson: Lesson) -> Iterator[tuple[str, str]]:
     """(target node, edge kind) pairs a lesson's fields imply."""
     for fp in lesson.triggers:
@@ -413,6 +515,41 @@ def _field_targets(lesson: Lesson) -> Iterator[tuple[str, str]]:
 def _ordered_seeds(seeds: Mapping[str, float]) -> list[str]:
     """Seed nodes with positive weight, heaviest first, ties by name (deterministic)."""
     return sorted((n for n, w in seeds.items() if w > 0), key=lambda n: (-float(seeds[n]), n))
+
+
+def sparse_power_iteration(
+    n: int,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    weights: np.ndarray,
+    personalization: np.ndarray,
+    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+    *,
+    tol: float = PPR_TOL,
+    max_iter: int = PPR_MAX_ITER,
+) -> np.ndarray:
+    """``power_iteration`` on a sparse matrix given as (row, col, weight) entries (duplicates add up).
+
+    Each iteration is two ``numpy.bincount`` passes over the entries, so its cost is
+    the number of edges in the neighbourhood, not ``n`` squared.
+
+    Example:
+        >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
+        >>> [round(float(x), 3) for x in sparse_power_iteration(2, r, c, w, np.array([1.0, 0.0]), 0.5)]
+        [0.667, 0.333]
+    """
+    out = np.bincount(rows, weights=weights, minlength=n)
+    dangling = out == 0
+    safe = np.where(dangling, 1.0, out)
+    step = weights / safe[rows]
+    x = np.full(n, 1.0 / n)
+    for _ in range(max_iter):
+        last = x
+        spread = np.bincount(cols, weights=x[rows] * step, minlength=n)
+        x = alpha * (spread + x[dangling].sum() * personalization) + (1 - alpha) * personalization
+        if np.abs(x - last).sum() < n * tol:
+            break
+    return x
 
 
 def power_iteration(
@@ -450,14 +587,15 @@ def power_iteration(
 __all__ = [
     "DEFAULT_EXCLUDED",
     "FIELD_EDGE_KINDS",
-    "LessonGraph",
     "PPR_MAX_ITER",
     "PPR_TOL",
+    "LessonGraph",
     "domain_node",
     "fp_node",
     "lesson_node",
     "power_iteration",
     "skill_node",
+    "sparse_power_iteration",
     "tag_node",
     "task_node",
     "tool_node",

@@ -1,0 +1,298 @@
+"""The memory designs compared side by side, each in its published form (issue #5).
+
+- ``no_memory``: nothing is kept.
+- ``trajectory_retrieval``: stores each task with its whole trajectory and hands back
+  the top-1 past trajectory of the same tool whose task embedding has cosine > 0.3,
+  the strongest hand-made design in recent memory-design comparisons. A reader of
+  that trajectory takes from it every fix it shows (error -> the action that got
+  past it) as a rewrite, and a model is shown the trajectory itself.
+- ``flat_vector``: every error stored with the action that fixed it, in one vector
+  collection per tool, retrieved top-k by cosine to the task; no lifecycle (what a
+  generic semantic memory store gives). Duplicate rules are skipped at read time so
+  the k slots hold k distinct fixes.
+- ``vote_memory``: insights (here the rewrites a trajectory shows) with an importance
+  score: new insights start at 2 and re-deriving one upvotes it (ExpeL's ADD /
+  UPVOTE); after a run that was shown an insight, +1 if it passed, -2 if it failed;
+  an insight at <= 0 is dropped (the ExpeL / G-Memory family). All live insights of
+  the tool are shown, highest score first.
+- ``langmem_plus``: ``LearningMemory``: capture + ``end_run`` on update (with the
+  shown lessons recorded as activations, so it measures them), ``retrieve_pre_run``
+  on retrieval.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from langmem_plus.bench.designs.base import (
+    Context,
+    Embedder,
+    MemoryDesign,
+    error_fixes,
+    render_rules,
+    render_trajectory,
+    rewrite_hint,
+    task_text,
+)
+from langmem_plus.demo import LogicalClock
+from langmem_plus.memory import LearningMemory, Trajectory
+from langmem_plus.records import Hint, ScoredItem, TaskSpec
+
+TRAJECTORY_MIN_COSINE = 0.3
+"""trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
+FLAT_TOP_K = 7
+"""flat_vector's k: the largest lesson budget K' langmem_plus may use (DESIGN §5.6), so it is not short of slots."""
+VOTE_INITIAL = 2
+"""Importance of a new insight (ExpeL's ADD)."""
+VOTE_UPVOTE = 1
+"""Added when an insight is derived again, and when a run shown it passes."""
+VOTE_DOWNVOTE = 2
+"""Subtracted when a run shown the insight fails (issue #5: -2)."""
+VOTE_MAX_SHOWN = 20
+"""At most this many insights are shown, highest score first (a prompt-size cap, far above what a tool yields)."""
+CLOCK_START = 1_700_000_000.0
+"""Logical clock start of the langmem_plus design, so its runs repeat exactly."""
+
+
+class NoMemory:
+    """Keeps nothing; the executor relies on its guesses and the docs."""
+
+    name = "no_memory"
+
+    def general_update(self, trajectory: Trajectory) -> None:
+        """Nothing to keep."""
+
+    def general_retrieve(self, task: TaskSpec) -> Context:
+        """Always the empty context."""
+        return Context()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class _Stored:
+    tool: str | None
+    vector: np.ndarray
+    trajectory: Trajectory
+
+
+class TrajectoryRetrieval:
+    """Top-1 past trajectory of the same tool by task cosine > ``TRAJECTORY_MIN_COSINE``."""
+
+    name = "trajectory_retrieval"
+
+    def __init__(self) -> None:
+        self._emb = Embedder()
+        self._items: list[_Stored] = []
+
+    def general_update(self, trajectory: Trajectory) -> None:
+        """Store the task and its whole trajectory."""
+        self._items.append(_Stored(trajectory.task.tool, self._emb.vector(task_text(trajectory.task)), trajectory))
+
+    def general_retrieve(self, task: TaskSpec) -> Context:
+        """The most similar past trajectory: its fixes as rewrites, the trajectory as text."""
+        q = self._emb.vector(task_text(task))
+        best: tuple[float, _Stored] | None = None
+        for item in self._items:
+            if item.tool != task.tool:
+                continue
+            cos = float(q @ item.vector)
+            if cos > TRAJECTORY_MIN_COSINE and (best is None or cos > best[0]):
+                best = (cos, item)
+        if best is None:
+            return Context()
+        cos, item = best
+        seen: set[tuple[str, str]] = set()
+        hints: list[Hint] = []
+        for fix in error_fixes(item.trajectory):
+            if (fix.wrong, fix.correct) not in seen:
+                seen.add((fix.wrong, fix.correct))
+                hints.append(rewrite_hint(fix.wrong, fix.correct, item.trajectory.run_id, kind="episode", score=cos))
+        return Context(tuple(hints), render_trajectory(item.trajectory))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class _ErrorFix:
+    tool: str | None
+    vector: np.ndarray
+    error: str
+    wrong: str
+    correct: str
+    source: str
+
+
+class FlatVector:
+    """Every error with the action that fixed it; top-k cosine to the task; no lifecycle."""
+
+    name = "flat_vector"
+
+    def __init__(self, k: int = FLAT_TOP_K) -> None:
+        self.k = k
+        self._emb = Embedder()
+        self._items: list[_ErrorFix] = []
+
+    def general_update(self, trajectory: Trajectory) -> None:
+        """Store each fixed error of the trajectory, embedded with its task, error and fix."""
+        for i, fix in enumerate(error_fixes(trajectory)):
+            text = f"{task_text(trajectory.task)}\n{fix.error}\n{fix.failed} -> {fix.fixed}"
+            self._items.append(
+                _ErrorFix(trajectory.task.tool, self._emb.vector(text), fix.error, fix.wrong, fix.correct, f"{trajectory.run_id}-{i}")
+            )
+
+    def general_retrieve(self, task: TaskSpec) -> Context:
+        """The k nearest distinct error fixes of the tool, as rewrites and as text."""
+        q = self._emb.vector(task_text(task))
+        ranked = sorted(
+            ((float(q @ it.vector), n, it) for n, it in enumerate(self._items) if it.tool == task.tool),
+            key=lambda t: (-t[0], t[1]),
+        )
+        seen: set[tuple[str, str]] = set()
+        hints: list[Hint] = []
+        lines = ["Past errors and the actions that fixed them:"]
+        for score, _, it in ranked:
+            if (it.wrong, it.correct) in seen:
+                continue
+            seen.add((it.wrong, it.correct))
+            hints.append(rewrite_hint(it.wrong, it.correct, it.source, score=score))
+            lines.append(f"- error: {' '.join(it.error.split())} | fix: WRONG: {it.wrong} -> CORRECT: {it.correct}")
+            if len(hints) >= self.k:
+                break
+        return Context(tuple(hints), "\n".join(lines) if hints else "")
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class _Insight:
+    tool: str | None
+    wrong: str
+    correct: str
+    score: int
+    key: str
+
+
+class VoteMemory:
+    """ExpeL / G-Memory style insights with votes: +1 on success, -2 on failure, dropped at <= 0."""
+
+    name = "vote_memory"
+
+    def __init__(self) -> None:
+        self._insights: dict[tuple[str | None, str, str], _Insight] = {}
+        self._shown: dict[str, list[tuple[str | None, str, str]]] = {}
+
+    def general_update(self, trajectory: Trajectory) -> None:
+        """Vote on the insights shown for this task, then add or upvote the ones it shows."""
+        passed = bool(trajectory.verdict and trajectory.verdict.passed)
+        for key in self._shown.pop(trajectory.task.task_id, []):
+            ins = self._insights.get(key)
+            if ins is None:
+                continue
+            ins.score += VOTE_UPVOTE if passed else -VOTE_DOWNVOTE
+            if ins.score <= 0:
+                del self._insights[key]
+        for fix in error_fixes(trajectory):
+            key = (trajectory.task.tool, fix.wrong, fix.correct)
+            if key in self._insights:
+                self._insights[key].score += VOTE_UPVOTE
+            else:
+                self._insights[key] = _Insight(key[0], fix.wrong, fix.correct, VOTE_INITIAL, f"ins{len(self._insights)}")
+
+    def general_retrieve(self, task: TaskSpec) -> Context:
+        """Every live insight of the tool, highest score first (at most ``VOTE_MAX_SHOWN``)."""
+        live = sorted((i for i in self._insights.values() if i.tool == task.tool), key=lambda i: (-i.score, i.key))
+        live = live[:VOTE_MAX_SHOWN]
+        self._shown[task.task_id] = [(i.tool, i.wrong, i.correct) for i in live]
+        hints = [rewrite_hint(i.wrong, i.correct, i.key, score=float(i.score)) for i in live]
+        return Context(tuple(hints), render_rules("Insights (importance-ranked):", hints))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class LangmemPlus:
+    """``LearningMemory`` behind the two-method interface, in a temporary store."""
+
+    name: str = "langmem_plus"
+    root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="lmp-design-"))
+    memory: LearningMemory = field(init=False)
+    _shown: dict[str, list[ScoredItem]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.memory = LearningMemory.open(self.root, namespace=("bench", "designs"), clock=LogicalClock(CLOCK_START))
+
+    def general_update(self, trajectory: Trajectory) -> None:
+        """Capture the failed steps, then ``end_run`` with the shown lessons as activations."""
+        mem = self.memory
+        events = []
+        for i, step in enumerate(trajectory.steps):
+            ev = mem.capture(step, run_id=trajectory.run_id, task=trajectory.task, history=trajectory.steps[:i])
+            if ev is not None:
+                events.append(ev)
+        shown = self._shown.pop(trajectory.task.task_id, [])
+        activations = mem.activations_for(shown, run_id=trajectory.run_id, step=0, moment="pre_run")
+        mem.end_run(
+            run_id=trajectory.run_id,
+            task=trajectory.task,
+            steps=trajectory.steps,
+            events=events,
+            activations=activations,
+            verdict=trajectory.verdict,
+        )
+
+    def general_retrieve(self, task: TaskSpec) -> Context:
+        """``retrieve_pre_run``: its hints and their rendered quoted-data block."""
+        items = self.memory.retrieve_pre_run(task)
+        self._shown[task.task_id] = list(items)
+        return Context(tuple(self.memory.hints(items)), self.memory.render(items))
+
+    def close(self) -> None:
+        """Close the store and remove its folder."""
+        self.memory.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
+    "no_memory": NoMemory,
+    "trajectory_retrieval": TrajectoryRetrieval,
+    "flat_vector": FlatVector,
+    "vote_memory": VoteMemory,
+    "langmem_plus": LangmemPlus,
+}
+"""Design name -> factory of a fresh, empty design."""
+DESIGN_NAMES: tuple[str, ...] = tuple(DESIGNS)
+"""The compared designs, in report order."""
+
+
+def make_design(name: str) -> MemoryDesign:
+    """A fresh, empty design by name.
+
+    Raises:
+        ValueError: ``name`` is not one of ``DESIGN_NAMES``.
+    """
+    factory = DESIGNS.get(name)
+    if factory is None:
+        raise ValueError(f"unknown memory design {name!r}; choose from {', '.join(DESIGN_NAMES)}")
+    return factory()
+
+
+__all__ = [
+    "DESIGNS",
+    "DESIGN_NAMES",
+    "FlatVector",
+    "LangmemPlus",
+    "NoMemory",
+    "TrajectoryRetrieval",
+    "VoteMemory",
+    "make_design",
+]

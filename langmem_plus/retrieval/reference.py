@@ -1,0 +1,104 @@
+"""Slow, obvious versions of the selection functions, kept only to test the fast ones against.
+
+STYLE: a fast algorithm keeps an obvious reference beside it. ``mmr.mmr_select_reference``
+and ``store.graph.LessonGraph._dense_ppr`` live beside their fast versions; the guards
+of DESIGN §5.4 and the budget of §5.6 are referenced here, written the way the design
+states them rather than the way ``select`` computes them (one pass, counters, union-find).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.records import Lesson, ScoredItem
+from langmem_plus.retrieval.select import default_bucket_of, default_run_of
+
+
+def _cluster(start: int, live: list[int], items: Sequence[ScoredItem]) -> set[int]:
+    """Positions conflict-linked to ``start`` (either direction, transitively), by breadth-first search."""
+    ids: dict[str, int] = {}
+    for i in live:
+        it = items[i].item
+        if isinstance(it, Lesson):
+            ids.setdefault(it.id, i)
+    seen, todo = {start}, [start]
+    while todo:
+        cur = todo.pop()
+        cur_lesson = items[cur].item
+        assert isinstance(cur_lesson, Lesson)
+        for j in ids.values():
+            other = items[j].item
+            assert isinstance(other, Lesson)
+            linked = other.id in cur_lesson.conflicts_with or cur_lesson.id in other.conflicts_with
+            if linked and j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
+def apply_guards_reference(
+    items: Sequence[ScoredItem],
+    config: MemoryConfig = DEFAULT_CONFIG,
+    *,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """DESIGN §5.4 literally: the kept ids in score order, and the ``(id, why)`` drops.
+
+    Each item, best first: a repeated id is a duplicate; a suppressed or archived
+    lesson is dropped; a lesson that is not the best of its conflict cluster (highest
+    reliability, then newest evidence, then rank) loses; an item whose bucket or run
+    already has ``cap`` kept items (counted by scanning the kept list) is capped.
+    """
+    order = sorted(range(len(items)), key=lambda i: -items[i].score)
+    dropped: list[tuple[str, str]] = []
+    live: list[int] = []
+    for i in order:
+        item = items[i]
+        if any(items[j].item_id == item.item_id for j in order[: order.index(i)]):
+            dropped.append((item.item_id, "duplicate"))
+        elif isinstance(item.item, Lesson) and item.item.status in ("suppressed", "archived"):
+            dropped.append((item.item_id, f"status:{item.item.status}"))
+        else:
+            live.append(i)
+    rank = {i: r for r, i in enumerate(live)}
+    kept: list[int] = []
+    for i in live:
+        item = items[i]
+        if isinstance(item.item, Lesson):
+            cluster = _cluster(i, live, items)
+            if len(cluster) > 1:
+                def key(j: int) -> tuple[float, float, int]:
+                    les = items[j].item
+                    assert isinstance(les, Lesson)
+                    return (les.reliability, les.updated_at, -rank[j])
+
+                best = max(cluster, key=key)
+                if best != i:
+                    dropped.append((item.item_id, f"conflict_loss:{items[best].item_id}"))
+                    continue
+        bucket, run = bucket_of(item), run_of(item)
+        if bucket is not None and sum(1 for j in kept if bucket_of(items[j]) == bucket) >= config.tag_bucket_cap:
+            dropped.append((item.item_id, f"tag_bucket_cap:{bucket}"))
+            continue
+        if run is not None and sum(1 for j in kept if run_of(items[j]) == run) >= config.per_run_cap:
+            dropped.append((item.item_id, f"per_run_cap:{run}"))
+            continue
+        kept.append(i)
+    return [items[i].item_id for i in kept], dropped
+
+
+def budget_reference(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -> int:
+    """K' as DESIGN §5.6 states it: <= 0.3 -> 3, <= 0.7 -> 5, else 7 (configurable); NaN or inf count as 0."""
+    if not math.isfinite(difficulty):
+        difficulty = 0.0
+    if difficulty <= config.difficulty_easy_max:
+        return config.budget_easy
+    if difficulty <= config.difficulty_medium_max:
+        return config.budget_medium
+    return config.budget_hard
+
+
+__all__ = ["apply_guards_reference", "budget_reference"]

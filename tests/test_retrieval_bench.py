@@ -1,0 +1,42 @@
+"""``langmem-plus bench retrieval`` at a tiny size: the issue's JSON shape, labelled queries, targets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from langmem_plus.bench.retrieval import targets_met
+from langmem_plus.bench.synthetic import build_memory
+
+KEYS = {
+    "lessons", "ours_p50_ms", "ours_p95_ms", "raw_chroma_p50_ms", "ratio_p50", "graph_p95_ms",
+    "open_s", "writes_per_s", "hit1", "hit3", "mrr", "vector_only",
+}
+
+
+def test_synthetic_memory_is_varied_and_labelled() -> None:
+    mem = build_memory(600, ("b",), queries=40, seed=3)
+    assert len(mem.lessons) == 600 and mem.links
+    assert {l.status for l in mem.lessons} == {"candidate", "promoted", "suppressed", "archived"}
+    assert any(l.conflicts_with for l in mem.lessons)
+    by_id = {l.id: l for l in mem.lessons}
+    assert all(by_id[q.target].retrievable for q in mem.queries)
+    para = [q for q in mem.queries if q.paraphrased]
+    assert para and all(q.event.fingerprint_id not in by_id[q.target].triggers for q in para)
+    assert all(by_id[q.target].wrong in q.event.action for q in mem.queries)
+    assert build_memory(600, ("b",), queries=40, seed=3).queries[5].target == mem.queries[5].target
+
+
+def test_bench_retrieval_json_shape() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "langmem_plus.cli", "bench", "retrieval", "--lessons", "400", "--queries", "20", "--json"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    rows = json.loads(out.stdout)["sizes"]
+    assert len(rows) == 1 and KEYS <= set(rows[0])
+    row = rows[0]
+    assert row["lessons"] == 400 and set(row["vector_only"]) == {"hit1", "hit3", "mrr"}
+    assert 0.0 <= row["hit1"] <= row["hit3"] <= 1.0 and row["ratio_p50"] > 0
+    assert "wrote 400/400" in out.stderr  # progress while building
+    assert set(targets_met(row)) == {"ratio_p50<=1.5", "hit3>=vector+0.15", "open_s<=3", "graph_p95_ms<=5"}

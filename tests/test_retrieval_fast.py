@@ -1,0 +1,208 @@
+"""Fast retrieval pieces against their slow references: adjacency/CSR, sparse PageRank,
+batched hashing embeddings, guards, budget, token cap, the WRONG-pattern index."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.embeddings import HashingEmbeddings
+from langmem_plus.records import Lesson, LessonScope, Link, Provenance, ScoredItem
+from langmem_plus.retrieval.reference import apply_guards_reference, budget_reference
+from langmem_plus.retrieval.select import apply_guards, budget
+from langmem_plus.retrieval.support import cap_tokens, cap_tokens_reference
+from langmem_plus.store.graph import (
+    LessonGraph,
+    fp_node,
+    power_iteration,
+    sparse_power_iteration,
+    tag_node,
+    tool_node,
+)
+
+NS = ("acme", "fast")
+TAGS = ["t0", "t1", "t2", "t3", "t4"]
+
+
+def _lessons(n: int, seed: int) -> list[Lesson]:
+    rng = random.Random(seed)
+    return [
+        Lesson(
+            id=f"l{i}", namespace=NS, rule_text=f"rule {i}",
+            triggers=[f"f{rng.randrange(max(2, n // 4))}"], tags=rng.sample(TAGS, 2),
+            status=rng.choice(["candidate", "candidate", "promoted", "suppressed", "archived"]),
+            scope=LessonScope(tool=rng.choice(["a", "b"]), domain="d"),
+            conflicts_with=[f"l{rng.randrange(n)}"] if rng.random() < 0.1 else [],
+            wrong=f"w{i % 7}", correct=f"C{i}",
+        )
+        for i in range(n)
+    ]
+
+
+def _links(n: int, seed: int, k: int) -> list[Link]:
+    rng = random.Random(seed)
+    return [
+        Link(id=f"k{j}", namespace=NS, a=f"lesson:l{rng.randrange(n)}", b=f"lesson:l{rng.randrange(n)}", weight=float(rng.randint(1, 3)))
+        for j in range(k)
+    ]
+
+
+def _dense(n: int, entries: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    m = np.zeros((n, n))
+    np.add.at(m, (entries[0], entries[1]), entries[2])
+    return m
+
+
+def _adjacency_from_nx(g: LessonGraph) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for u, v, d in g.nx.edges(data=True):
+        if u != v:
+            for key in ((u, v), (v, u)):
+                out[key] = out.get(key, 0.0) + float(d.get("weight", 1.0))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adjacency_stays_in_step_with_networkx_through_writes(seed: int) -> None:
+    rng = random.Random(seed)
+    lessons = _lessons(60, seed)
+    g = LessonGraph.from_records(lessons, links=_links(60, seed, 30))
+    for _ in range(80):  # upserts with changed fields, removals, links
+        r = rng.random()
+        lesson = rng.choice(lessons)
+        if r < 0.4:
+            g.upsert_lesson(lesson.model_copy(update={"tags": rng.sample(TAGS, 1), "triggers": [f"f{rng.randrange(9)}"]}))
+        elif r < 0.6:
+            g.remove_lesson(lesson.id)
+        else:
+            g.add_link(rng.choice(_links(60, rng.randrange(1000), 1)))
+    live = {(u, v): cell[1] for u, row in g.adjacency.rows.items() for v, cell in row.items()}
+    assert live == pytest.approx(_adjacency_from_nx(g))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_nodes", [12, 40, 10_000])
+def test_vectorised_edges_equal_reference_with_hubs_and_dirty_nodes(seed: int, max_nodes: int) -> None:
+    lessons = _lessons(120, seed)
+    g = LessonGraph.from_records(lessons, links=_links(120, seed, 40))
+    # Writes after the snapshot leave dirty nodes that must be read from the dictionaries.
+    for lesson in lessons[:15]:
+        g.upsert_lesson(lesson.model_copy(update={"tags": ["t0"], "triggers": ["fresh"]}))
+    g.add_link(Link(id="x", namespace=NS, a="lesson:l3", b="lesson:l90", weight=5.0))
+    seeds = {fp_node("fresh"): 1.0, tag_node("t1"): 0.5, tool_node("a"): 0.25}
+    nodes = g.neighbourhood(seeds, max_nodes=max_nodes, hops=3)
+    index = {n: i for i, n in enumerate(nodes)}
+    fast = _dense(len(nodes), g.adjacency.edges_among(nodes, index))
+    ref = _dense(len(nodes), g.adjacency.edges_among_reference(nodes, index))
+    assert np.abs(ref).sum() > 0
+    assert fast == pytest.approx(ref)
+    g.adjacency.compact()
+    assert _dense(len(nodes), g.adjacency.edges_among(nodes, index)) == pytest.approx(ref)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_ppr_equals_dense_reference_on_bounded_neighbourhoods(seed: int) -> None:
+    g = LessonGraph.from_records(_lessons(150, seed), links=_links(150, seed, 50))
+    seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("b"): 0.25}
+    for max_nodes in (15, 60, 400):
+        fast = g.personalized_pagerank(seeds, max_nodes=max_nodes)
+        dense = g._dense_ppr(seeds, max_nodes=max_nodes)
+        assert fast and set(fast) == set(dense)
+        for lid, score in dense.items():
+            assert fast[lid] == pytest.approx(score, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 12), st.integers(0, 10_000), st.floats(0.1, 0.95))
+def test_sparse_power_iteration_equals_dense(n: int, seed: int, alpha: float) -> None:
+    rng = np.random.default_rng(seed)
+    w = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
+    w = w + w.T
+    np.fill_diagonal(w, 0.0)
+    p = rng.random(n) + 1e-3
+    p = p / p.sum()
+    rows, cols = np.nonzero(w)
+    sparse = sparse_power_iteration(n, rows, cols, w[rows, cols], p, alpha)
+    assert sparse == pytest.approx(power_iteration(w, p, alpha), abs=1e-9)
+
+
+def test_batched_hashing_embeddings_equal_row_by_row() -> None:
+    emb = HashingEmbeddings(dim=64)
+    texts = ["WRONG: pick -> CORRECT: SELECT", "", "  ", "a", "no such column: agee", "x" * 300]
+    rows = np.vstack([emb._row(t) for t in texts])
+    ref = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    assert np.array_equal(emb.embed_array(texts), ref)
+
+
+def test_wrong_pattern_index_follows_upserts_and_removals() -> None:
+    a = Lesson(id="a", namespace=NS, rule_text="r", wrong="Pick name", correct="SELECT name")
+    g = LessonGraph.from_records([a, Lesson(id="b", namespace=NS, rule_text="r")])
+    assert g.lessons_for_action("pick name | sort") == {"a"}
+    assert g.lessons_for_action("sort age") == set()
+    g.upsert_lesson(a.model_copy(update={"wrong": "sortd"}))
+    assert g.lessons_for_action("pick name") == set() and g.lessons_for_action("x | sortd") == {"a"}
+    g.remove_lesson("a")
+    assert g.lessons_for_action("x | sortd") == set()
+
+
+# --------------------------------------------------------------------------- guards and budget
+
+
+def _items(draw_seed: int, n: int) -> list[ScoredItem]:
+    rng = random.Random(draw_seed)
+    out = []
+    for i in range(n):
+        lid = f"l{rng.randrange(n)}"  # repeated ids happen
+        out.append(
+            ScoredItem(
+                kind="lesson",
+                score=round(rng.random(), 2),
+                item=Lesson(
+                    id=lid, namespace=NS, rule_text="r", tags=[rng.choice(TAGS[:3])],
+                    wrong=rng.choice([None, "w1", "w2"]), correct="C",
+                    status=rng.choice(["candidate", "promoted", "suppressed", "archived", "candidate"]),
+                    reliability=rng.choice([0.2, 0.5, 0.8]), updated_at=float(rng.randrange(3)),
+                    conflicts_with=[f"l{rng.randrange(n)}"] if rng.random() < 0.3 else [],
+                    provenance=Provenance(run_ids=rng.choice([["r1"], ["r2"], ["r1", "r2"]])),
+                ),
+            )
+        )
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(0, 14), st.integers(1, 3), st.integers(1, 3))
+def test_guards_equal_reference(seed: int, n: int, bucket_cap: int, run_cap: int) -> None:
+    cfg = MemoryConfig(tag_bucket_cap=bucket_cap, per_run_cap=run_cap)
+    items = _items(seed, n)
+    kept, dropped = apply_guards(items, cfg)
+    ref_kept, ref_dropped = apply_guards_reference(items, cfg)
+    assert [k.item_id for k in kept] == ref_kept
+    assert sorted(dropped) == sorted(ref_dropped)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=False, width=32))
+def test_budget_equals_reference(d: float) -> None:
+    d = float(d)
+    expected = budget_reference(min(1.0, max(0.0, d)) if math.isfinite(d) else 0.0, DEFAULT_CONFIG)
+    assert budget(d, DEFAULT_CONFIG) == expected == budget_reference(d, DEFAULT_CONFIG)
+
+
+@given(st.lists(st.integers(0, 400), max_size=12), st.integers(0, 1200))
+def test_cap_tokens_equals_reference(costs: list[int], cap: int) -> None:
+    items = list(range(len(costs)))
+    fast = cap_tokens(items, costs, cap)
+    assert fast == cap_tokens_reference(items, costs, cap)
+    assert fast[2] <= cap and sorted(fast[0] + fast[1]) == items
+
+
+def test_cap_tokens_skips_what_does_not_fit_and_keeps_order() -> None:
+    assert cap_tokens(["a", "b", "c", "d"], [300, 600, 200, 400], 800) == (["a", "c"], ["b", "d"], 500)
+    with pytest.raises(ValueError):
+        cap_tokens(["a"], [], 10)
