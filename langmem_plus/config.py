@@ -100,6 +100,11 @@ class MemoryConfig(BaseModel):
     unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""
 
     # ---- learning (DESIGN §6) -----------------------------------------------
+    verified_fix_lessons: bool = True
+    """A failure seen once becomes a candidate rewrite lesson when the next retry verifiably got past
+    it (a contrastive pair): the environment checked the fix, which says more than a second
+    occurrence. "Avoid" lessons (no verified fix) still need ``min_occurrences``. Candidates are
+    never promoted without measured utility (refinement of DESIGN §6, measured on bench protocol)."""
     min_occurrences: int = Field(2, ge=1)
     """A fingerprint seen this often in a run, or in this many runs, gets a candidate lesson."""
     simhash_bits: int = Field(64, ge=16, le=64)

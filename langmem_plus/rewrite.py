@@ -227,4 +227,27 @@ def apply_rewrite(action: str, wrong: str, correct: str) -> str | None:
     return result if result != action else None
 
 
-__all__ = ["Rewrite", "apply_rewrite", "derive_rewrite", "derive_rewrites"]
+def _bare(tok: str) -> str:
+    return tok.strip("'\"`").lower()
+
+
+def error_names_fix(correct: str, error_text: str) -> bool:
+    """True when ``error_text`` names something the CORRECT pattern put into the action.
+
+    That is how a failing retry shows the fix itself was wrong (``desc`` -> ``descending``
+    failing with ``got 'descending'``). A token of the pattern may be named bare, or a
+    whole piece quoted (``'|>'``, which tokenizes as ``|`` and ``>``).
+    """
+    pieces = [p for p in correct.split() if p not in WILDCARDS]
+    if not pieces:
+        return False
+    lowered = error_text.lower()
+    for piece in pieces:
+        for q in ("'", '"', "`"):
+            if f"{q}{piece.lower()}{q}" in lowered:
+                return True
+    introduced = {_bare(t) for t in action_tokens(correct)} - {"*", ""}
+    return bool(introduced & {_bare(t) for t in action_tokens(error_text)})
+
+
+__all__ = ["Rewrite", "error_names_fix", "apply_rewrite", "derive_rewrite", "derive_rewrites"]

@@ -55,3 +55,13 @@ def test_too_wide_change_is_not_a_rule() -> None:
     failed = "a b c d e f g h"
     fixed = "p q r s t u v w"
     assert derive_rewrite(failed, fixed) is None
+
+
+def test_error_names_fix_sees_bare_tokens_and_quoted_pieces() -> None:
+    from langmem_plus.rewrite import error_names_fix
+
+    assert error_names_fix("|>", "stage #1: unexpected token '|>' (fluxtool does not chain stages with it)")
+    assert error_names_fix("descending", "direction must be lo-hi or hi-lo, got 'descending'")
+    assert error_names_fix("order * down", "unknown verb 'order' at stage 2")
+    assert not error_names_fix("->", "stage #2: unknown verb 'filter'")
+    assert not error_names_fix("*", "anything at all")

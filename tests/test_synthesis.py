@@ -127,11 +127,18 @@ def test_same_rule_from_another_run_with_other_literals_has_same_id() -> None:
     assert other_ns[0].id != a.id
 
 
-def test_non_recurring_fingerprint_gives_nothing() -> None:
+def test_non_recurring_fingerprint_needs_a_verified_fix() -> None:
     s0 = fail(0, "filter age > 30 | select name", "unknown command 'filter' at stage 1")
     steps = [s0, ok(1, "keep age > 30 | select name")]
-    assert synth("r1", steps, [event("r1", s0)]) == []
-    assert len(synth("r1", steps, [event("r1", s0)], prior={"fp_cmd": 1})) == 1
+    # DESIGN §6 as written: a failure seen once is not yet a lesson
+    strict = DEFAULT_CONFIG.model_copy(update={"verified_fix_lessons": False})
+    assert synth("r1", steps, [event("r1", s0)], config=strict) == []
+    assert len(synth("r1", steps, [event("r1", s0)], prior={"fp_cmd": 1}, config=strict)) == 1
+    # default: the next retry verifiably got past it, so it is a candidate rewrite lesson at once
+    (lesson,) = synth("r1", steps, [event("r1", s0)])
+    assert (lesson.wrong, lesson.correct, lesson.status) == ("filter", "keep", "candidate")
+    # but a single failure with no verified fix gives no "avoid" lesson
+    assert synth("r1", [s0], [event("r1", s0)]) == []
 
 
 def test_distinct_rules_for_one_fingerprint_become_distinct_lessons() -> None:

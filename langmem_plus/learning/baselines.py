@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from statistics import fmean
 
-from langmem_plus._text import action_tokens
 from langmem_plus.records import FailureNote, Lesson, RunRecord
-from langmem_plus.rewrite import apply_rewrite
+from langmem_plus.rewrite import apply_rewrite, error_names_fix
 
 
 def _comparable(
@@ -37,11 +36,8 @@ def addresses(lesson: Lesson, action: str) -> bool:
 
 
 def _introduced(lesson: Lesson, error: str) -> bool:
-    """True when ``error`` names a token that ``lesson``'s CORRECT side put into the action."""
-    if not lesson.correct:
-        return False
-    introduced = {t.strip("'\"`").lower() for t in action_tokens(lesson.correct)} - {"*", ""}
-    return bool(introduced & {t.strip("'\"`").lower() for t in action_tokens(error)})
+    """True when ``error`` names something that ``lesson``'s CORRECT side put into the action."""
+    return bool(lesson.correct) and error_names_fix(lesson.correct or "", error)
 
 
 def addressed_failures(lesson: Lesson, run: RunRecord) -> int:

@@ -43,7 +43,7 @@ from langmem_plus.records import (
     Step,
     TaskSpec,
 )
-from langmem_plus.rewrite import derive_rewrite
+from langmem_plus.rewrite import derive_rewrite, error_names_fix
 
 WHEN_MAX_CHARS = 80
 """Longest fingerprint quoted in a rule's ``(when: ...)`` / ``(fails with: ...)`` suffix."""
@@ -91,10 +91,6 @@ def _same_intent(a: str, b: str, min_similarity: float) -> bool:
     return ratio >= min_similarity
 
 
-def _error_words(step: Step) -> set[str]:
-    return {t.strip("'\"`").lower() for t in action_tokens(step.feedback.error_text)}
-
-
 def _fix_after(
     failed: Step, steps: Sequence[Step], hint_text: str, min_similarity: float = DEFAULT_CONFIG.pair_min_similarity
 ) -> tuple[str, str] | None:
@@ -118,10 +114,8 @@ def _fix_after(
         rule = derive_rewrite(failed.action, step.action, hint_text=hint_text)
         if rule is None:
             continue
-        if step.feedback.failed:
-            introduced = {t.strip("'\"`").lower() for t in action_tokens(rule[1])} - {"*", ""}
-            if introduced & _error_words(step):
-                continue
+        if step.feedback.failed and error_names_fix(rule[1], step.feedback.error_text):
+            continue
         return rule
     return None
 
@@ -225,7 +219,14 @@ def synthesize_offline(
     ordered = sorted(steps, key=lambda s: s.index)
     by_index = {s.index: s for s in ordered}
     lessons: list[Lesson] = []
-    for fp_events in recurring_fingerprints(events, prior_runs_seen, config).values():
+    recurring = recurring_fingerprints(events, prior_runs_seen, config)
+    groups: dict[str, list[ErrorEvent]] = {}
+    for ev in events:
+        groups.setdefault(ev.fingerprint_id, []).append(ev)
+    for fp_id, fp_events in groups.items():
+        is_recurring = fp_id in recurring
+        if not is_recurring and not config.verified_fix_lessons:
+            continue
         when = _short(fp_events[0].fingerprint)
         rules: dict[tuple[str, str], list[ErrorEvent]] = {}
         for ev in fp_events:
@@ -250,7 +251,7 @@ def synthesize_offline(
                     now=now,
                 )
             )
-        if not rules:
+        if not rules and is_recurring:
             first = fp_events[0]
             failing = by_index[first.step].action if first.step in by_index else first.action
             lessons.append(

@@ -129,9 +129,13 @@ def lesson_text(lesson: Lesson) -> str:
 
 
 def rule_core(lesson: Lesson) -> str:
-    """What a lesson says, without the context it shares with its siblings."""
+    """The mistake a lesson fixes, without the context it shares with its siblings.
+
+    Two lessons are redundant when they fix the same mistake: ``from -> LOAD`` and
+    ``read -> LOAD`` share their fix but answer different habits, and an agent may have both.
+    """
     if lesson.wrong and lesson.correct is not None:
-        return f"{lesson.wrong} -> {lesson.correct}"
+        return lesson.wrong
     return lesson.rule_text.split(" (", 1)[0]
 
 

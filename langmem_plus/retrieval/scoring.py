@@ -255,13 +255,21 @@ def fingerprint_credit(
 
 
 def rewrite_applicability(lesson: Lesson, actions: Sequence[str], miss_factor: float) -> float:
-    """1.0 when ``lesson`` has no rewrite, no action is known, or its WRONG pattern occurs in
-    one of ``actions``; else ``miss_factor``.
+    """``miss_factor + (1 - miss_factor) * share``, ``share`` being the fraction of ``actions``
+    in which ``lesson``'s WRONG pattern occurs; 1.0 without a rewrite or without actions.
 
-    Multiplies the fingerprint match: on error, ``actions`` is the failing action; before a
-    run, the agent's failed actions in earlier runs of the task (agents repeat their habits).
-    One fingerprint can have many fixes, and the one that applies is the answer.
+    Multiplies the fingerprint match: on error, ``actions`` is the failing action (so the
+    result is 1.0 or ``miss_factor``); before a run, the agent's failed actions in earlier
+    runs of the task (agents repeat their habits). One fingerprint can have many fixes, and
+    the one that applies is the answer; a habit that shows in most failed actions (the first
+    guess, ``from``) outranks one that showed once (a second guess, ``read``).
+
+    Example:
+        >>> l = Lesson(id="l", namespace=("ns",), rule_text="r", wrong="from", correct="LOAD")
+        >>> rewrite_applicability(l, ["from a", "from b", "read c", "x"], 0.5)
+        0.75
     """
     if not actions or not lesson.wrong or lesson.correct is None:
         return 1.0
-    return 1.0 if rewrite_applies(lesson, actions) else miss_factor
+    hits = sum(1 for a in actions if apply_rewrite(a, lesson.wrong, lesson.correct) is not None)
+    return miss_factor + (1.0 - miss_factor) * hits / len(actions)
