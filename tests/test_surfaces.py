@@ -143,3 +143,15 @@ def test_cli_lessons_and_inspect(tmp_path: Path) -> None:
     assert '"rule_text"' in shown.stdout and "lesson_created" in shown.stdout
     missing = subprocess.run(cli + ["inspect", "lesson", "les_nope", "--store", store], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no lesson" in missing.stderr
+
+
+def test_faded_episodes_are_not_recalled_but_stay_stored(tmp_path: Path) -> None:
+    mem = _learned(tmp_path)
+    task = make_env("gridtool").tasks()[0]
+    stored = mem.store.count("episodes")
+    assert stored > 0
+    soon = mem.clock() + 60
+    assert any(i.kind == "episode" for i in mem.retrieve_pre_run(task, now=soon))
+    years_later = soon + 10 * 365 * 24 * 3600.0
+    assert not any(i.kind == "episode" for i in mem.retrieve_pre_run(task, now=years_later))
+    assert mem.store.count("episodes") == stored

@@ -33,6 +33,7 @@ import numpy as np
 
 from langmem_plus.config import MemoryConfig
 from langmem_plus.embeddings import HashingEmbeddings
+from langmem_plus.learning.episodes import episode_recallable
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
 from langmem_plus.records import (
     Episode,
@@ -265,6 +266,8 @@ class RetrievalEngine:
                 continue
             for rec, sim in self.store.query(kind, embedding=qvec, n=cfg.episode_candidates_k):
                 if isinstance(rec, Episode):
+                    if not episode_recallable(rec, now, cfg):  # faded or expired: kept, not shown
+                        continue
                     comps = episode_components(rec, cos=sim, goal=goal, now=now, config=cfg)
                     out.append(ScoredItem(kind="episode", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:episodes"]))
                 elif isinstance(rec, Skill):
