@@ -61,7 +61,9 @@ def test_episodes_come_beside_lessons_with_their_own_score_and_one_reminder(tmp_
     assert "e_avoid" in by_id and any("avoidance reminder" in r for r in by_id["e_avoid"].reasons)
     assert "e_far" not in by_id  # below episode_min_cos
     # episode_budget = 0: no plain episode, the reminder is still the +1.
-    mem2 = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(episode_budget=0))
+    mem2 = LearningMemory(
+        store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(episode_budget=0), clock=mem.clock
+    )
     ids = [c.item_id for c in mem2.retrieve_pre_run(task)]
     assert "e_ok" not in ids and "e_avoid" in ids
 
