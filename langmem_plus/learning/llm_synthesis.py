@@ -31,17 +31,14 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from langmem_plus._llm import invoke_json, quote_data
-from langmem_plus._text import action_tokens, stable_id
+from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import ModelOutputError
-from langmem_plus.learning.dedup import lesson_simhash
-from langmem_plus.learning.synthesis import recurring_fingerprints, synthesize_offline
+from langmem_plus.learning.synthesis import candidate_lesson, recurring_fingerprints, synthesize_offline
 from langmem_plus.records import (
     ErrorEvent,
     Lesson,
-    LessonScope,
     Namespace,
-    Provenance,
     Step,
     TaskSpec,
 )
@@ -186,29 +183,23 @@ def synthesize_with_llm(
     out: list[Lesson] = []
     for item in getattr(answer, "lessons", []):
         evs = [e for fp in item.trigger_fingerprints for e in groups[fp]]
-        first = evs[0]
-        lesson = Lesson(
-            id=stable_id("les", *namespace, item.wrong or "", item.correct or "", *item.trigger_fingerprints),
-            namespace=namespace,
-            rule_text=" ".join(item.rule_text.split())[:RULE_MAX_CHARS],
-            wrong=item.wrong,
-            correct=item.correct,
-            triggers=list(item.trigger_fingerprints),
-            fingerprints=list(dict.fromkeys(e.fingerprint for e in evs)),
-            tags=list(dict.fromkeys(t for e in evs for t in e.tags)),
-            scope=LessonScope(
+        out.append(
+            candidate_lesson(
+                namespace=namespace,
+                run_id=run_id,
+                rule_text=" ".join(item.rule_text.split())[:RULE_MAX_CHARS],
+                wrong=item.wrong,
+                correct=item.correct,
+                triggers=item.trigger_fingerprints,
+                events=evs,
+                source_events=evs,
                 level=item.scope_hint,
-                tool=(task.tool if task and task.tool else first.tool),
-                domain=(task.domain if task and task.domain else first.domain),
-                task=(task.task_id if task else first.task),
-            ),
-            status="candidate",
-            provenance=Provenance(run_ids=[run_id], event_ids=[e.id for e in evs]),
-            source="llm",
-            created_at=now,
-            updated_at=now,
+                source="llm",
+                task=task,
+                config=config,
+                now=now,
+            )
         )
-        out.append(lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)}))
     return out, "llm"
 
 

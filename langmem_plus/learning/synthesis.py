@@ -38,8 +38,10 @@ from langmem_plus.records import (
     ErrorEvent,
     Lesson,
     LessonScope,
+    LessonSource,
     Namespace,
     Provenance,
+    ScopeLevel,
     Step,
     TaskSpec,
 )
@@ -143,6 +145,54 @@ def action_pattern(action: str) -> str:
     return " ".join(toks)
 
 
+def candidate_lesson(
+    *,
+    namespace: Namespace,
+    run_id: str,
+    rule_text: str,
+    wrong: str | None,
+    correct: str | None,
+    triggers: Sequence[str],
+    events: Sequence[ErrorEvent],
+    source_events: Sequence[ErrorEvent],
+    level: ScopeLevel,
+    source: LessonSource,
+    task: TaskSpec | None,
+    config: MemoryConfig,
+    now: float,
+) -> Lesson:
+    """A new candidate lesson, built the same way by the offline and the LLM path.
+
+    The id depends only on the namespace, the rule and its triggers, so the same rule
+    learned again in another run gets the same id. Fingerprints and tags come from
+    ``events`` (the trigger fingerprints' events); the scope falls back to the first
+    event where the task leaves a field empty; provenance names ``source_events``.
+    """
+    first = events[0]
+    lesson = Lesson(
+        id=stable_id("les", *namespace, wrong or "", correct or "", *triggers),
+        namespace=namespace,
+        rule_text=rule_text,
+        wrong=wrong,
+        correct=correct,
+        triggers=list(triggers),
+        fingerprints=list(dict.fromkeys(ev.fingerprint for ev in events)),
+        tags=list(dict.fromkeys(t for ev in events for t in ev.tags)),
+        scope=LessonScope(
+            level=level,
+            tool=(task.tool if task and task.tool else first.tool),
+            domain=(task.domain if task and task.domain else first.domain),
+            task=(task.task_id if task else first.task),
+        ),
+        status="candidate",
+        provenance=Provenance(run_ids=[run_id], event_ids=[ev.id for ev in source_events]),
+        source=source,
+        created_at=now,
+        updated_at=now,
+    )
+    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)})
+
+
 def _lesson(
     *,
     namespace: Namespace,
@@ -156,30 +206,22 @@ def _lesson(
     config: MemoryConfig,
     now: float,
 ) -> Lesson:
-    first = fp_events[0]
-    tags = list(dict.fromkeys(t for ev in fp_events for t in ev.tags))
-    lesson = Lesson(
-        id=stable_id("les", *namespace, wrong or "", correct or "", first.fingerprint_id),
+    """An offline lesson for one fingerprint (all of ``fp_events`` share it)."""
+    return candidate_lesson(
         namespace=namespace,
+        run_id=run_id,
         rule_text=rule_text,
         wrong=wrong,
         correct=correct,
-        triggers=[first.fingerprint_id],
-        fingerprints=[first.fingerprint],
-        tags=tags,
-        scope=LessonScope(
-            level="domain",
-            tool=(task.tool if task and task.tool else first.tool),
-            domain=(task.domain if task and task.domain else first.domain),
-            task=(task.task_id if task else first.task),
-        ),
-        status="candidate",
-        provenance=Provenance(run_ids=[run_id], event_ids=[ev.id for ev in source_events]),
+        triggers=[fp_events[0].fingerprint_id],
+        events=fp_events,
+        source_events=source_events,
+        level="domain",
         source="rule",
-        created_at=now,
-        updated_at=now,
+        task=task,
+        config=config,
+        now=now,
     )
-    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)})
 
 
 def synthesize_offline(
@@ -272,6 +314,7 @@ def synthesize_offline(
 
 
 __all__ = [
+    "candidate_lesson",
     "AVOID_PATTERN_MAX_TOKENS",
     "NO_ACTION",
     "WHEN_MAX_CHARS",
