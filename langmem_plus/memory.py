@@ -218,6 +218,17 @@ class LearningMemory:
             self.audit.write("capture", event=event.model_dump(mode="json"))
         return event
 
+    def capture_steps(
+        self, steps: Sequence[Step], *, run_id: str, task: TaskSpec | None = None, start: int = 0
+    ) -> list[ErrorEvent]:
+        """``capture`` each of ``steps[start:]`` with the steps before it as history; the events found."""
+        events: list[ErrorEvent] = []
+        for i in range(start, len(steps)):
+            event = self.capture(steps[i], run_id=run_id, task=task, history=steps[:i])
+            if event is not None:
+                events.append(event)
+        return events
+
     # ------------------------------------------------------------------ retrieval
     def retrieve_pre_run(
         self,
@@ -604,11 +615,7 @@ class LearningMemory:
     # ------------------------------------------------------------------ two-interface abstraction
     def general_update(self, recorder: Trajectory) -> RunReport:
         """Fold one finished trajectory into memory (the ``general_update`` interface)."""
-        events: list[ErrorEvent] = []
-        for i, step in enumerate(recorder.steps):
-            ev = self.capture(step, run_id=recorder.run_id, task=recorder.task, history=recorder.steps[:i])
-            if ev is not None:
-                events.append(ev)
+        events = self.capture_steps(recorder.steps, run_id=recorder.run_id, task=recorder.task)
         shown = self._shown.pop(recorder.run_id, [])
         return self.end_run(
             run_id=recorder.run_id,

@@ -125,12 +125,7 @@ def capture_node(memory: LearningMemory) -> Node:
 
     def capture(state: MemoryState) -> dict[str, Any]:
         steps = state.get("steps") or []
-        start = state.get("captured", 0)
-        events: list[ErrorEvent] = []
-        for i in range(start, len(steps)):
-            ev = memory.capture(steps[i], run_id=state["run_id"], task=task_of(state), history=steps[:i])
-            if ev is not None:
-                events.append(ev)
+        events = memory.capture_steps(steps, run_id=state["run_id"], task=task_of(state), start=state.get("captured", 0))
         return {"events": events, "last_event": events[-1] if events else None, "captured": len(steps)}
 
     return capture

@@ -134,7 +134,6 @@ DATASETS: Mapping[str, Table] = {
 """The in-memory streams fluxtool transforms (records are rows of these fields)."""
 
 
-
 TASKS: Sequence[tuple[str, str, str, Intent]] = (
     ("f01", "filter_select", "List the user and age of users aged 30 or more.",
      [load_op("users"), filter_op("age", ">=", 30), select_op("user", "age")]),

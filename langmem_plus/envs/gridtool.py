@@ -126,7 +126,6 @@ DATASETS: Mapping[str, Table] = {
 """The in-memory tables gridtool queries."""
 
 
-
 TASKS: Sequence[tuple[str, str, str, Intent]] = (
     ("g01", "filter_select", "List the name and age of every person aged 30 or older.",
      [load_op("people"), filter_op("age", ">=", 30), select_op("name", "age")]),

@@ -234,11 +234,7 @@ class LangmemPlus:
     def general_update(self, trajectory: Trajectory) -> None:
         """Capture the failed steps, then ``end_run`` with the shown lessons as activations."""
         mem = self.memory
-        events = []
-        for i, step in enumerate(trajectory.steps):
-            ev = mem.capture(step, run_id=trajectory.run_id, task=trajectory.task, history=trajectory.steps[:i])
-            if ev is not None:
-                events.append(ev)
+        events = mem.capture_steps(trajectory.steps, run_id=trajectory.run_id, task=trajectory.task)
         shown = self._shown.pop(trajectory.task.task_id, [])
         activations = mem.activations_for(shown, run_id=trajectory.run_id, step=0, moment="pre_run")
         mem.end_run(
