@@ -91,6 +91,22 @@ class MemoryConfig(BaseModel):
     before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
     max_context_tokens: int = Field(800, ge=0)
     """Token cap on the hints one retrieval hands the agent (issue 3)."""
+    pre_run_sheet_max: int = Field(20, ge=0)
+    """Before a run, at most this many of the task's tool's rewrite lessons are shown beyond the K'
+    chosen by difficulty (the "tool sheet", ``select.sheet_fill``), most proven first, while the hints
+    fit in ``max_context_tokens``: K' is the floor, the token cap the ceiling. A rewrite rule is one
+    short line, and an agent about to use a tool gains from all of its verified fixes, including
+    those the task's own history never pointed at (a comparison fix needed in an aggregate task;
+    measured on ``bench protocol``). Lessons measured net harmful and suppressed ones never join.
+    0 keeps K' only (DESIGN §5.6 as written)."""
+    overlap_store_calls: bool | None = None
+    """On error, run the Chroma vector query and stored-vector read on a worker thread beside the
+    in-memory work (True), inline (False), or whichever has been faster lately (None): chromadb
+    releases the GIL in those calls, but on a busy machine a thread wake-up costs more than the
+    overlap saves (``retrieval.worker``)."""
+    vector_cache_size: int = Field(20_000, ge=1)
+    """Lessons whose relevance and content vectors the retrieval engine keeps in memory, least
+    recently used evicted first."""
     episode_candidates_k: int = Field(5, ge=0)
     """Episodes and skills fetched per retrieval by vector search, each kind (DESIGN §5.3)."""
     episode_budget: int = Field(1, ge=0)
@@ -191,6 +207,13 @@ class MemoryConfig(BaseModel):
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)
     """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""
+    snapshot: bool = True
+    """Keep a local snapshot of lessons, links, skills, runs and the graph next to the store
+    (``store.snapshot``), checked against Chroma's write generation, so an open reads three
+    files instead of every record (100k lessons: 46 s from Chroma; see docs/PERFORMANCE.md)."""
+    snapshot_rebase_share: float = Field(0.05, ge=0.0)
+    """On close, the snapshot's journal is folded into a new base once it holds more records
+    than this share of the stored ones (replaying a long journal would slow the next open)."""
 
     @model_validator(mode="after")
     def _check_bounds(self) -> "MemoryConfig":

@@ -59,6 +59,34 @@ def _slot(feature: str, dim: int) -> tuple[int, float]:
     return (value >> 1) % dim, sign
 
 
+class _SlotTable(dict[str, int]):
+    """One feature family's memo: feature text (no family prefix) -> ``2 * slot + (sign > 0)``.
+
+    A plain dict lookup per feature (``__missing__`` hashes the first sighting with
+    ``_slot``), so ``embed_array`` skips building the prefixed feature string and the
+    ``lru_cache`` key for every character 3-gram. Cleared when it reaches
+    ``FEATURE_CACHE_SIZE`` entries, so memory stays bounded.
+    """
+
+    def __init__(self, prefix: str, dim: int) -> None:
+        super().__init__()
+        self.prefix, self.dim = prefix, dim
+
+    def __missing__(self, key: str) -> int:
+        if len(self) >= FEATURE_CACHE_SIZE:
+            self.clear()
+        slot, sign = _slot(self.prefix + key, self.dim)
+        code = 2 * slot + (1 if sign > 0 else 0)
+        self[key] = code
+        return code
+
+
+@lru_cache(maxsize=16)
+def _tables(dim: int) -> tuple[_SlotTable, _SlotTable, _SlotTable]:
+    """The word, bigram and character 3-gram slot tables of one dimension."""
+    return _SlotTable("w:", dim), _SlotTable("b:", dim), _SlotTable("c:", dim)
+
+
 def text_features(text: str) -> list[tuple[str, float]]:
     """The weighted features of a text: words, word bigrams, character 3-grams.
 
@@ -129,18 +157,35 @@ class HashingEmbeddings(Embeddings):
             A C-contiguous float32 array, one L2-normalised row per text.
         """
         dim = self.dim
-        index: list[int] = []
-        weights: list[float] = []
-        for i, text in enumerate(texts):
-            base = i * dim
-            for feature, weight in text_features(text or "") or [(_EMPTY_FEATURE, 1.0)]:
-                slot, sign = _slot(feature, dim)
-                index.append(base + slot)
-                weights.append(sign * weight)
+        words_t, bigrams_t, chars_t = _tables(dim)
+        empty_slot, empty_sign = _slot(_EMPTY_FEATURE, dim)
+        empty_code = 2 * empty_slot + (1 if empty_sign > 0 else 0)
+        codes: list[int] = []
+        magnitudes: list[float] = []
+        rows: list[int] = []
+        for text in texts:
+            # The features of ``text_features``, in its order (words, bigrams, 3-grams), as slot codes.
+            lowered = _SPACES.sub(" ", (text or "").lower()).strip()
+            if not lowered:
+                codes.append(empty_code)
+                magnitudes.append(1.0)
+                rows.append(1)
+                continue
+            words = _WORD.findall(lowered)
+            padded = f" {lowered} "
+            n_grams = len(padded) - CHAR_NGRAM + 1
+            codes += [words_t[w] for w in words]
+            codes += [bigrams_t[f"{a} {b}"] for a, b in zip(words, words[1:])]
+            codes += [chars_t[padded[i : i + CHAR_NGRAM]] for i in range(n_grams)]
+            n_bigrams = max(len(words) - 1, 0)
+            magnitudes += [WORD_WEIGHT] * len(words) + [BIGRAM_WEIGHT] * n_bigrams + [CHAR_NGRAM_WEIGHT] * n_grams
+            rows.append(len(words) + n_bigrams + n_grams)
+        code = np.asarray(codes, dtype=np.int64)
+        magnitude = np.asarray(magnitudes, dtype=np.float64)
+        weights = np.where(code & 1, magnitude, -magnitude)  # sign * weight, exactly
+        index = (code >> 1) + np.repeat(np.arange(len(texts), dtype=np.int64) * dim, rows)
         # One bincount for the whole batch; per row it adds in the same order as ``_row``.
-        matrix = np.bincount(
-            np.asarray(index, dtype=np.int64), weights=np.asarray(weights, dtype=np.float64), minlength=len(texts) * dim
-        ).reshape(len(texts), dim)
+        matrix = np.bincount(index, weights=weights, minlength=len(texts) * dim).reshape(len(texts), dim)
         for row in np.flatnonzero(~matrix.any(axis=1)).tolist():
             matrix[row] = self._row(texts[row] or "")  # cancelled features: ``_row``'s fixed fallback
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)

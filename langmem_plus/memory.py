@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
@@ -34,7 +35,7 @@ from langmem_plus._text import stable_id
 from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
-from langmem_plus.errors import InvalidRecord
+from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.dedup import find_conflicts
 from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
@@ -72,8 +73,10 @@ from langmem_plus.records import (
 )
 from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCache
 from langmem_plus.store.audit import AuditLog, audit_path
-from langmem_plus.store.chroma import ChromaStore
+from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.mapping import KIND_SPECS
+from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, SnapshotDir, snapshot_dir
 
 logger = logging.getLogger("langmem_plus")
 T = TypeVar("T")
@@ -81,6 +84,8 @@ T = TypeVar("T")
 DEFAULT_PATH = ".langmem_plus"
 """Where the embedded store lives when no path is given."""
 RECENT_RUNS = 10
+SHOWN_UNCLAIMED_MAX = 1000
+"""Run ids whose ``general_retrieve`` activations wait for a ``general_update``; the oldest are dropped beyond this."""
 """Earlier runs of a task/tool looked at for pre-run failure context and difficulty."""
 
 
@@ -121,22 +126,33 @@ class LearningMemory:
         config: MemoryConfig = DEFAULT_CONFIG,
         llm: BaseChatModel | None = None,
         clock: Callable[[], float] = time.time,
+        snapshot: SnapshotDir | None = None,
     ) -> None:
         self.store, self.audit, self.namespace, self.config, self.llm = store, audit, namespace, config, llm
         self.clock = clock
         self._lock = threading.RLock()
-        self.lessons: dict[str, Lesson] = {l.id: l for l in _all(store, "lessons", Lesson)}
-        links = _all(store, "links", Link)
-        self.graph = LessonGraph.from_records(list(self.lessons.values()), _all(store, "skills", Skill), links)
-        self.runs: list[RunRecord] = sorted(_all(store, "runs", RunRecord), key=lambda r: r.seq)
+        self._snapshot = snapshot
+        self._generation: str | None = None
+        self._lesson_vectors = LessonVectors()
+        self.vectors = VectorCache(
+            store, config.embedding_dim, capacity=config.vector_cache_size, known=lambda i: self._lesson_vectors.get(i)
+        )
+        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace)
+        """Lessons by id; parsed from the snapshot on first use."""
+        self._links: RecordTable[Link] = RecordTable(Link, namespace)
+        self._skills: RecordTable[Skill] = RecordTable(Skill, namespace)
+        self.runs: list[RunRecord] = []
         self._fp_runs: Counter[str] = Counter()
-        for r in self.runs:
-            self._fp_runs.update(set(r.fingerprint_counts))
-        self._links: dict[str, Link] = {l.id: l for l in links}
-        self.vectors = VectorCache(store, config.embedding_dim)
+        self.graph = LessonGraph()
+        loaded = self._load_snapshot()
+        if loaded is None:
+            self._load_store()
+        store.listeners.append(self._on_write)
         self.engine = RetrievalEngine(
             store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
         )
+        if loaded is None and snapshot is not None:
+            self._write_base()
         self._pending_losses: Counter[str] = Counter()
         self._shown: dict[str, list[Activation]] = {}
         """Activations ``general_retrieve`` showed, by run id, until ``general_update`` takes them."""
@@ -178,12 +194,146 @@ class LearningMemory:
         emb = make_embeddings(embeddings, dim=cfg.embedding_dim)
         root = Path(path) if path is not None else Path(DEFAULT_PATH)
         store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
-        audit = AuditLog(audit_path(Path(audit_dir) if audit_dir else root, ns), ns)
-        return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock)
+        local = Path(audit_dir) if audit_dir else root
+        audit = AuditLog(audit_path(local, ns), ns)
+        snapshot = SnapshotDir(snapshot_dir(local, ns)) if cfg.snapshot else None
+        try:
+            return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock, snapshot=snapshot)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
-        """Release the store client."""
+        """Fold a long snapshot journal into a new base (``snapshot_rebase_share``), then release the store client."""
+        with self._lock:
+            if self._snapshot is not None and not self.store.closed:
+                stored = len(self.lessons) + len(self._links) + len(self._skills) + len(self.runs)
+                if self._snapshot.journal_records > self.config.snapshot_rebase_share * stored:
+                    self._write_base()
+        self.engine.close()  # the retrieval worker thread, before the client it calls
+        self.audit.close()  # writes the deferred retrieval records
         self.store.close()
+
+    # ------------------------------------------------------------------ state and snapshot
+    def _load_snapshot(self) -> Loaded | None:
+        """Lessons, links, skills, runs and the graph from the local snapshot, if it matches Chroma's generation."""
+        if self._snapshot is None:
+            return None
+        generation = self.store.generation()
+        loaded = self._snapshot.load(generation)
+        if loaded is None:
+            return None
+        ns = self.namespace
+        try:
+            self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"])
+            self._links = RecordTable(Link, ns, loaded.records["links"])
+            self._skills = RecordTable(Skill, ns, loaded.records["skills"])
+            runs = (RunRecord.model_validate_json(raw) for raw in loaded.records["runs"].values())
+            self.runs = sorted((r for r in runs if tuple(r.namespace) == ns), key=lambda r: r.seq)
+            self.graph = LessonGraph.from_state(
+                loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
+            )
+            self._lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
+            for _token, kind, entries in loaded.journal:
+                parse = KIND_SPECS[kind].model.model_validate_json if kind else None
+                if parse is not None:
+                    self._apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
+        except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self._snapshot.path, exc)
+            return None
+        self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
+        self._generation = generation
+        return loaded
+
+    def _load_store(self) -> None:
+        """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
+        self._generation = self.store.generation()  # read first: a write racing this read makes it stale, never wrong
+        ns = self.namespace
+        self.lessons, self._links, self._skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
+        for lesson in _all(self.store, "lessons", Lesson):
+            self.lessons[lesson.id] = lesson
+        for link in _all(self.store, "links", Link):
+            self._links[link.id] = link
+        for skill in _all(self.store, "skills", Skill):
+            self._skills[skill.id] = skill
+        self.graph = LessonGraph.from_records(self.lessons.values(), self._skills.values(), self._links.values())
+        self.runs = sorted(_all(self.store, "runs", RunRecord), key=lambda r: r.seq)
+        self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
+
+    def _base_vectors(self) -> tuple[list[str], np.ndarray] | None:
+        """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
+        ids = list(self.lessons)
+        found = {i: v for i in ids if (v := self._lesson_vectors.get(i)) is not None}
+        missing = [i for i in ids if i not in found]
+        for start in range(0, len(missing), PAGE_SIZE):
+            found.update(self.store.stored_embeddings("lessons", missing[start : start + PAGE_SIZE]))
+        ids = [i for i in ids if i in found]
+        if not ids:
+            return None
+        return ids, np.vstack([found[i] for i in ids]).astype(np.float32, copy=False)
+
+    def _write_base(self) -> None:
+        """Save the whole state as a new snapshot base; a failure only costs the next open its speed."""
+        assert self._snapshot is not None
+        records = {
+            "lessons": ((i, self.lessons.raw_json(i)) for i in self.lessons),
+            "links": ((i, self._links.raw_json(i)) for i in self._links),
+            "skills": ((i, self._skills.raw_json(i)) for i in self._skills),
+            "runs": ((r.run_id, r.model_dump_json()) for r in self.runs),
+        }
+        try:
+            self._snapshot.write_base(self._generation, records, self.graph.to_state(), self._base_vectors())
+        except (OSError, StoreUnavailable) as exc:
+            logger.warning("langmem_plus: could not write the snapshot %s (%s); opens read from Chroma", self._snapshot.path, exc)
+
+    def _on_write(
+        self, kind: str, records: list[BaseModel], raws: list[str], vectors: np.ndarray, token: str | None
+    ) -> None:
+        """Keep the in-memory state (and the snapshot journal) in step with every store write."""
+        with self._lock:
+            self._apply(kind, records, raws, vectors)
+            if token is None:
+                return
+            self._generation = token
+            if self._snapshot is not None:
+                id_of = KIND_SPECS[kind].id_of
+                try:
+                    self._snapshot.append(token, kind, [(id_of(r), raw) for r, raw in zip(records, raws)])
+                except OSError as exc:  # the token check makes the next open read from Chroma
+                    logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
+
+    def _apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
+        """Fold written records into the in-memory state; ``vectors`` are their stored embeddings (None on replay)."""
+        document = KIND_SPECS["lessons"].document
+        for n, (record, raw) in enumerate(zip(records, raws)):
+            if isinstance(record, Lesson):
+                old = self.lessons.get(record.id)
+                if vectors is not None:
+                    self._lesson_vectors.put(record.id, vectors[n])
+                elif old is None or document(old) != document(record):
+                    self._lesson_vectors.forget(record.id)
+                if old is None or old.rule_text != record.rule_text or old.fingerprints != record.fingerprints:
+                    self.vectors.drop(record.id)
+                self.graph.upsert_lesson(record)  # before the table: the graph reads the old record from it
+                self.lessons.put(record.id, record, raw)
+            elif isinstance(record, Link):
+                self._links.put(record.id, record, raw)
+                self.graph.set_link(record)
+            elif isinstance(record, Skill):
+                self._skills.put(record.id, record, raw)
+                self.graph.upsert_skill(record)
+            elif isinstance(record, RunRecord):
+                self._add_run(record)
+
+    def _add_run(self, run: RunRecord) -> None:
+        for i, known in enumerate(self.runs):
+            if known.run_id == run.run_id:
+                self.runs[i] = run
+                return
+        self.runs.append(run)
+        if len(self.runs) > 1 and self.runs[-2].seq > run.seq:
+            self.runs.sort(key=lambda r: r.seq)
+        self._fp_runs.update(set(run.fingerprint_counts))
 
     def __enter__(self) -> "LearningMemory":
         return self
@@ -277,7 +427,8 @@ class LearningMemory:
         with self._lock:
             self.last_retrieval = result
             self._pending_losses.update(result.conflict_losers)
-            self.audit.write(
+            # Encoded and appended off the query thread; ``audit.read`` (``history``) flushes first.
+            self.audit.write_deferred(
                 "retrieval",
                 moment=moment,
                 run_id=run_id,
@@ -285,10 +436,11 @@ class LearningMemory:
                 difficulty=result.difficulty,
                 budget=result.budget,
                 candidates=[
-                    {"id": c.item_id, "score": round(c.score, 4), "components": c.components} for c in result.candidates
-                ][: self.config.candidates_k],
+                    {"id": c.item_id, "score": round(c.score, 4), "components": dict(c.components)}
+                    for c in result.candidates[: self.config.candidates_k]
+                ],
                 chosen=[c.item_id for c in result.chosen],
-                dropped=result.dropped,
+                dropped=list(result.dropped),
                 tokens=result.tokens,
                 tokens_exact=result.tokens_exact,
             )
@@ -372,9 +524,7 @@ class LearningMemory:
             changed = {**integ.upserts, **judged.updated}
             self._write_lessons(changed)
             self._write_links(activated)
-            self.store.upsert("runs", [run])
-            self.runs.append(run)
-            self._fp_runs.update(set(run.fingerprint_counts))
+            self.store.upsert("runs", [run])  # _on_write appends it to self.runs
             episodes = episodes_from_run(
                 namespace=self.namespace,
                 run_id=run_id,
@@ -434,19 +584,32 @@ class LearningMemory:
         return [l.id for l in lessons]
 
     def _link_imported(self, lessons: Sequence[Lesson]) -> dict[str, Lesson]:
-        """Imported lessons with conflict links (DESIGN §6) to the stored ones and to each other, both ways."""
-        pool: dict[str, Lesson] = {**self.lessons}
+        """Imported lessons with conflict links (DESIGN §6) to the stored ones and to each other, both ways.
+
+        A conflict shares a trigger (``find_conflicts``), so only lessons the fingerprint
+        index names are compared: linear in the import, not in the store.
+        """
         changed: dict[str, Lesson] = {}
+        batch_fp: dict[str, set[str]] = {}
+
+        def current(lesson_id: str) -> Lesson | None:
+            return changed.get(lesson_id) or self.lessons.get(lesson_id)
+
         for lesson in lessons:
-            rivals = find_conflicts(lesson, [l for l in pool.values() if l.id != lesson.id])
+            near: set[str] = set()
+            for fp in lesson.triggers:
+                near |= self.graph.lessons_for_fingerprint(fp) | batch_fp.get(fp, set())
+            near.discard(lesson.id)
+            pool = [l for l in map(current, sorted(near)) if l is not None]
+            rivals = find_conflicts(lesson, pool)
             lesson = lesson.model_copy(update={"conflicts_with": sorted({*lesson.conflicts_with, *rivals})})
             for rid in rivals:
-                rival = pool[rid]
-                if lesson.id not in rival.conflicts_with:
-                    pool[rid] = changed[rid] = rival.model_copy(
-                        update={"conflicts_with": sorted({*rival.conflicts_with, lesson.id})}
-                    )
-            pool[lesson.id] = changed[lesson.id] = lesson
+                rival = current(rid)
+                if rival is not None and lesson.id not in rival.conflicts_with:
+                    changed[rid] = rival.model_copy(update={"conflicts_with": sorted({*rival.conflicts_with, lesson.id})})
+            changed[lesson.id] = lesson
+            for fp in lesson.triggers:
+                batch_fp.setdefault(fp, set()).add(lesson.id)
         return changed
 
     def _synthesize(
@@ -474,7 +637,7 @@ class LearningMemory:
         template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
         cons = consolidate(
             episodes=list(pool.values()),
-            skills={s.id: s for s in _all(self.store, "skills", Skill)},
+            skills={s.id: s for s in self._skills.values()},
             lessons=self.lessons,
             template=template,
             context=task.tool or "",
@@ -489,8 +652,6 @@ class LearningMemory:
             self.store.upsert("episodes", list(writes.values()))
         if cons.skills:
             self.store.upsert("skills", list(cons.skills.values()))
-            for skill in cons.skills.values():
-                self.graph.upsert_skill(skill)
         new_lessons = {
             i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
             for i, l in cons.lessons.items()
@@ -511,15 +672,9 @@ class LearningMemory:
                                                                      if ep.consolidated_into == lid))
 
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
-        if not changed:
-            return
-        self.store.upsert("lessons", list(changed.values()))
-        for lesson in changed.values():
-            old = self.lessons.get(lesson.id)
-            if old is None or old.rule_text != lesson.rule_text or old.fingerprints != lesson.fingerprints:
-                self.vectors.drop(lesson.id)
-            self.lessons[lesson.id] = lesson
-            self.graph.upsert_lesson(lesson)
+        """Store changed lessons; ``_on_write`` updates the table, graph and vector cache."""
+        if changed:
+            self.store.upsert("lessons", list(changed.values()))
 
     def _write_links(self, activated: Counter[str]) -> None:
         ids = sorted(activated)
@@ -535,11 +690,9 @@ class LearningMemory:
                     b=f"lesson:{b}",
                     weight=(old.weight if old else 0.0) + 1.0,
                 )
-                self._links[lid] = link
-                self.graph.add_link(link.model_copy(update={"weight": 1.0}))
                 new.append(link)
         if new:
-            self.store.upsert("links", new)
+            self.store.upsert("links", new)  # _on_write sets the graph's edges to these running totals
 
     def _audit_run(self, run: RunRecord, integ: Integration, judged: Judgement) -> None:
         for lid in integ.created:
@@ -613,10 +766,18 @@ class LearningMemory:
         return render_hints(hints_from_items(items))
 
     # ------------------------------------------------------------------ two-interface abstraction
-    def general_update(self, recorder: Trajectory) -> RunReport:
-        """Fold one finished trajectory into memory (the ``general_update`` interface)."""
+    def general_update(self, recorder: Trajectory, *, retrieved_as: str | None = None) -> RunReport:
+        """Fold one finished trajectory into memory (the ``general_update`` interface).
+
+        The lessons ``general_retrieve`` showed for the same run id are measured as its
+        activations. ``retrieved_as``: the run id ``general_retrieve`` was called with, when
+        the attempt was then recorded under another one (a caller that names runs late).
+        """
         events = self.capture_steps(recorder.steps, run_id=recorder.run_id, task=recorder.task)
-        shown = self._shown.pop(recorder.run_id, [])
+        with self._lock:
+            shown = self._shown.pop(recorder.run_id, [])
+            if retrieved_as is not None and retrieved_as != recorder.run_id:
+                shown += [a.model_copy(update={"run_id": recorder.run_id}) for a in self._shown.pop(retrieved_as, [])]
         return self.end_run(
             run_id=recorder.run_id,
             task=recorder.task,
@@ -636,6 +797,8 @@ class LearningMemory:
         hints = hints_from_items(items)
         with self._lock:
             self._shown[recorder.run_id] = self.activations_for(items, run_id=recorder.run_id, step=0, moment="pre_run")
+            while len(self._shown) > SHOWN_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
+                del self._shown[next(iter(self._shown))]
         return {"hints": [h.model_dump() for h in hints], "text": render_hints(hints), "items": items}
 
     # ------------------------------------------------------------------ LangChain surfaces

@@ -113,3 +113,81 @@ def test_fsync_flag_writes_the_same(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "a.jsonl", NS, fsync=True)
     log.write("capture", ts=1.0, x=1)
     assert list(log.read()) == [{"ts": 1.0, "ns": list(NS), "kind": "capture", "x": 1}]
+
+
+def test_deferred_writes_keep_order_with_sync_writes_and_are_read_at_once(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    rec = log.write_deferred("retrieval", n=0, chosen=["l1"])
+    assert rec["kind"] == "retrieval" and rec["ns"] == list(NS) and isinstance(rec["ts"], float)
+    log.write("promote", n=1)  # a synchronous write lands after the deferred one queued before it
+    for i in range(2, 6):
+        log.write_deferred("retrieval", n=i)
+    assert [r["n"] for r in log.read()] == [0, 1, 2, 3, 4, 5]  # read flushes first
+    assert log.path.read_bytes().count(b"\n") == 6
+    with pytest.raises(ValueError, match="ns"):
+        log.write_deferred("retrieval", ns=["x"])
+
+
+def test_deferred_writes_reach_the_file_without_a_reader_and_close_stops_the_thread(tmp_path: Path) -> None:
+    import time
+
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    log.write_deferred("retrieval", n=1)
+    deadline = time.monotonic() + 5.0
+    while (not log.path.exists() or b'"n": 1' not in log.path.read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert b'"n": 1' in log.path.read_bytes()  # the background thread wrote it
+    writer = log._writer
+    log.write_deferred("retrieval", n=2)
+    log.close()
+    assert writer is None or not writer.is_alive()
+    assert [r["n"] for r in log.read()] == [1, 2]
+    log.write_deferred("retrieval", n=3)  # after close: written at once
+    assert log._writer is None and log.path.read_bytes().count(b"\n") == 3
+
+
+def test_a_full_queue_is_written_by_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import langmem_plus.store.audit as audit_mod
+
+    monkeypatch.setattr(audit_mod, "DEFERRED_QUEUE_MAX", 4)
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    monkeypatch.setattr(log, "_start_writer_locked", lambda: True)  # a writer that never gets to run
+    for i in range(3):
+        log.write_deferred("retrieval", n=i)
+    assert len(log._queue) == 3 and not log.path.exists()
+    log.write_deferred("retrieval", n=3)  # reaches the bound: the caller writes the queue
+    assert log.path.read_bytes().count(b"\n") == 4 and not log._queue
+    assert [r["n"] for r in log.read()] == [0, 1, 2, 3]
+
+
+def test_deferred_records_survive_interpreter_exit_without_close(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "a.jsonl"
+    code = (
+        "from langmem_plus.store.audit import AuditLog\n"
+        f"log = AuditLog({str(path)!r}, {NS!r})\n"
+        "for i in range(50): log.write_deferred('retrieval', n=i)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    assert [r["n"] for r in AuditLog(path, NS).read()] == list(range(50))
+
+
+def test_concurrent_deferred_and_sync_writers_never_lose_or_interleave(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+
+    def work(k: int) -> None:
+        for i in range(100):
+            (log.write_deferred if i % 3 else log.write)("capture", writer=k, i=i, blob="x" * 500)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    records = list(log.read())
+    assert len(records) == 400
+    for k in range(4):
+        assert [r["i"] for r in records if r["writer"] == k] == list(range(100))
+    log.close()

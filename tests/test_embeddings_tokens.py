@@ -204,3 +204,30 @@ def test_encoding_name() -> None:
     assert encoding_name(None) == "cl100k_base"
     assert encoding_name("gpt-4o") == encoding_name("openai:gpt-4o") == "o200k_base"
     assert encoding_name("no-such-model") == "cl100k_base"
+
+
+def _reference_rows(emb: HashingEmbeddings, texts: list[str]) -> np.ndarray:
+    """One text at a time through ``text_features`` and ``_slot`` (``_row``), then L2-normalised."""
+    rows = [emb._row(t) for t in texts]
+    return np.vstack([(r / np.linalg.norm(r)).astype(np.float32) for r in rows]) if rows else np.zeros((0, emb.dim), np.float32)
+
+
+@pytest.mark.parametrize("dim", [2, 64, 256])
+def test_batched_slot_tables_equal_the_feature_by_feature_reference(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import langmem_plus.embeddings as emb_mod
+
+    rng = random.Random(dim)
+    alphabet = "ab Z  é_-|.'\"\t\n12テ"
+    texts = TEXTS + ["a", "ab", "Hi there", "x" * 300] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80))) for _ in range(300)
+    ]
+    emb = HashingEmbeddings(dim=dim)
+    assert np.array_equal(emb.embed_array(texts), _reference_rows(emb, texts))
+    monkeypatch.setattr(emb_mod, "FEATURE_CACHE_SIZE", 8)  # tables cleared over and over: same vectors
+    emb_mod._tables.cache_clear()
+    assert np.array_equal(emb.embed_array(texts), _reference_rows(emb, texts))
+    assert all(len(t) <= 8 for t in emb_mod._tables(dim))
+    emb_mod._tables.cache_clear()
+    assert emb.embed_array([]).shape == (0, dim)

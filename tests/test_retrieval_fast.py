@@ -73,6 +73,7 @@ def test_adjacency_stays_in_step_with_networkx_through_writes(seed: int) -> None
     rng = random.Random(seed)
     lessons = _lessons(60, seed)
     g = LessonGraph.from_records(lessons, links=_links(60, seed, 30))
+    assert g.nx.number_of_edges() > 0  # built now, so the writes below keep it in step edge by edge
     for _ in range(80):  # upserts with changed fields, removals, links
         r = rng.random()
         lesson = rng.choice(lessons)
@@ -82,8 +83,13 @@ def test_adjacency_stays_in_step_with_networkx_through_writes(seed: int) -> None
             g.remove_lesson(lesson.id)
         else:
             g.add_link(rng.choice(_links(60, rng.randrange(1000), 1)))
-    live = {(u, v): cell[1] for u, row in g.adjacency.rows.items() for v, cell in row.items()}
+    live = {(u, v): cell[1] for u, row in g.adjacency.as_dict().items() for v, cell in row.items()}
     assert live == pytest.approx(_adjacency_from_nx(g))
+    g.adjacency.compact()
+    assert {(u, v): cell[1] for u, row in g.adjacency.as_dict().items() for v, cell in row.items()} == pytest.approx(live)
+    lazy = LessonGraph.from_state(*g.to_state(), lesson_source=lambda i: None)
+    lazy._targets = dict(g._targets)
+    assert lazy.snapshot() == g.snapshot()  # a view built from the state equals the one kept in step
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -206,3 +212,15 @@ def test_cap_tokens_skips_what_does_not_fit_and_keeps_order() -> None:
     assert cap_tokens(["a", "b", "c", "d"], [300, 600, 200, 400], 800) == (["a", "c"], ["b", "d"], 500)
     with pytest.raises(ValueError):
         cap_tokens(["a"], [], 10)
+
+
+def test_edges_among_before_any_snapshot_and_with_only_changed_rows() -> None:
+    """A graph written to since it was empty has no CSR rows at all: every node is read from the overlay."""
+    g = LessonGraph()
+    for lesson in _lessons(30, 5):
+        g.upsert_lesson(lesson)
+    nodes = g.neighbourhood({tag_node("t1"): 1.0, tool_node("a"): 0.5}, max_nodes=25)
+    index = {n: i for i, n in enumerate(nodes)}
+    assert _dense(len(nodes), g.adjacency.edges_among(nodes, index)) == pytest.approx(
+        _dense(len(nodes), g.adjacency.edges_among_reference(nodes, index))
+    )

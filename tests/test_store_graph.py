@@ -266,3 +266,62 @@ def test_snapshot_is_order_independent() -> None:
     assert a.personalized_pagerank({fp_node("f3"): 1.0}) == pytest.approx(
         b.personalized_pagerank({fp_node("f3"): 1.0}), abs=1e-9
     )
+
+
+# --------------------------------------------------------------------------- snapshot state
+
+
+def test_state_round_trip_then_writes_equal_a_rebuild() -> None:
+    """A graph loaded from ``to_state`` (no networkx, field edges read lazily from the
+    stored lessons) takes upserts, removals and links exactly like the live graph."""
+    rng = random.Random(3)
+    stored: dict[str, Lesson] = {}
+    links: dict[str, Link] = {}
+
+    def random_lesson(lid: str) -> Lesson:
+        return les(lid, triggers=[f"f{rng.randrange(15)}" for _ in range(rng.randint(0, 2))],
+                   tags=rng.sample(TAGS, rng.randint(0, 2)), status=rng.choice(STATUSES),
+                   tool=rng.choice([None, "gridtool"]), conflicts=[f"l{rng.randrange(30)}"] if rng.random() < 0.2 else [])
+
+    for i in range(30):
+        stored[f"l{i}"] = random_lesson(f"l{i}")
+    live = LessonGraph.from_records(stored.values())
+    data, names, arrays = live.to_state()
+    loaded = LessonGraph.from_state(data, names, arrays, lesson_source=stored.get)
+    assert loaded._nx is None and loaded.number_of_lessons == 30
+    for _ in range(120):
+        lid = f"l{rng.randrange(40)}"
+        op = rng.random()
+        if op < 0.6:
+            lesson = random_lesson(lid)
+            for g in (live, loaded):
+                g.upsert_lesson(lesson)  # the source still holds the old record: read before replacing
+            stored[lid] = lesson
+        elif op < 0.75 and lid in stored:
+            for g in (live, loaded):
+                g.remove_lesson(lid)
+            del stored[lid]
+        else:
+            a, b = sorted([lid, f"l{rng.randrange(40)}"])
+            link_id = f"{a}-{b}"
+            total = (links[link_id].weight if link_id in links else 0.0) + 1.0
+            links[link_id] = Link(id=link_id, namespace=NS, a=lesson_node(a), b=lesson_node(b), weight=total)
+            live.add_link(links[link_id].model_copy(update={"weight": 1.0}))
+            loaded.set_link(links[link_id])
+    rebuilt = LessonGraph.from_records(stored.values(), links=links.values())
+    assert loaded.snapshot() == live.snapshot() == rebuilt.snapshot()
+    assert loaded.adjacency.as_dict() == live.adjacency.as_dict()
+    for fp in {f"f{i}" for i in range(15)}:
+        assert loaded.lessons_for_fingerprint(fp) == live.lessons_for_fingerprint(fp)
+    seeds = {fp_node("f1"): 1.0, tag_node(TAGS[0]): 0.5}
+    assert loaded.personalized_pagerank(seeds) == pytest.approx(live.personalized_pagerank(seeds))
+
+
+def test_damaged_state_is_refused() -> None:
+    g = LessonGraph.from_records([les("a", triggers=["f"]), les("b", triggers=["f"])])
+    data, names, arrays = g.to_state()
+    with pytest.raises(ValueError):
+        LessonGraph.from_state(data, names[:-1], arrays, lesson_source=lambda i: None)
+    bad = dict(arrays, neighbours=arrays["neighbours"] + 100)
+    with pytest.raises(ValueError):
+        LessonGraph.from_state(data, names, bad, lesson_source=lambda i: None)

@@ -18,6 +18,11 @@ memory) and re-embeds nothing but the query: text similarity of non-vector
 candidates uses the vectors Chroma stores, MMR's content vectors are computed for
 the guard survivors only and cached.
 
+On error, the fast path (``on_error``) runs the Chroma calls on a worker thread
+beside the in-memory work when that has been faster lately (``retrieval.worker``)
+and scores with ``fast_scoring``; ``on_error_reference`` is the sequential version
+with the reference scoring, and the two return the same ``Retrieval`` (tested).
+
 The engine reads; it writes nothing but what it returns. The facade persists
 activations and audit records.
 """
@@ -26,12 +31,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.learning.episodes import episode_recallable
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
@@ -43,6 +51,13 @@ from langmem_plus.records import (
     Skill,
     TaskSpec,
     WorkingContext,
+)
+from langmem_plus.retrieval.fast_scoring import (
+    ActionMatcher,
+    cosines,
+    fingerprint_credit_fast,
+    lesson_components_fast,
+    lesson_scores,
 )
 from langmem_plus.retrieval.query import build_query
 from langmem_plus.retrieval.scoring import (
@@ -56,16 +71,22 @@ from langmem_plus.retrieval.scoring import (
 )
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops
 from langmem_plus.retrieval.support import cap_tokens, choose_support, skill_components
+from langmem_plus.retrieval.worker import StrategyTimer, Worker, run_inline
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.tokens import count_tokens
 
 logger = logging.getLogger("langmem_plus")
+T = TypeVar("T")
 
 TAG_SEED_WEIGHT = 0.5
 """PageRank personalization mass on each tag node, relative to the fingerprint node."""
 SCOPE_SEED_WEIGHT = 0.25
 """PageRank personalization mass on tool / domain / task nodes."""
+FAST_ON_ERROR = True
+"""On error, overlap the Chroma calls with the in-memory work (``worker``) and score with
+``fast_scoring``; False runs ``on_error_reference`` (sequential, reference scoring), which
+returns the same ``Retrieval`` (tested)."""
 
 
 class VectorCache:
@@ -76,20 +97,47 @@ class VectorCache:
     embedding of the rule alone, for MMR's redundancy term: lessons answering one
     failure share its text, yet ``filter -> KEEP`` and ``select -> PICK`` are not
     redundant. Local hashing keeps this free of API calls whatever the embedder.
+
+    Both are kept for the ``capacity`` most recently used lessons (least recently used
+    evicted first): agents meet the same lessons again, and a bound keeps a 100k-lesson
+    store (or wide remote embeddings) from holding every vector in memory.
     """
 
-    def __init__(self, store: ChromaStore, dim: int) -> None:
+    def __init__(
+        self,
+        store: ChromaStore,
+        dim: int,
+        *,
+        capacity: int = DEFAULT_CONFIG.vector_cache_size,
+        known: Callable[[str], np.ndarray | None] | None = None,
+    ) -> None:
         self._store = store
+        self._known = known
+        """Vectors held outside Chroma (the snapshot's memory-mapped rows), asked before a Chroma ``get``."""
         self._content_embedder = HashingEmbeddings(dim=dim)
-        self._relevance: dict[str, np.ndarray] = {}
-        self._content: dict[str, np.ndarray] = {}
+        self.capacity = max(1, int(capacity))
+        self._relevance: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._content: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def drop(self, lesson_id: str) -> None:
+        """Forget a lesson's vectors (it was rewritten or removed)."""
         self._relevance.pop(lesson_id, None)
         self._content.pop(lesson_id, None)
 
+    def _touch(self, cache: OrderedDict[str, np.ndarray], ids: Iterable[str]) -> None:
+        """Mark ``ids`` used and evict the least recently used beyond ``capacity``."""
+        for i in ids:
+            if i in cache:
+                cache.move_to_end(i)
+        while len(cache) > self.capacity:
+            try:
+                cache.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
+
     def relevance(self, lessons: list[Lesson]) -> np.ndarray:
-        """Relevance rows for ``lessons`` in order, the missing ones read from Chroma in one ``get``.
+        """Relevance rows for ``lessons`` in order: cached, else known outside Chroma (the snapshot's
+        rows), else read from Chroma in one ``get``.
 
         Chroma holds the vectors it ranks by, so nothing is re-embedded on the query
         path: a remote embedder is never called, and one ``get`` of 20 vectors (0.6 ms)
@@ -97,25 +145,47 @@ class VectorCache:
         A lesson Chroma cannot return (not written yet, or a read error) is embedded
         with the store's embedder instead.
         """
-        missing = [l for l in lessons if l.id not in self._relevance]
+        known = self._cached(self._relevance, lessons)
+        missing = [l for l in lessons if l.id not in known]
+        if missing and self._known is not None:
+            for l in missing:
+                row = self._known(l.id)
+                if row is not None:
+                    known[l.id] = row
+            missing = [l for l in missing if l.id not in known]
         if missing:
             try:
-                self._relevance.update(self._store.stored_embeddings("lessons", [l.id for l in missing]))
+                known.update(self._store.stored_embeddings("lessons", [l.id for l in missing]))
             except Exception as exc:  # a damaged vector segment must not break retrieval
                 logger.warning("langmem_plus: reading stored lesson vectors failed (%s); re-embedding", exc)
-            unstored = [l for l in missing if l.id not in self._relevance]
+            unstored = [l for l in missing if l.id not in known]
             if unstored:
                 rows = self._store.embed_documents([lesson_text(l) for l in unstored])
-                self._relevance.update((l.id, np.asarray(r, dtype=np.float32)) for l, r in zip(unstored, rows))
-        return self._stack([self._relevance[l.id] for l in lessons])
+                known.update((l.id, np.asarray(r, dtype=np.float32)) for l, r in zip(unstored, rows))
+            self._relevance.update((l.id, known[l.id]) for l in missing)
+        self._touch(self._relevance, (l.id for l in lessons))
+        return self._stack([known[l.id] for l in lessons])
 
     def content(self, lessons: Sequence[Lesson]) -> np.ndarray:
         """Content rows for ``lessons`` in order (for MMR)."""
-        missing = [l for l in lessons if l.id not in self._content]
+        known = self._cached(self._content, lessons)
+        missing = [l for l in lessons if l.id not in known]
         if missing:
             rows = self._content_embedder.embed_array([rule_core(l) for l in missing])
-            self._content.update((l.id, rows[i]) for i, l in enumerate(missing))
-        return self._stack([self._content[l.id] for l in lessons])
+            known.update((l.id, rows[i]) for i, l in enumerate(missing))
+            self._content.update((l.id, known[l.id]) for l in missing)
+        self._touch(self._content, (l.id for l in lessons))
+        return self._stack([known[l.id] for l in lessons])
+
+    @staticmethod
+    def _cached(cache: OrderedDict[str, np.ndarray], lessons: Iterable[Lesson]) -> dict[str, np.ndarray]:
+        """The cached rows of ``lessons``, held locally so a concurrent eviction cannot lose them."""
+        found: dict[str, np.ndarray] = {}
+        for l in lessons:
+            row = cache.get(l.id)
+            if row is not None:
+                found[l.id] = row
+        return found
 
     def _stack(self, rows: Sequence[np.ndarray | None]) -> np.ndarray:
         if not rows:
@@ -176,6 +246,21 @@ class RetrievalEngine:
     ) -> None:
         self.store, self.graph, self.lessons, self.vectors, self.config = store, graph, lessons, vectors, config
         self._graph_ms = 0.0
+        self.fast = FAST_ON_ERROR
+        """Whether ``on_error`` takes the fast path (else ``on_error_reference``)."""
+        self._worker = Worker("langmem-plus-retrieval")
+
+        self.overlap: bool | None = config.overlap_store_calls
+        """Whether the fast path runs its Chroma calls on the worker thread; None: timed choice."""
+        self._strategy = StrategyTimer()
+
+    def close(self) -> None:
+        """Stop the background thread; later retrievals make their store calls inline."""
+        self._worker.close()
+
+    def _submit(self, overlap: bool, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """``fn(*args)`` started on the worker (``overlap``) or run here; join with ``result()``."""
+        return self._worker.submit(fn, *args) if overlap else run_inline(fn, *args)
 
     # ------------------------------------------------------------------ sources
     def _vector_candidates(self, qvec: list[float], n: int) -> dict[str, float]:
@@ -184,7 +269,7 @@ class RetrievalEngine:
         return {i: sim for i, sim in self.store.query_ids("lessons", qvec, n=n) if i in self.lessons}
 
     def _graph_candidates(self, seeds: Mapping[str, float]) -> dict[str, float]:
-        seeds = {node: w for node, w in seeds.items() if node in self.graph.nx}
+        seeds = {node: w for node, w in seeds.items() if node in self.graph}
         self._graph_ms = 0.0
         if not seeds:
             return {}
@@ -197,16 +282,19 @@ class RetrievalEngine:
         self._graph_ms = (time.perf_counter() - started) * 1000.0
         return dict(top)
 
-    def _action_candidates(self, action: str, tool: str | None) -> list[str]:
+    def _action_candidates(self, action: str, tool: str | None, matcher: ActionMatcher | None = None) -> list[str]:
         """Rewrite lessons whose WRONG pattern occurs in the failing action, same tool first, at most K.
 
         The same mistake can come back with a reworded error or fresh literals, so a
         new fingerprint; the action still shows it (an in-memory index, like fingerprints).
+        ``matcher`` (over ``[action]``) memoises the pattern checks for the scoring that follows.
         """
         found = []
         for i in self.graph.lessons_for_action(action):
             lesson = self.lessons.get(i)
-            if lesson is not None and lesson.retrievable and rewrite_applies(lesson, [action]):
+            if lesson is None or not lesson.retrievable:
+                continue
+            if matcher.applies(lesson) if matcher is not None else rewrite_applies(lesson, [action]):
                 found.append((lesson.scope.tool not in (None, tool), i))
         return [i for _, i in sorted(found)[: self.config.candidates_k]]
 
@@ -255,6 +343,62 @@ class RetrievalEngine:
                 )
             )
         order = sorted(range(len(items)), key=lambda i: -items[i].score)
+        return [items[i] for i in order]
+
+    def _score_fast(
+        self,
+        sources: dict[str, list[str]],
+        qvec: list[float],
+        vector_sims: Mapping[str, float],
+        *,
+        fingerprint_ids: Collection[str],
+        tags: Collection[str],
+        now: float,
+        matcher: ActionMatcher,
+        known: Collection[str] = (),
+        overlap: bool = False,
+    ) -> list[ScoredItem]:
+        """``_score`` with ``matcher.actions`` as ``actions``: the same items, computed faster.
+
+        The stored vectors of the non-vector candidates are read on the worker while the
+        fingerprint credits (the costly rewrite checks) are computed here; components and
+        scores come from ``fast_scoring``; ``ScoredItem``s are built without re-validating
+        what this method just computed (``model_construct``).
+        """
+        cfg = self.config
+        lessons = [self.lessons[i] for i in sources if i in self.lessons and self.lessons[i].retrievable]
+        need = [l for l in lessons if l.id not in vector_sims]
+        pending = self._submit(overlap, self.vectors.relevance, need) if need else None
+        fps = set(fingerprint_ids)
+        credits = [
+            1.0
+            if lesson.id in known
+            else fingerprint_credit_fast(
+                lesson,
+                exact=any(t in fps for t in lesson.triggers),
+                matcher=matcher,
+                miss_factor=cfg.rewrite_miss_factor,
+                action_credit=cfg.action_match_credit,
+            )
+            for lesson in lessons
+        ]
+        sims = dict(vector_sims)
+        if pending is not None:
+            rows = pending.result()
+            sims.update(zip((l.id for l in need), cosines(np.asarray(qvec, dtype=np.float32), rows)))
+        comps = lesson_components_fast(
+            lessons, fingerprint_ids=fps, tags=tags, text_similarity=[sims[l.id] for l in lessons], now=now, config=cfg
+        )
+        for c, credit in zip(comps, credits):
+            c["fingerprint_match"] = credit
+        scores = lesson_scores(comps, cfg)
+        items = [
+            ScoredItem.model_construct(
+                kind="lesson", item=lesson, score=score, components=c, reasons=[f"source:{s}" for s in sources[lesson.id]]
+            )
+            for lesson, score, c in zip(lessons, scores, comps)
+        ]
+        order = sorted(range(len(items)), key=lambda i: -scores[i])
         return [items[i] for i in order]
 
     def _support(self, qvec: list[float], goal: str, now: float) -> list[ScoredItem]:
@@ -317,7 +461,49 @@ class RetrievalEngine:
 
     # ------------------------------------------------------------------ moments
     def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
-        """DESIGN §5 at the moment of an error."""
+        """DESIGN §5 at the moment of an error.
+
+        The vector query can run on the worker thread (Chroma releases the GIL) while the
+        fingerprint, failing-action and graph candidates are computed here; nothing here
+        depends on its result, and it is joined before the sources are merged. Likewise
+        the stored-vector read of ``_score_fast``. Whether to overlap is ``self.overlap``,
+        or, when None, whichever has been faster lately (``worker.StrategyTimer``): on a
+        busy machine thread wake-ups cost more than the overlap saves. Either way the
+        result is ``on_error_reference``'s (tested).
+        """
+        if not self.fast:
+            return self.on_error_reference(event, ctx, now=now)
+        overlap = self._strategy.choose() if self.overlap is None else self.overlap
+        started = time.perf_counter()
+        result = self._on_error_fast(event, ctx, now=now, overlap=overlap)
+        self._strategy.record(overlap, (time.perf_counter() - started) * 1000.0)
+        return result
+
+    def _on_error_fast(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool) -> Retrieval:
+        cfg = self.config
+        query = "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
+        qvec = self.store.embed_query(query)
+        pending = self._submit(overlap, self._vector_candidates, qvec, cfg.candidates_k)
+        matcher = ActionMatcher([event.action] if event.action else [])
+        exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
+        action = self._action_candidates(event.action, event.tool, matcher) if event.action else []
+        seeds = {f"fp:{event.fingerprint_id}": cfg.graph_seed_weight_fp}
+        seeds.update({f"tag:{t}": TAG_SEED_WEIGHT for t in event.tags})
+        if event.tool:
+            seeds[f"tool:{event.tool}"] = SCOPE_SEED_WEIGHT
+        graph = self._graph_candidates(seeds)
+        vec = pending.result()
+        sources = self._merge_sources(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
+        if event.tool:  # a lesson scoped to another tool does not answer this tool's error
+            sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
+        items = self._score_fast(
+            sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
+            overlap=overlap,
+        )
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[:300], now=now)
+
+    def on_error_reference(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
+        """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
         cfg = self.config
         query = "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
         qvec = self.store.embed_query(query)
@@ -356,6 +542,8 @@ class RetrievalEngine:
         in those runs (the agent's draft matched their WRONG pattern): they count as a full
         fingerprint match, since their failures stopped showing only because they were applied.
         """
+        from langmem_plus.retrieval.select import sheet_fill
+
         cfg = self.config
         query = build_query(ctx)
         qvec = self.store.embed_query(query)
@@ -383,7 +571,13 @@ class RetrievalEngine:
             actions=recent_actions,
             known=set(known_lessons),
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now)
+        result = self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now)
+        extra = sheet_fill(items, result.chosen, tool=task.tool, config=cfg)
+        if extra:
+            shown, skipped, tokens, exact_tokens = self._cap([*result.chosen, *extra])
+            result.chosen, result.tokens, result.tokens_exact = shown, tokens, exact_tokens
+            result.dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in skipped]
+        return result
 
     def _tool_ok(self, lesson_id: str, tool: str) -> bool:
         lesson = self.lessons.get(lesson_id)

@@ -328,6 +328,97 @@ def select_reference(
     return _select(items, vectors, k, config, mmr_select_reference, run_of, bucket_of)[0]
 
 
+# --------------------------------------------------------------------------- tool sheet (pre-run)
+
+
+def sheet_eligible(lesson: Lesson, tool: str | None) -> bool:
+    """True for a lesson that may join the tool sheet: a live rewrite scoped to ``tool``, not net harmful.
+
+    A rewrite (WRONG -> CORRECT) comes from a failure and the retry the tool accepted,
+    so it is a verified fact about the tool's dialect; one measured to harm more often
+    than it helped (``harmed > helped``) earns no place beyond the K' relevant lessons.
+    Task-scoped lessons stay with their task.
+
+    Example:
+        >>> from langmem_plus.records import LessonScope
+        >>> l = Lesson(id="l", namespace=("ns",), rule_text="r", wrong="==", correct="=",
+        ...            scope=LessonScope(tool="gridtool"))
+        >>> sheet_eligible(l, "gridtool"), sheet_eligible(l, "fluxtool")
+        (True, False)
+    """
+    return (
+        tool is not None
+        and lesson.retrievable
+        and lesson.scope.tool == tool
+        and lesson.scope.level != "task"
+        and bool(lesson.wrong)
+        and lesson.correct is not None
+        and lesson.stats.harmed <= lesson.stats.helped
+    )
+
+
+def sheet_prior(lesson: Lesson) -> tuple[int, int, float]:
+    """How proven a lesson is across its tool, larger first: promoted, net helped runs, reliability.
+
+    Pure evidence, no relevance: it ranks the lessons a task's own history says nothing about.
+    """
+    return (int(lesson.status == "promoted"), lesson.stats.helped - lesson.stats.harmed, lesson.reliability)
+
+
+def sheet_fill(
+    items: Sequence[ScoredItem],
+    chosen: Sequence[ScoredItem],
+    *,
+    tool: str | None,
+    config: MemoryConfig = DEFAULT_CONFIG,
+    run_of: Callable[[ScoredItem], str | None] = default_run_of,
+    bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
+) -> list[ScoredItem]:
+    """The tool sheet: lessons shown before a run beyond the K' chosen ones (refinement of DESIGN §5.6).
+
+    K' is a floor picked by relevance to the task's own history. A task whose family never
+    showed a mistake (an ``==`` in an aggregate task) has nothing pointing at the lesson
+    that fixes it, yet a tool's rewrite rules are one short line each: past K', the other
+    candidates (vector neighbours in scope, graph neighbours of the task's tool and
+    domain, fingerprint matches) that pass the guards and are ``sheet_eligible`` for
+    ``tool`` follow, most proven first (``sheet_prior``), then by score, at most
+    ``config.pre_run_sheet_max``. The caller caps the whole list at ``max_context_tokens``
+    in this order, so the sheet only spends what the budget leaves.
+
+    Args:
+        items: All scored candidates of the retrieval (as given to ``select``).
+        chosen: What ``select`` chose (and anything else already shown).
+        tool: The task's tool; None gives no sheet.
+        config: Supplies the guards' caps and ``pre_run_sheet_max``.
+        run_of: As in ``apply_guards``.
+        bucket_of: As in ``apply_guards``.
+
+    Returns:
+        The extra lessons in sheet order, each a copy with its reasons.
+    """
+    if tool is None or config.pre_run_sheet_max <= 0:
+        return []
+    kept, _ = _guard_positions(items, config, run_of, bucket_of)  # guards hold for chosen + sheet together
+    taken = {c.item_id for c in chosen}
+    pool: list[tuple[int, str]] = []
+    for i, why in kept:
+        lesson = items[i].item
+        if items[i].item_id not in taken and isinstance(lesson, Lesson) and sheet_eligible(lesson, tool):
+            pool.append((i, why))
+
+    def key(p: tuple[int, str]) -> tuple[int, int, float, float]:
+        lesson = items[p[0]].item
+        assert isinstance(lesson, Lesson)
+        promoted, net, rel = sheet_prior(lesson)
+        return (-promoted, -net, -rel, -items[p[0]].score)
+
+    pool.sort(key=key)  # stable: ties keep score order
+    return [
+        _with_reason(items[i], f"{why}; tool sheet rank {r}")
+        for r, (i, why) in enumerate(pool[: config.pre_run_sheet_max], start=1)
+    ]
+
+
 def avoidance_reminder(items: Sequence[ScoredItem], chosen: Sequence[ScoredItem]) -> ScoredItem | None:
     """The best-scored avoidance episode not already chosen: the "+1" of DESIGN §5.6.
 
@@ -359,4 +450,7 @@ __all__ = [
     "select",
     "select_reference",
     "select_with_drops",
+    "sheet_eligible",
+    "sheet_fill",
+    "sheet_prior",
 ]

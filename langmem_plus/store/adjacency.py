@@ -1,14 +1,18 @@
-"""Undirected weighted adjacency of the lesson graph, with a compact CSR copy for the query path.
+"""Undirected weighted adjacency of the lesson graph, as CSR arrays plus an overlay of changed rows.
 
-``LessonGraph`` keeps a networkx ``MultiDiGraph`` as its record of edges; personalized
 PageRank needs only "which neighbours, with what summed weight", in both directions.
-``Adjacency`` keeps exactly that in dictionaries (``rows``, updated on every edge
-change), plus a CSR snapshot (``indptr``, ``neighbours``, ``weights`` numpy arrays over
-integer node ids) so the edges among a neighbourhood of a few hundred nodes are
-gathered with a handful of vectorised operations instead of a Python loop over every
-adjacency entry. Nodes changed since the snapshot are "dirty" and read from the
-dictionaries; the snapshot is rebuilt when more than ``REBUILD_SHARE`` of the nodes are
-dirty, so it stays in step with writes at a bounded, amortised cost.
+``Adjacency`` keeps that as a CSR snapshot (``indptr``, ``neighbours``, ``counts``,
+``weights`` numpy arrays over integer node ids) so that
+
+* the edges among a neighbourhood of a few hundred nodes are gathered with a handful
+  of vectorised operations instead of a Python loop over every adjacency entry;
+* the whole structure saves and loads as a few arrays (``to_state`` / ``from_state``):
+  opening a 100k-lesson store does not rebuild 600k dictionary cells.
+
+Rows changed since the snapshot live in an overlay of dictionaries (node -> neighbour
+-> [edge count, summed weight]) that is authoritative for those nodes; the snapshot is
+rebuilt when more than ``REBUILD_SHARE`` of the nodes are in the overlay, so it stays
+in step with writes at a bounded, amortised cost.
 
 Hubs (a tool or tag node touches thousands of lessons) are never scanned: an edge to
 a hub is found from its other end, whose adjacency is short.
@@ -16,113 +20,250 @@ a hub is found from its other end, whose adjacency is short.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 REBUILD_SHARE = 0.05
-"""Share of dirty nodes above which the CSR snapshot is rebuilt (amortises the rebuild over writes)."""
+"""Share of overlay (changed) nodes above which the CSR snapshot is rebuilt (amortises the rebuild over writes)."""
 REBUILD_MIN = 256
-"""Dirty nodes always tolerated before a rebuild, so small graphs do not rebuild on every write."""
+"""Changed nodes always tolerated before a rebuild, so small graphs do not rebuild on every write."""
 
 Entries = tuple[np.ndarray, np.ndarray, np.ndarray]
+Row = dict[str, list[float]]
+
+
+def _empty_entries() -> Entries:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 class Adjacency:
-    """Symmetric adjacency: node -> neighbour -> [edge count, summed weight]."""
+    """Symmetric adjacency: node -> neighbour -> [edge count, summed weight].
+
+    Example:
+        >>> a = Adjacency()
+        >>> a.adjust("lesson:x", "tag:t", 1, 1.0)
+        >>> a.compact()
+        >>> a.fanout("tag:t"), a.neighbours("tag:t"), a.weight("tag:t", "lesson:x")
+        (1, ['lesson:x'], 1.0)
+    """
 
     def __init__(self) -> None:
-        self.rows: dict[str, dict[str, list[float]]] = {}
-        """The live adjacency; read it freely, change it only through ``adjust``."""
         self._ids: dict[str, int] = {}
-        self._dirty: set[str] = set()
+        self._names: list[str] = []
+        self._overlay: dict[str, Row] = {}
+        """Rows changed since the snapshot; authoritative for their nodes (an empty row: no neighbours)."""
         self._indptr = np.zeros(1, dtype=np.int64)
         self._neighbours = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
         self._weights = np.zeros(0, dtype=np.float64)
         self._snapshot_n = 0
         self._pos = np.zeros(0, dtype=np.int64)
+
+    # ---- reads ----------------------------------------------------------------
+
+    def _span(self, node: str) -> tuple[int, int]:
+        gid = self._ids.get(node)
+        if gid is None or gid >= self._snapshot_n:
+            return 0, 0
+        return int(self._indptr[gid]), int(self._indptr[gid + 1])
+
+    def row(self, node: str) -> Mapping[str, list[float]]:
+        """``node``'s neighbours with [edge count, weight]; read it, do not change it."""
+        found = self._overlay.get(node)
+        if found is not None:
+            return found
+        start, end = self._span(node)
+        names = self._names
+        return {
+            names[j]: [float(c), float(w)]
+            for j, c, w in zip(
+                self._neighbours[start:end].tolist(), self._counts[start:end].tolist(), self._weights[start:end].tolist()
+            )
+        }
+
+    def neighbours(self, node: str) -> list[str]:
+        """Names of ``node``'s neighbours."""
+        found = self._overlay.get(node)
+        if found is not None:
+            return list(found)
+        start, end = self._span(node)
+        names = self._names
+        return [names[j] for j in self._neighbours[start:end].tolist()]
+
+    def neighbour_chunks(self, node: str, size: int = 128) -> Iterator[list[str]]:
+        """``node``'s neighbours in pieces of ``size`` names: a walk that stops early never names a hub's thousands."""
+        found = self._overlay.get(node)
+        if found is not None:
+            yield list(found)
+            return
+        start, end = self._span(node)
+        names = self._names
+        for lo in range(start, end, size):
+            yield [names[j] for j in self._neighbours[lo : min(end, lo + size)].tolist()]
+
+    def fanout(self, node: str) -> int:
+        """Distinct neighbours of ``node``, in O(1)."""
+        found = self._overlay.get(node)
+        if found is not None:
+            return len(found)
+        start, end = self._span(node)
+        return end - start
+
+    def weight(self, u: str, v: str) -> float | None:
+        """Summed weight between ``u`` and ``v``; None when they are not adjacent."""
+        found = self._overlay.get(u)
+        if found is not None:
+            cell = found.get(v)
+            return None if cell is None else cell[1]
+        start, end = self._span(u)
+        gid = self._ids.get(v)
+        if gid is None or start == end:
+            return None
+        hit = np.flatnonzero(self._neighbours[start:end] == gid)
+        return float(self._weights[start + int(hit[0])]) if hit.size else None
+
+    def nodes(self) -> Iterator[str]:
+        """Every node with at least one neighbour."""
+        for node in self._names:
+            if self.fanout(node) > 0:
+                yield node
+
+    def as_dict(self) -> dict[str, dict[str, list[float]]]:
+        """The whole adjacency as dictionaries (tests and debugging; O(edges))."""
+        return {node: dict(self.row(node)) for node in self.nodes()}
+
+    # ---- writes ---------------------------------------------------------------
+
+    def _editable(self, node: str) -> Row:
+        row = self._overlay.get(node)
+        if row is None:
+            row = self._overlay[node] = {k: list(v) for k, v in self.row(node).items()}
+            if node not in self._ids:
+                self._ids[node] = len(self._names)
+                self._names.append(node)
+        return row
 
     def adjust(self, u: str, v: str, edges: int, weight: float) -> None:
         """``edges`` more (or fewer) edges between ``u`` and ``v`` carrying ``weight`` more weight."""
         if u == v:
             return
         for a, b in ((u, v), (v, u)):
-            row = self.rows.setdefault(a, {})
+            row = self._editable(a)
             cell = row.setdefault(b, [0.0, 0.0])
             cell[0] += edges
             cell[1] += weight
             if cell[0] <= 0:
                 del row[b]
-                if not row:
-                    del self.rows[a]
-            self._dirty.add(a)
-
-    def fanout(self, node: str) -> int:
-        """Distinct neighbours of ``node``."""
-        return len(self.rows.get(node, ()))
 
     # ---- snapshot -------------------------------------------------------------
 
     def compact(self) -> None:
-        """Rebuild the CSR snapshot from ``rows`` (on open, and when too many nodes are dirty)."""
-        for node in self.rows:
-            if node not in self._ids:
-                self._ids[node] = len(self._ids)
-        n = len(self._ids)
-        counts = np.zeros(n + 1, dtype=np.int64)
-        nbrs: list[int] = []
-        wts: list[float] = []
+        """Rebuild the CSR snapshot from the old snapshot and the overlay (on load, save, and when too many rows changed)."""
+        n = len(self._names)
+        lens = np.zeros(n, dtype=np.int64)
+        nbr_parts: list[np.ndarray] = []
+        cnt_parts: list[np.ndarray] = []
+        wt_parts: list[np.ndarray] = []
         ids = self._ids
-        for node, i in ids.items():
-            row = self.rows.get(node)
-            if row:
-                counts[i + 1] = len(row)
-        order = sorted(ids.items(), key=lambda kv: kv[1])
-        for node, _ in order:
-            row = self.rows.get(node)
-            if row:
-                for v, cell in row.items():
-                    nbrs.append(ids[v])
-                    wts.append(cell[1])
-        self._indptr = np.cumsum(counts)
-        self._neighbours = np.asarray(nbrs, dtype=np.int64)
-        self._weights = np.asarray(wts, dtype=np.float64)
-        self._snapshot_n = n
-        self._pos = np.full(n, -1, dtype=np.int64)
-        self._dirty.clear()
+        for gid, node in enumerate(self._names):
+            row = self._overlay.get(node)
+            if row is not None:
+                lens[gid] = len(row)
+                if row:
+                    nbr_parts.append(np.fromiter((ids[v] for v in row), dtype=np.int64, count=len(row)))
+                    cnt_parts.append(np.fromiter((c[0] for c in row.values()), dtype=np.int64, count=len(row)))
+                    wt_parts.append(np.fromiter((c[1] for c in row.values()), dtype=np.float64, count=len(row)))
+            elif gid < self._snapshot_n:
+                start, end = int(self._indptr[gid]), int(self._indptr[gid + 1])
+                if end > start:
+                    lens[gid] = end - start
+                    nbr_parts.append(self._neighbours[start:end])
+                    cnt_parts.append(self._counts[start:end])
+                    wt_parts.append(self._weights[start:end])
+        self._set_csr(
+            np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)]),
+            np.concatenate(nbr_parts) if nbr_parts else np.zeros(0, dtype=np.int64),
+            np.concatenate(cnt_parts) if cnt_parts else np.zeros(0, dtype=np.int64),
+            np.concatenate(wt_parts) if wt_parts else np.zeros(0, dtype=np.float64),
+        )
+        self._overlay.clear()
+
+    def _set_csr(self, indptr: np.ndarray, neighbours: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> None:
+        self._indptr = indptr.astype(np.int64, copy=False)
+        self._neighbours = neighbours.astype(np.int64, copy=False)
+        self._counts = counts.astype(np.int64, copy=False)
+        self._weights = weights.astype(np.float64, copy=False)
+        self._snapshot_n = len(self._indptr) - 1
+        self._pos = np.full(self._snapshot_n, -1, dtype=np.int64)
 
     def _fresh(self) -> None:
-        if len(self._dirty) > max(REBUILD_MIN, REBUILD_SHARE * max(1, len(self.rows))):
+        if len(self._overlay) > max(REBUILD_MIN, REBUILD_SHARE * max(1, len(self._names))):
             self.compact()
+
+    def to_state(self) -> tuple[list[str], dict[str, np.ndarray]]:
+        """Node names and CSR arrays, compacted first (what a snapshot saves)."""
+        self.compact()
+        arrays = {"indptr": self._indptr, "neighbours": self._neighbours, "counts": self._counts, "weights": self._weights}
+        return list(self._names), arrays
+
+    @classmethod
+    def from_state(cls, names: Sequence[str], arrays: Mapping[str, Any]) -> Adjacency:
+        """The adjacency ``to_state`` saved.
+
+        Raises:
+            ValueError: the arrays do not describe ``names`` (a damaged snapshot).
+        """
+        adj = cls()
+        indptr = np.asarray(arrays["indptr"])
+        nbrs, counts, weights = (np.asarray(arrays[k]) for k in ("neighbours", "counts", "weights"))
+        if len(indptr) != len(names) + 1 or not (len(nbrs) == len(counts) == len(weights) == int(indptr[-1])):
+            raise ValueError("adjacency arrays do not match the node list")
+        if len(nbrs) and (int(nbrs.min()) < 0 or int(nbrs.max()) >= len(names)):
+            raise ValueError("adjacency neighbour ids out of range")
+        adj._names = list(names)
+        adj._ids = {n: i for i, n in enumerate(adj._names)}
+        if len(adj._ids) != len(adj._names):
+            raise ValueError("duplicate node names in the adjacency")
+        adj._set_csr(indptr, nbrs, counts, weights)
+        return adj
 
     # ---- the neighbourhood's edges ----------------------------------------------
 
     def edges_among(self, nodes: Sequence[str], index: Mapping[str, int]) -> Entries:
         """Directed (row, col, weight) entries of the symmetric weight matrix among ``nodes``.
 
-        ``index`` maps each node to its row. Nodes with more neighbours than there are
-        ``nodes`` are hubs and are not scanned (see the module docstring).
+        ``index`` maps each node to its row (``nodes[i]`` has row ``i``). Nodes with more
+        neighbours than there are ``nodes`` are hubs and are not scanned (see the module
+        docstring). Node ids, fanouts and the clean/changed split are computed as arrays.
         """
         self._fresh()
         cap = len(nodes)
-        rows_map = self.rows
-        hubs = [u for u in nodes if len(rows_map.get(u, ())) > cap]
+        ids = self._ids
+        gids = np.array([ids.get(u, -1) for u in nodes], dtype=np.int64)
+        local = np.array([index[u] for u in nodes], dtype=np.int64)
+        in_csr = (gids >= 0) & (gids < self._snapshot_n)
+        fanout = np.zeros(cap, dtype=np.int64)
+        csr_gids = gids[in_csr]
+        fanout[in_csr] = self._indptr[csr_gids + 1] - self._indptr[csr_gids]
+        changed = ~in_csr
+        if self._overlay:
+            for i, u in enumerate(nodes):
+                row = self._overlay.get(u)
+                if row is not None:
+                    changed[i] = True
+                    fanout[i] = len(row)
+        hub = fanout > cap
+        hubs = [nodes[i] for i in np.flatnonzero(hub).tolist()]
         hub_set = set(hubs)
-        clean: list[int] = []
-        clean_local: list[int] = []
-        slow: list[str] = []
-        for u in nodes:
-            if u in hub_set:
-                continue
-            gid = self._ids.get(u)
-            if gid is None or gid >= self._snapshot_n or u in self._dirty:
-                slow.append(u)
-            else:
-                clean.append(gid)
-                clean_local.append(index[u])
-        parts = [self._gather(nodes, index, clean, clean_local, hub_set)]
-        parts.append(self._slow_entries(slow, index, hub_set))
-        parts.append(self._hub_pairs(hubs, index))
+        clean = in_csr & ~changed & ~hub
+        slow = [nodes[i] for i in np.flatnonzero(changed & ~hub).tolist()]
+        parts = [
+            self._gather(gids[in_csr], local[in_csr], gids[clean], local[clean], local[hub]),
+            self._slow_entries(slow, index, hub_set),
+            self._hub_pairs(hubs, index),
+        ]
         return (
             np.concatenate([p[0] for p in parts]),
             np.concatenate([p[1] for p in parts]),
@@ -130,33 +271,28 @@ class Adjacency:
         )
 
     def _gather(
-        self, nodes: Sequence[str], index: Mapping[str, int], clean: list[int], local: list[int], hub_set: set[str]
+        self, member_gids: np.ndarray, member_local: np.ndarray, src: np.ndarray, local: np.ndarray, hub_rows: np.ndarray
     ) -> Entries:
-        """Entries of the clean (snapshot) nodes, vectorised; hub ends are mirrored."""
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
-        if not clean:
-            return empty
+        """Entries of the clean (snapshot) nodes ``src``, vectorised; edges to hub rows are mirrored."""
+        if not len(src):
+            return _empty_entries()
         pos = self._pos
-        members = [(self._ids[n], index[n]) for n in nodes if self._ids.get(n, self._snapshot_n) < self._snapshot_n]
-        gids = np.fromiter((g for g, _ in members), dtype=np.int64, count=len(members))
-        pos[gids] = np.fromiter((i for _, i in members), dtype=np.int64, count=len(members))
+        pos[member_gids] = member_local
         try:
-            src = np.asarray(clean, dtype=np.int64)
             starts, ends = self._indptr[src], self._indptr[src + 1]
             lens = ends - starts
             total = int(lens.sum())
             if total == 0:
-                return empty
+                return _empty_entries()
             offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
             cols = pos[self._neighbours[offsets]]
-            rows = np.repeat(np.asarray(local, dtype=np.int64), lens)
+            rows = np.repeat(local, lens)
             wts = self._weights[offsets]
             keep = cols >= 0
             rows, cols, wts = rows[keep], cols[keep], wts[keep]
         finally:
-            pos[gids] = -1
-        if hub_set:
-            hub_rows = np.fromiter((index[h] for h in hub_set), dtype=np.int64, count=len(hub_set))
+            pos[member_gids] = -1
+        if len(hub_rows):
             mirror = np.isin(cols, hub_rows)
             rows, cols, wts = (
                 np.concatenate([rows, cols[mirror]]),
@@ -171,7 +307,7 @@ class Adjacency:
         vals: list[float] = []
         for u in slow:
             i = index[u]
-            for v, cell in self.rows.get(u, {}).items():
+            for v, cell in self._overlay.get(u, {}).items():
                 j = index.get(v)
                 if j is None:
                     continue
@@ -189,13 +325,12 @@ class Adjacency:
         cols: list[int] = []
         vals: list[float] = []
         for a in hubs:
-            row = self.rows[a]
             for b in hubs:
-                pair = row.get(b)
-                if pair is not None:
+                w = self.weight(a, b) if a != b else None
+                if w is not None:
                     rows.append(index[a])
                     cols.append(index[b])
-                    vals.append(pair[1])
+                    vals.append(w)
         return np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64)
 
     def edges_among_reference(self, nodes: Sequence[str], index: Mapping[str, int]) -> Entries:
@@ -204,7 +339,7 @@ class Adjacency:
         cols: list[int] = []
         vals: list[float] = []
         for u in nodes:
-            for v, cell in self.rows.get(u, {}).items():
+            for v, cell in self.row(u).items():
                 if v in index:
                     rows.append(index[u])
                     cols.append(index[v])

@@ -9,6 +9,14 @@ to the device). A crash can still tear the last line; reading skips a torn or
 garbled line with a logged warning and never raises on it, and the next write
 starts on a fresh line so nothing after the tear is lost.
 
+``write_deferred`` is for the retrieval hot path: the record is built (and its time
+taken) at once, but encoded and appended by a background thread, in order with
+every other write of the same ``AuditLog``. Anything that reads through this
+``AuditLog`` (``read``) or writes synchronously (``write``) first writes what is
+queued, so a reader never misses an earlier write; ``flush`` and ``close`` do it
+explicitly, and interpreter exit flushes every open log. A crash can lose the
+queued records (at most ``DEFERRED_QUEUE_MAX``), as it could tear the last line.
+
 Example:
     >>> import tempfile, pathlib
     >>> log = AuditLog(audit_path(pathlib.Path(tempfile.mkdtemp()), ("acme",)), ("acme",))
@@ -19,11 +27,13 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +44,14 @@ from langmem_plus.records import Namespace, validate_namespace
 logger = logging.getLogger("langmem_plus")
 
 _RESERVED = frozenset({"ns", "kind"})
+
+DEFERRED_QUEUE_MAX = 256
+"""Deferred records queued at most; beyond that ``write_deferred`` writes the queue itself."""
+WRITER_IDLE_S = 2.0
+"""The writer thread exits after this long without records (so idle logs hold no thread)."""
+
+_OPEN_LOGS: weakref.WeakSet[AuditLog] = weakref.WeakSet()
+"""Logs that may hold deferred records, flushed at interpreter exit."""
 
 
 def audit_path(root: str | Path, namespace: Namespace) -> Path:
@@ -61,6 +79,12 @@ class AuditLog:
         self.namespace: Namespace = validate_namespace(namespace)
         self.fsync = fsync
         self._lock = threading.Lock()
+        """Held while appending to the file (and while draining the queue into it)."""
+        self._queue: list[dict[str, Any]] = []
+        self._wake = threading.Condition(threading.Lock())
+        """Guards ``_queue``, ``_writer`` and ``_closed``; wakes the writer thread."""
+        self._writer: threading.Thread | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"AuditLog(path={str(self.path)!r}, namespace={self.namespace!r})"
@@ -79,43 +103,126 @@ class AuditLog:
         Raises:
             ValueError: ``kind`` is empty or the payload sets ``ns``.
         """
+        record = self._record(kind, payload)
+        line = _encode(record)
+        with self._lock:
+            self._drain_locked()  # deferred records written before this one keep their order
+            self._append_locked(line)
+        return record
+
+    def write_deferred(self, kind: str, **payload: Any) -> dict[str, Any]:
+        """``write``, with the encoding and the append done by a background thread.
+
+        The record (and its ``ts``) is made now and returned; the payload must not be
+        changed afterwards. ``read``, ``write``, ``flush`` and ``close`` first write
+        everything queued. After ``close`` this is ``write``.
+        """
+        record = self._record(kind, payload)
+        with self._wake:
+            if not self._closed:
+                self._queue.append(record)
+                if len(self._queue) < DEFERRED_QUEUE_MAX and self._start_writer_locked():
+                    self._wake.notify()
+                    return record
+                backlog = True
+            else:
+                backlog = False
+        if backlog:
+            self.flush()  # a full queue (or no writer thread): write it here
+        else:
+            line = _encode(record)
+            with self._lock:
+                self._append_locked(line)
+        return record
+
+    def flush(self) -> None:
+        """Write every deferred record now, in order."""
+        with self._lock:
+            self._drain_locked()
+
+    def close(self) -> None:
+        """Flush and stop the writer thread; later deferred writes are written at once."""
+        with self._wake:
+            self._closed = True
+            writer, self._writer = self._writer, None
+            self._wake.notify_all()
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+        self.flush()
+
+    def _record(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         if not kind or not isinstance(kind, str):
             raise ValueError(f"audit kind must be a non-empty string, got {kind!r}")
         clash = _RESERVED.intersection(payload)
         if clash:
             raise ValueError(f"audit payload may not set {sorted(clash)}; they are filled in")
         ts = payload.pop("ts", None)
-        record: dict[str, Any] = {
-            "ts": time.time() if ts is None else ts,
-            "ns": list(self.namespace),
-            "kind": kind,
-            **payload,
-        }
-        line = json.dumps(record, default=str, ensure_ascii=False) + "\n"
-        self._append(line.encode("utf-8", errors="surrogatepass"))
-        return record
+        return {"ts": time.time() if ts is None else ts, "ns": list(self.namespace), "kind": kind, **payload}
+
+    def _start_writer_locked(self) -> bool:
+        """Start the writer thread if needed (``_wake`` held); False if it cannot run."""
+        if self._writer is not None and self._writer.is_alive():
+            return True
+        try:
+            self._writer = threading.Thread(target=self._write_loop, name="langmem-plus-audit", daemon=True)
+            self._writer.start()
+        except RuntimeError:  # interpreter shutting down: no new threads
+            self._writer = None
+            return False
+        _OPEN_LOGS.add(self)
+        return True
+
+    def _write_loop(self) -> None:
+        """The writer thread: write queued records as they come; exit when idle or closed."""
+        while True:
+            with self._wake:
+                if not self._queue and not self._closed:
+                    self._wake.wait(WRITER_IDLE_S)
+                if not self._queue:  # idle (or closed): the next deferred write starts a new thread
+                    if self._writer is threading.current_thread():
+                        self._writer = None
+                    return
+            try:
+                self.flush()
+            except Exception as exc:  # a full disk must not kill the thread; records stay queued
+                logger.warning("langmem_plus: writing deferred audit records to %s failed: %s", self.path, exc)
+                time.sleep(0.1)
+
+    def _drain_locked(self) -> None:
+        """Append the queued records in one write (``_lock`` held); on failure they stay queued."""
+        with self._wake:
+            if not self._queue:
+                return
+            batch = list(self._queue)
+        self._append_locked(b"".join(_encode(r) for r in batch))
+        with self._wake:
+            del self._queue[: len(batch)]
 
     def _append(self, data: bytes) -> None:
-        """One O_APPEND write of a whole line, after a newline if a crash left a torn tail."""
+        """One O_APPEND write of whole lines, after a newline if a crash left a torn tail."""
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                if _ends_torn(fd):
-                    data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._append_locked(data)
+
+    def _append_locked(self, data: bytes) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if _ends_torn(fd):
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def read(self, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Yield this namespace's records in write order, optionally only some kinds.
 
         A torn or garbled line is skipped with a logged warning.
         """
+        self.flush()
         wanted = None if kinds is None else frozenset(kinds)
         ns = list(self.namespace)
         if not self.path.exists():
@@ -127,6 +234,21 @@ class AuditLog:
                     continue
                 if wanted is None or record.get("kind") in wanted:
                     yield record
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    """One record as one JSON line (anything not JSON-able written with ``str``)."""
+    return (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass")
+
+
+@atexit.register
+def _flush_open_logs() -> None:
+    """Write what deferred writers still hold before the interpreter stops their threads."""
+    for log in list(_OPEN_LOGS):
+        try:
+            log.flush()
+        except Exception as exc:  # never fail interpreter exit over the audit log
+            logger.warning("langmem_plus: flushing audit log %s at exit failed: %s", log.path, exc)
 
 
 def _ends_torn(fd: int) -> bool:

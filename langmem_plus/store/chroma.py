@@ -16,6 +16,12 @@ metadata leaks across recreated collections in chromadb 1.5.9
 left out. Embeddings are always passed explicitly; Chroma's default embedding
 function (a model download) is never used.
 
+Every write of a kind a local snapshot keeps (``TRACKED_KINDS``) first stores a
+fresh token under ``GENERATION_KEY`` in the lessons collection's metadata, and
+``listeners`` hear of every successful write: that is how ``LearningMemory`` keeps
+its in-memory state and ``store.snapshot`` journal in step, and how a snapshot
+knows it is current (``generation()``).
+
 Example:
     >>> import tempfile
     >>> from langmem_plus.embeddings import HashingEmbeddings
@@ -34,7 +40,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,6 +76,13 @@ PAGE_SIZE = 2000
 """Records fetched per ``get`` page by ``all()``; bounds memory per round trip at 100k records."""
 HEARTBEAT_PATH = "/api/v2/heartbeat"
 """Chroma 1.x heartbeat endpoint, probed before the HTTP client is built."""
+GENERATION_KEY = "lmp_gen"
+"""Lessons-collection metadata key holding the token of the latest write of a tracked kind."""
+TRACKED_KINDS = frozenset({"lessons", "links", "skills", "runs"})
+"""Kinds whose writes bump the generation (the ones a local snapshot keeps, ``store.snapshot``)."""
+
+WriteListener = Callable[[str, list[BaseModel], list[str], np.ndarray, "str | None"], None]
+"""Called after every successful upsert: (kind, records, their JSON, their vectors, generation token or None)."""
 
 # --------------------------------------------------------------------------- opening
 
@@ -167,6 +181,8 @@ class ChromaStore:
         self._max_batch = max(1, int(client.get_max_batch_size()))
         self._closed = False
         self._nonempty: dict[str, bool] = {}
+        self.listeners: list[WriteListener] = []
+        """Told of every successful upsert (``LearningMemory`` keeps its in-memory state and snapshot by them)."""
 
     @classmethod
     def open(
@@ -215,6 +231,11 @@ class ChromaStore:
             self._closed = True
             self._collections.clear()
             _close_quietly(self.client)
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._closed
 
     def __enter__(self) -> ChromaStore:
         return self
@@ -308,6 +329,7 @@ class ChromaStore:
         metas = [self._metadata(spec, r) for r in latest.values()]
         vectors = np.asarray(self.embeddings.embed_documents(docs), dtype=np.float32)
         coll = self.raw_collection(kind)
+        token = self._bump_generation() if kind in TRACKED_KINDS else None
         for start in range(0, len(ids), self._max_batch):
             end = start + self._max_batch
             with self._guard(f"upsert {kind}"), _dimension_hint(self.location):
@@ -317,6 +339,29 @@ class ChromaStore:
                     documents=docs[start:end],
                     metadatas=metas[start:end],
                 )
+        raws = [str(m["record"]) for m in metas]
+        for listener in self.listeners:
+            listener(kind, list(latest.values()), raws, vectors, token)
+
+    def _bump_generation(self) -> str:
+        """Store a fresh token in the lessons collection's metadata before a tracked write.
+
+        Bumped *before* the write, so a crash between the two leaves a token no snapshot
+        has seen: the next open reads from Chroma instead of trusting a stale snapshot.
+        """
+        token = uuid.uuid4().hex
+        coll = self.raw_collection("lessons")
+        with self._guard("generation"):
+            coll.modify(metadata={"lmp_ns": self._ns_key, "lmp_kind": "lessons", GENERATION_KEY: token})
+        return token
+
+    def generation(self) -> str | None:
+        """The token of the latest tracked write (None if none was made since the store existed)."""
+        self.raw_collection("lessons")
+        with self._guard("generation"):
+            meta = self.client.get_collection(self.collection_name("lessons"), embedding_function=None).metadata or {}
+        value = meta.get(GENERATION_KEY)
+        return str(value) if value is not None else None
 
     def _check_record(self, kind: str, spec: KindSpec, record: BaseModel) -> None:
         if not isinstance(record, spec.model):
@@ -528,6 +573,8 @@ def _close_quietly(client: Any) -> None:
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
+    "GENERATION_KEY",
+    "TRACKED_KINDS",
     "DEFAULT_PATH",
     "KINDS",
     "KIND_SPECS",

@@ -13,20 +13,23 @@ The graph answers two retrieval questions quickly:
   looks the action's words up in an index of WRONG patterns.
 
 PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
-weights, kept in step with every edge change, with a CSR snapshot for vectorised
-edge gathering and hub handling) and runs a sparse power iteration
-(``sparse_power_iteration``). ``_dense_ppr`` (dense matrix from the networkx edges)
-and ``_reference_ppr`` (``networkx.pagerank`` on the whole graph) are the slow
-references it is tested against.
+weights as CSR arrays plus an overlay of changed rows, kept in step with every edge
+change) and runs a sparse power iteration (``sparse_power_iteration``). ``_dense_ppr``
+(dense matrix from the networkx edges) and ``_reference_ppr`` (``networkx.pagerank``
+on the whole graph) are the slow references it is tested against.
 
 Nodes are ``lesson:<id>``, ``fp:<fingerprint_id>``, ``tag:<t>``, ``tool:<t>``,
-``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind in a
-``MultiDiGraph``. Edges a lesson's own fields imply (``triggers``, ``tagged``,
-``scoped``, ``conflicts``, ``supersedes``) are owned by that lesson and replaced
-when it is upserted. Edges no field can rebuild (``co_activated``,
-``derived_from``, ...) come from ``Link`` records; ``add_link`` accumulates
-their weights, so a graph rebuilt from stored links whose weights are the
-running totals equals the live one.
+``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind. Edges a
+lesson's own fields imply (``triggers``, ``tagged``, ``scoped``, ``conflicts``,
+``supersedes``) are owned by that lesson and replaced when it is upserted. Edges no
+field can rebuild (``co_activated``, ``derived_from``, ...) come from ``Link``
+records; ``add_link`` accumulates their weights, so a graph rebuilt from stored links
+whose weights are the running totals equals the live one.
+
+The state is flat (indexes, statuses, field edges, link weights, the CSR arrays) so
+it saves and loads as a snapshot without networkx (``to_state`` / ``from_state``:
+opening a 100k-lesson store does not rebuild a 100k-node networkx graph); ``nx`` is a
+``MultiDiGraph`` view built on first access, for inspection and the references.
 
 Example:
     >>> from langmem_plus.records import Lesson
@@ -44,10 +47,11 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
+from networkx import MultiDiGraph
 import numpy as np
 
 from langmem_plus.config import DEFAULT_CONFIG
@@ -107,7 +111,16 @@ def _node_type(node: str) -> str:
 
 
 class LessonGraph:
-    """Lessons and what they answer, as a ``networkx.MultiDiGraph`` (DESIGN §4).
+    """Lessons and what they answer: indexes and a weighted adjacency, with a networkx view (DESIGN §4).
+
+    The graph's own state is small and flat (statuses, the fingerprint and WRONG-word
+    indexes, each lesson's field edges, link weights, skill names, and the CSR
+    ``adjacency``), so it saves and loads as a snapshot (``to_state`` / ``from_state``)
+    without touching networkx. ``nx`` is a ``MultiDiGraph`` view built from that state on
+    first access and then kept in step with every write; retrieval never needs it.
+
+    A graph loaded from a snapshot knows its lessons' field edges only through
+    ``lesson_source`` (the stored lesson, read before an upsert replaces it).
 
     Example:
         >>> g = LessonGraph()
@@ -116,18 +129,23 @@ class LessonGraph:
         ({'x'}, 1)
     """
 
-    def __init__(self) -> None:
-        self.nx: nx.MultiDiGraph = nx.MultiDiGraph()
-        """The underlying networkx graph; read it freely, change it only through this class."""
+    def __init__(self, lesson_source: Callable[[str], Lesson | None] | None = None) -> None:
+        self._nx: MultiDiGraph | None = None
+        self._source = lesson_source
         self._fp_index: dict[str, set[str]] = {}
         self.adjacency = Adjacency()
-        """Undirected weighted adjacency kept in step with ``nx`` (PageRank reads only this)."""
-        self._adj = self.adjacency.rows
+        """Undirected weighted adjacency (PageRank reads only this)."""
         self._status: dict[str, str] = {}
         """Lesson node -> status, for lessons known by record."""
+        self._skills: dict[str, str] = {}
+        """Skill node -> name."""
         self._wrong_index: dict[str, set[str]] = {}
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
         self._wrong_key: dict[str, str] = {}
+        self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
+        """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
+        self._links: dict[tuple[str, str, str], float] = {}
+        """(a, b, edge key) -> summed weight of each link edge."""
 
     @classmethod
     def from_records(
@@ -136,7 +154,7 @@ class LessonGraph:
         skills: Iterable[Skill] = (),
         links: Iterable[Link] = (),
     ) -> LessonGraph:
-        """Build the graph from stored records (on open, and in tests against the live graph)."""
+        """Build the graph from stored records (a full rebuild, and in tests against the live graph)."""
         g = cls()
         for lesson in lessons:
             g.upsert_lesson(lesson)
@@ -147,18 +165,83 @@ class LessonGraph:
         g.adjacency.compact()
         return g
 
+    # ---- snapshot -------------------------------------------------------------
+
+    def to_state(self) -> tuple[dict[str, Any], list[str], dict[str, np.ndarray]]:
+        """Everything the graph needs to come back without records: (plain data, node names, arrays)."""
+        names, arrays = self.adjacency.to_state()
+        data = {
+            "status": self._status,
+            "skills": self._skills,
+            "fp_index": {fp: sorted(ids) for fp, ids in self._fp_index.items()},
+            "wrong_index": {k: sorted(ids) for k, ids in self._wrong_index.items()},
+            "links": [[a, b, key, w] for (a, b, key), w in self._links.items()],
+        }
+        return data, names, arrays
+
+    @classmethod
+    def from_state(
+        cls,
+        data: Mapping[str, Any],
+        names: Sequence[str],
+        arrays: Mapping[str, Any],
+        lesson_source: Callable[[str], Lesson | None],
+    ) -> LessonGraph:
+        """The graph ``to_state`` saved; ``lesson_source`` gives a stored lesson by id.
+
+        Raises:
+            ValueError, KeyError, TypeError: the state is damaged (the caller rebuilds from records).
+        """
+        g = cls(lesson_source)
+        g.adjacency = Adjacency.from_state(names, arrays)
+        g._status = {str(k): str(v) for k, v in dict(data["status"]).items()}
+        g._skills = {str(k): str(v) for k, v in dict(data["skills"]).items()}
+        g._fp_index = {str(fp): set(ids) for fp, ids in dict(data["fp_index"]).items()}
+        g._wrong_index = {str(k): set(ids) for k, ids in dict(data["wrong_index"]).items()}
+        g._wrong_key = {i: k for k, ids in g._wrong_index.items() for i in ids}
+        g._links = {(str(a), str(b), str(key)): float(w) for a, b, key, w in data["links"]}
+        return g
+
     # ---- size -----------------------------------------------------------------
 
     @property
-    def graph(self) -> nx.MultiDiGraph:
-        """Alias of ``nx``, the underlying networkx graph."""
+    def nx(self) -> MultiDiGraph:
+        """A networkx view of the graph, built on first access and kept in step afterwards; read it, change it only through this class."""
+        if self._nx is None:
+            self._nx = self._build_nx()
+        return self._nx
+
+    @property
+    def graph(self) -> MultiDiGraph:
+        """Alias of ``nx``, the networkx view."""
         return self.nx
 
+    def _build_nx(self) -> MultiDiGraph:
+        g = nx.MultiDiGraph()
+        for node, status in self._status.items():
+            g.add_node(node, type="lesson", status=status)
+        for node, name in self._skills.items():
+            g.add_node(node, type="skill", name=name)
+        for node in list(self._status):
+            lesson_id = node[len("lesson:"):]
+            for target, kind in self._field_edges(lesson_id):
+                if target not in g:
+                    g.add_node(target, type=_node_type(target))
+                g.add_edge(node, target, key=kind, kind=kind, weight=1.0)
+        for (a, b, key), w in self._links.items():
+            for n in (a, b):
+                if n not in g:
+                    g.add_node(n, type=_node_type(n))
+            g.add_edge(a, b, key=key, kind=key[len(_LINK_KEY):], weight=w)
+        return g
+
     def __contains__(self, node: object) -> bool:
-        return node in self.nx
+        return isinstance(node, str) and (
+            node in self._status or node in self._skills or self.adjacency.fanout(node) > 0
+        )
 
     def __len__(self) -> int:
-        return int(self.nx.number_of_nodes())
+        return len({*self.adjacency.nodes(), *self._status, *self._skills})
 
     @property
     def number_of_lessons(self) -> int:
@@ -167,40 +250,57 @@ class LessonGraph:
 
     # ---- writes ---------------------------------------------------------------
 
-    def _ensure_node(self, node: str) -> None:
-        if node not in self.nx:
-            self.nx.add_node(node, type=_node_type(node))
+    def _field_edges(self, lesson_id: str) -> tuple[tuple[str, str], ...]:
+        """The field edges a lesson has now: known, or read from its stored record."""
+        known = self._targets.get(lesson_id)
+        if known is not None:
+            return known
+        stored = self._source(lesson_id) if self._source is not None and lesson_node(lesson_id) in self._status else None
+        found = _edges_of(stored) if stored is not None else ()
+        self._targets[lesson_id] = found
+        return found
 
-    def _add_edge(self, u: str, v: str, kind: str, key: str, weight: float = 1.0) -> None:
-        self._ensure_node(u)
-        self._ensure_node(v)
-        old = self.nx.get_edge_data(u, v, key=key)
-        if old is not None:
-            self._adjust(u, v, -1, -float(old.get("weight", 1.0)))
-        self.nx.add_edge(u, v, key=key, kind=kind, weight=weight)
-        self._adjust(u, v, 1, float(weight))
+    def _nx_edge(self, u: str, v: str, key: str, kind: str, weight: float) -> None:
+        g = self._nx
+        if g is None:
+            return
+        for n in (u, v):
+            if n not in g:
+                g.add_node(n, type=_node_type(n))
+        g.add_edge(u, v, key=key, kind=kind, weight=weight)
 
-    def _remove_edge(self, u: str, v: str, key: str) -> None:
-        old = self.nx.get_edge_data(u, v, key=key)
-        if old is not None:
-            self._adjust(u, v, -1, -float(old.get("weight", 1.0)))
-            self.nx.remove_edge(u, v, key=key)
+    def _nx_node(self, node: str, **attrs: str) -> None:
+        """Set a node's attributes in the networkx view, if it is built."""
+        if self._nx is not None:
+            if node not in self._nx:
+                self._nx.add_node(node)
+            found = self._nx.nodes[node]
+            found.clear()
+            found.update(attrs)
 
-    def _adjust(self, u: str, v: str, edges: int, weight: float) -> None:
-        self.adjacency.adjust(u, v, edges, weight)
+    def _nx_remove_edge(self, u: str, v: str, key: str) -> None:
+        if self._nx is not None and self._nx.has_edge(u, v, key=key):
+            self._nx.remove_edge(u, v, key=key)
 
     def upsert_lesson(self, lesson: Lesson) -> None:
         """Add or replace a lesson: its status and the edges its fields imply."""
         node = lesson_node(lesson.id)
-        self._drop_field_edges(node, lesson.id)
-        self._ensure_node(node)
-        attrs = self.nx.nodes[node]
-        attrs.clear()
-        attrs.update(type="lesson", status=lesson.status)
+        old = self._field_edges(lesson.id) if node in self._status else self._targets.get(lesson.id, ())
+        new = _edges_of(lesson)
+        old_set, new_set = set(old), set(new)
+        for target, kind in old:
+            if (target, kind) not in new_set:
+                self.adjacency.adjust(node, target, -1, -1.0)
+                self._nx_remove_edge(node, target, kind)
+                if kind == "triggers":
+                    self._unindex(target[len("fp:"):], lesson.id)
+        for target, kind in new:
+            if (target, kind) not in old_set:
+                self.adjacency.adjust(node, target, 1, 1.0)
+                self._nx_edge(node, target, kind, kind, 1.0)
+        self._targets[lesson.id] = new
         self._status[node] = lesson.status
-        for target, kind in _field_targets(lesson):
-            if target != node:
-                self._add_edge(node, target, kind, key=kind)
+        self._nx_node(node, type="lesson", status=lesson.status)
         for fp in lesson.triggers:
             self._fp_index.setdefault(fp, set()).add(lesson.id)
         self._unindex_wrong(lesson.id)
@@ -208,30 +308,29 @@ class LessonGraph:
         if key and lesson.correct is not None:
             self._wrong_index.setdefault(key, set()).add(lesson.id)
             self._wrong_key[lesson.id] = key
+        for target, _ in old:
+            if (target, _) not in new_set:
+                self._prune(target)
 
     def remove_lesson(self, lesson_id: str) -> None:
         """Remove a lesson and the edges its fields implied; link edges stay (they are records too)."""
         node = lesson_node(lesson_id)
-        if node not in self.nx:
+        if node not in self._status:
             return
-        self._drop_field_edges(node, lesson_id)
-        attrs = self.nx.nodes[node]
-        attrs.clear()
-        attrs["type"] = "lesson"
-        self._status.pop(node, None)
+        old = self._field_edges(lesson_id)
+        for target, kind in old:
+            self.adjacency.adjust(node, target, -1, -1.0)
+            self._nx_remove_edge(node, target, kind)
+            if kind == "triggers":
+                self._unindex(target[len("fp:"):], lesson_id)
+        del self._status[node]
+        self._targets.pop(lesson_id, None)
         self._unindex_wrong(lesson_id)
+        if self._nx is not None and node in self._nx:
+            self._nx_node(node, type="lesson")
         self._prune(node)
-
-    def _drop_field_edges(self, node: str, lesson_id: str) -> None:
-        if node not in self.nx:
-            return
-        old = [(v, k) for _, v, k in self.nx.out_edges(node, keys=True) if k in FIELD_EDGE_KINDS]
-        for v, k in old:
-            self._remove_edge(node, v, k)
-            if k == "triggers":
-                self._unindex(v[len("fp:"):], lesson_id)
-        for v in {v for v, _ in old}:
-            self._prune(v)
+        for target, _ in old:
+            self._prune(target)
 
     def _unindex_wrong(self, lesson_id: str) -> None:
         key = self._wrong_key.pop(lesson_id, None)
@@ -249,21 +348,18 @@ class LessonGraph:
                 del self._fp_index[fp]
 
     def _prune(self, node: str) -> None:
-        """Remove a node that has no edges and no record behind it (a rebuild would not create it)."""
-        if node not in self.nx or self._fanout(node) > 0:
+        """Drop a node from the networkx view once no edge and no record keeps it (a rebuild would not create it)."""
+        g = self._nx
+        if g is None or node not in g or node in self._status or node in self._skills:
             return
-        attrs = self.nx.nodes[node]
-        if "status" in attrs or "name" in attrs:
-            return
-        self.nx.remove_node(node)
+        if len(g.succ[node]) + len(g.pred[node]) == 0:
+            g.remove_node(node)
 
     def upsert_skill(self, skill: Skill) -> None:
         """Add or update a skill node; its edges come from links (e.g. ``derived_from``)."""
         node = skill_node(skill.id)
-        self._ensure_node(node)
-        attrs = self.nx.nodes[node]
-        attrs.clear()
-        attrs.update(type="skill", name=skill.name)
+        self._skills[node] = skill.name
+        self._nx_node(node, type="skill", name=skill.name)
 
     def add_link(self, link: Link) -> None:
         """Add ``link.weight`` to the edge ``a -> b`` of the link's kind (weights accumulate).
@@ -271,10 +367,22 @@ class LessonGraph:
         Rebuilding from stored Link records therefore equals the live graph when
         each stored link carries the total its ``add_link`` calls added.
         """
-        key = _LINK_KEY + link.kind
-        data = self.nx.get_edge_data(link.a, link.b, key=key)
-        weight = float(link.weight) + (float(data["weight"]) if data else 0.0)
-        self._add_edge(link.a, link.b, link.kind, key=key, weight=weight)
+        key = (link.a, link.b, _LINK_KEY + link.kind)
+        self._set_link(key, float(link.weight) + self._links.get(key, 0.0))
+
+    def set_link(self, link: Link) -> None:
+        """Set the edge ``a -> b`` of the link's kind to ``link.weight`` (a stored running total)."""
+        self._set_link((link.a, link.b, _LINK_KEY + link.kind), float(link.weight))
+
+    def _set_link(self, key: tuple[str, str, str], weight: float) -> None:
+        a, b, edge_key = key
+        old = self._links.get(key)
+        if old is None:
+            self.adjacency.adjust(a, b, 1, weight)
+        else:
+            self.adjacency.adjust(a, b, 0, weight - old)
+        self._links[key] = weight
+        self._nx_edge(a, b, edge_key, edge_key[len(_LINK_KEY):], weight)
 
     # ---- lookups --------------------------------------------------------------
 
@@ -299,17 +407,11 @@ class LessonGraph:
 
     def lessons_for(self, node: str) -> set[str]:
         """Ids of lessons adjacent to ``node`` in either direction, e.g. ``lessons_for("tag:x")``."""
-        if node not in self.nx:
-            return set()
-        return {n[len("lesson:"):] for n in self._neighbours(node) if n.startswith("lesson:")}
+        return {n[len("lesson:"):] for n in self.adjacency.neighbours(node) if n.startswith("lesson:")}
 
-    def _neighbours(self, node: str) -> Iterator[str]:
-        yield from self.nx.successors(node)
-        yield from self.nx.predecessors(node)
-
-    def _fanout(self, node: str) -> int:
-        """Distinct neighbours, in O(1) (``degree`` walks the multi-edge keys)."""
-        return len(self.nx.succ[node]) + len(self.nx.pred[node])
+    def status_of(self, lesson_id: str) -> str | None:
+        """The status of a lesson known by record, else None."""
+        return self._status.get(lesson_node(lesson_id))
 
     # ---- personalised PageRank --------------------------------------------------
 
@@ -331,24 +433,26 @@ class LessonGraph:
         status is excluded are neither visited nor walked through.
         """
         excluded = frozenset(exclude_status)
+        status = self._status
         visited: dict[str, None] = {}
         for node in _ordered_seeds(seeds):
             if len(visited) >= max_nodes:
                 return list(visited)
-            if node in self.nx and self._allowed(node, excluded):
+            if node in self and status.get(node) not in excluded:
                 visited[node] = None
         frontier = list(visited)
+        adj = self.adjacency
         for _ in range(hops):
             nxt: list[str] = []
-            adj = self._adj
-            for node in sorted(frontier, key=lambda n: (len(adj.get(n, ())), n)):
-                for nb in adj.get(node, ()):
-                    if nb in visited or not self._allowed(nb, excluded):
-                        continue
-                    visited[nb] = None
-                    nxt.append(nb)
-                    if len(visited) >= max_nodes:
-                        return list(visited)
+            for node in sorted(frontier, key=lambda n: (adj.fanout(n), n)):
+                for chunk in adj.neighbour_chunks(node):
+                    for nb in chunk:
+                        if nb in visited or status.get(nb) in excluded:
+                            continue
+                        visited[nb] = None
+                        nxt.append(nb)
+                        if len(visited) >= max_nodes:
+                            return list(visited)
             frontier = nxt
         return list(visited)
 
@@ -485,6 +589,12 @@ class LessonGraph:
         return {"nodes": nodes, "edges": edges}
 
 
+def _edges_of(lesson: Lesson) -> tuple[tuple[str, str], ...]:
+    """The distinct (target node, edge kind) field edges of a lesson, self-loops left out."""
+    node = lesson_node(lesson.id)
+    return tuple(dict.fromkeys((t, k) for t, k in _field_targets(lesson) if t != node))
+
+
 def _wrong_word(wrong: str | None) -> str | None:
     """The index key of a WRONG pattern: its first word, lowercased (None without one)."""
     if not wrong:
@@ -541,13 +651,17 @@ def sparse_power_iteration(
     out = np.bincount(rows, weights=weights, minlength=n)
     dangling = out == 0
     safe = np.where(dangling, 1.0, out)
-    step = weights / safe[rows]
+    step = alpha * weights / safe[rows]
+    teleport = (1 - alpha) * personalization
+    back = alpha * personalization if dangling.any() else None
     x = np.full(n, 1.0 / n)
     for _ in range(max_iter):
         last = x
-        spread = np.bincount(cols, weights=x[rows] * step, minlength=n)
-        x = alpha * (spread + x[dangling].sum() * personalization) + (1 - alpha) * personalization
-        if np.abs(x - last).sum() < n * tol:
+        x = np.bincount(cols, weights=x.take(rows) * step, minlength=n) + teleport
+        if back is not None:
+            x += last[dangling].sum() * back
+        diff = x - last
+        if np.abs(diff, out=diff).sum() < n * tol:
             break
     return x
 

@@ -68,8 +68,9 @@ class MemoryDesign(Protocol):
         """Fold one finished trajectory into memory."""
         ...
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
-        """The context for ``task``, before it starts."""
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
+        """The context for ``task``, before it starts; ``run_id`` names the attempt when known,
+        so a design that measures what it showed can pair this call with ``general_update``."""
         ...
 
     def close(self) -> None:

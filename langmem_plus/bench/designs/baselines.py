@@ -15,9 +15,9 @@
   UPVOTE); after a run that was shown an insight, +1 if it passed, -2 if it failed;
   an insight at <= 0 is dropped (the ExpeL / G-Memory family). All live insights of
   the tool are shown, highest score first.
-- ``langmem_plus``: ``LearningMemory``: capture + ``end_run`` on update (with the
-  shown lessons recorded as activations, so it measures them), ``retrieve_pre_run``
-  on retrieval.
+- ``langmem_plus``: ``LearningMemory``'s own ``general_retrieve`` (pre-run retrieval:
+  K' lessons by difficulty plus the tool sheet) and ``general_update`` (capture +
+  ``end_run``, the shown lessons measured as activations), paired by run id.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from langmem_plus.bench.designs.base import (
 )
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
-from langmem_plus.records import Hint, ScoredItem, TaskSpec
+from langmem_plus.records import Hint, TaskSpec
 
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
@@ -67,7 +67,7 @@ class NoMemory:
     def general_update(self, trajectory: Trajectory) -> None:
         """Nothing to keep."""
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """Always the empty context."""
         return Context()
 
@@ -95,7 +95,7 @@ class TrajectoryRetrieval:
         """Store the task and its whole trajectory."""
         self._items.append(_Stored(trajectory.task.tool, self._emb.vector(task_text(trajectory.task)), trajectory))
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """The most similar past trajectory: its fixes as rewrites, the trajectory as text."""
         q = self._emb.vector(task_text(task))
         best: tuple[float, _Stored] | None = None
@@ -148,7 +148,7 @@ class FlatVector:
                 _ErrorFix(trajectory.task.tool, self._emb.vector(text), fix.error, fix.wrong, fix.correct, f"{trajectory.run_id}-{i}")
             )
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """The k nearest distinct error fixes of the tool, as rewrites and as text."""
         q = self._emb.vector(task_text(task))
         ranked = sorted(
@@ -207,7 +207,7 @@ class VoteMemory:
             else:
                 self._insights[key] = _Insight(key[0], fix.wrong, fix.correct, VOTE_INITIAL, f"ins{len(self._insights)}")
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """Every live insight of the tool, highest score first (at most ``VOTE_MAX_SHOWN``)."""
         live = sorted((i for i in self._insights.values() if i.tool == task.tool), key=lambda i: (-i.score, i.key))
         live = live[:VOTE_MAX_SHOWN]
@@ -221,36 +221,32 @@ class VoteMemory:
 
 @dataclass
 class LangmemPlus:
-    """``LearningMemory`` behind the two-method interface, in a temporary store."""
+    """``LearningMemory`` behind the two-method interface, in a temporary store.
+
+    It goes through ``LearningMemory.general_retrieve`` / ``general_update``, paired by run
+    id, so the lessons shown before an attempt are measured by the update that follows it.
+    """
 
     name: str = "langmem_plus"
     root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="lmp-design-"))
     memory: LearningMemory = field(init=False)
-    _shown: dict[str, list[ScoredItem]] = field(default_factory=dict)
+    _retrieved_as: dict[str, str] = field(default_factory=dict)
+    """Run id of the latest retrieval per task id, for an update recorded under another id."""
 
     def __post_init__(self) -> None:
         self.memory = LearningMemory.open(self.root, namespace=("bench", "designs"), clock=LogicalClock(CLOCK_START))
 
     def general_update(self, trajectory: Trajectory) -> None:
-        """Capture the failed steps, then ``end_run`` with the shown lessons as activations."""
-        mem = self.memory
-        events = mem.capture_steps(trajectory.steps, run_id=trajectory.run_id, task=trajectory.task)
-        shown = self._shown.pop(trajectory.task.task_id, [])
-        activations = mem.activations_for(shown, run_id=trajectory.run_id, step=0, moment="pre_run")
-        mem.end_run(
-            run_id=trajectory.run_id,
-            task=trajectory.task,
-            steps=trajectory.steps,
-            events=events,
-            activations=activations,
-            verdict=trajectory.verdict,
-        )
+        """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured."""
+        retrieved_as = self._retrieved_as.pop(trajectory.task.task_id, None)
+        self.memory.general_update(trajectory, retrieved_as=retrieved_as)
 
-    def general_retrieve(self, task: TaskSpec) -> Context:
-        """``retrieve_pre_run``: its hints and their rendered quoted-data block."""
-        items = self.memory.retrieve_pre_run(task)
-        self._shown[task.task_id] = list(items)
-        return Context(tuple(self.memory.hints(items)), self.memory.render(items))
+    def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
+        """``LearningMemory.general_retrieve`` under ``run_id`` (a fresh one when not given)."""
+        recorder = Trajectory(task=task, run_id=run_id) if run_id else Trajectory(task=task)
+        self._retrieved_as[task.task_id] = recorder.run_id
+        out = self.memory.general_retrieve(recorder)
+        return Context(tuple(Hint.model_validate(h) for h in out["hints"]), out["text"])
 
     def close(self) -> None:
         """Close the store and remove its folder."""

@@ -75,7 +75,7 @@ def split_tasks(tasks: Sequence[TaskSpec], per_family: int | None = None) -> tup
 
 
 def _attempt(design: MemoryDesign, split: Split, task: TaskSpec, seed: int, run_id: str, *, retrieve: bool, update: bool) -> dict[str, Any]:
-    ctx = design.general_retrieve(task) if retrieve else Context()
+    ctx = design.general_retrieve(task, run_id=run_id) if retrieve else Context()
     traj = run_episode(split.env, ScriptedExecutor(seed=seed), task, ctx, run_id=run_id)
     if update:
         design.general_update(traj)

@@ -1,0 +1,325 @@
+"""A local snapshot of a namespace's lessons, links, skills, runs and graph, for a fast open.
+
+Reading 100k lessons back from Chroma, parsing them and rebuilding the graph took 46 s
+(docs/PERFORMANCE.md). The snapshot keeps the same records as raw JSON lines, parsed
+only when a record is first used (``RecordTable``), and the lesson graph's flat state
+(``LessonGraph.to_state``: CSR arrays and indexes), so an open reads three files.
+
+Layout of a snapshot folder (one per namespace):
+
+* ``meta.json``: format, the Chroma write generation the base reflects, and the names
+  of the current base and journal. Replaced atomically last, so it is the commit point.
+* ``base-<id>.records.tsv``: ``kind \\t json(id) \\t record_json`` per record.
+* ``base-<id>.graph.json`` / ``base-<id>.graph.npz``: the graph state (no pickle).
+* ``base-<id>.vectors.npy``: the lessons' relevance vectors (the ones Chroma stores),
+  memory-mapped on open, so text similarity of any candidate is a dot product and not
+  a Chroma ``get`` (``LessonVectors``).
+* ``journal-<id>.tsv``: every write since the base, ``token \\t kind \\t json(id) \\t
+  record_json``, each write closed by a ``token \\t #end`` line; a write without its end
+  line (a process killed mid-append) is ignored.
+
+Chroma stays the source of truth. Every write of a snapshotted kind first stores a
+fresh generation token in the lessons collection's metadata (``ChromaStore.upsert``),
+then writes, then the journal records the token. A snapshot is used only when its last
+committed token equals Chroma's current one; anything else (a crash between the two, a
+write by another client, a damaged file) means a full read from Chroma and a new base.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from langmem_plus._text import stable_hash
+from langmem_plus.records import Namespace
+
+logger = logging.getLogger("langmem_plus")
+
+FORMAT = 1
+"""Snapshot format version; another version is ignored (rebuilt from Chroma)."""
+SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs")
+"""Record kinds the snapshot keeps (the ones an open needs in memory)."""
+END = "#end"
+"""Journal marker closing one write."""
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def snapshot_dir(root: str | Path, namespace: Namespace) -> Path:
+    """Default snapshot folder of a namespace: ``root / "snapshot" / "<stable_hash(ns)>"``."""
+    return Path(root) / "snapshot" / stable_hash(*namespace)
+
+
+class RecordTable(MutableMapping[str, R], Generic[R]):
+    """Records by id, kept as raw JSON until first read, then as models.
+
+    Parsing 100k lessons costs about 6 s; most are never read in a session, so they
+    are parsed on demand. A record that does not parse, or belongs to another
+    namespace, is logged and dropped (as ``ChromaStore`` does on read).
+
+    Example:
+        >>> from langmem_plus.records import Link
+        >>> t = RecordTable(Link, ("ns",), {"k": Link(id="k", namespace=("ns",), a="x", b="y").model_dump_json()})
+        >>> t.parsed_count(), t["k"].a, t.parsed_count()
+        (0, 'x', 1)
+    """
+
+    def __init__(self, model: type[R], namespace: Namespace, raw: Mapping[str, str] | None = None) -> None:
+        self._model = model
+        self._namespace = tuple(namespace)
+        self._raw: dict[str, str | None] = dict(raw or {})
+        self._parsed: dict[str, R] = {}
+
+    def __getitem__(self, key: str) -> R:
+        found = self._parsed.get(key)
+        if found is not None:
+            return found
+        raw = self._raw[key]
+        try:
+            record = self._model.model_validate_json(raw) if raw is not None else None
+        except (ValidationError, ValueError) as exc:
+            logger.warning("langmem_plus: dropped unreadable %s %r from the snapshot: %s", self._model.__name__, key, exc)
+            record = None
+        if record is None or tuple(getattr(record, "namespace", ())) != self._namespace:
+            self._raw.pop(key, None)
+            raise KeyError(key)
+        self._parsed[key] = record
+        return record
+
+    def __setitem__(self, key: str, value: R) -> None:
+        self.put(key, value, None)
+
+    def put(self, key: str, value: R, raw: str | None) -> None:
+        """Store a record with its JSON when known (saves dumping it again for the next base)."""
+        self._raw[key] = raw
+        self._parsed[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._raw[key]
+        self._parsed.pop(key, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._raw))
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def items(self) -> list[tuple[str, R]]:  # type: ignore[override]
+        """Every readable (id, record), parsing the rest now; unreadable ones are dropped."""
+        out = []
+        for key in list(self._raw):
+            try:
+                out.append((key, self[key]))
+            except KeyError:
+                continue
+        return out
+
+    def values(self) -> list[R]:  # type: ignore[override]
+        """Every readable record, parsing the rest now."""
+        return [record for _, record in self.items()]
+
+    def raw_json(self, key: str) -> str:
+        """The record's JSON (dumped from the model when the raw text is not kept)."""
+        raw = self._raw[key]
+        return raw if raw is not None else self._parsed[key].model_dump_json()
+
+    def parsed_count(self) -> int:
+        """How many records have been parsed so far."""
+        return len(self._parsed)
+
+
+@dataclass
+class Loaded:
+    """A valid snapshot: raw records per kind, the graph state, and the journal to replay on top."""
+
+    generation: str | None
+    records: dict[str, dict[str, str]]
+    graph_data: dict[str, Any]
+    graph_names: list[str]
+    graph_arrays: dict[str, np.ndarray]
+    journal: list[tuple[str, str, list[tuple[str, str]]]] = field(default_factory=list)
+    """(token, kind, [(id, record_json), ...]) per committed write since the base, in order."""
+    vector_ids: list[str] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    """Relevance vectors of ``vector_ids``, row by row (memory-mapped, read-only)."""
+
+
+class LessonVectors:
+    """Lessons' relevance vectors: the base's rows (memory-mapped) and those written since.
+
+    Example:
+        >>> v = LessonVectors(["a"], np.ones((1, 2), dtype=np.float32))
+        >>> v.put("b", np.zeros(2, dtype=np.float32)); v.forget("a")
+        >>> v.get("a") is None, v.get("b").tolist()
+        (True, [0.0, 0.0])
+    """
+
+    def __init__(self, ids: Sequence[str] = (), matrix: np.ndarray | None = None) -> None:
+        self._matrix = matrix
+        self._rows: dict[str, int] = {i: n for n, i in enumerate(ids)} if matrix is not None else {}
+        self._new: dict[str, np.ndarray] = {}
+
+    def get(self, lesson_id: str) -> np.ndarray | None:
+        """The lesson's vector, or None when it is not known here (read it from Chroma)."""
+        found = self._new.get(lesson_id)
+        if found is not None:
+            return found
+        row = self._rows.get(lesson_id)
+        if row is None or self._matrix is None:
+            return None
+        return np.asarray(self._matrix[row], dtype=np.float32)
+
+    def put(self, lesson_id: str, vector: np.ndarray) -> None:
+        """The vector a write just stored."""
+        self._new[lesson_id] = np.asarray(vector, dtype=np.float32)
+
+    def forget(self, lesson_id: str) -> None:
+        """The lesson was rewritten and its vector is not known here."""
+        self._new.pop(lesson_id, None)
+        self._rows.pop(lesson_id, None)
+
+
+class SnapshotDir:
+    """Reads and writes one namespace's snapshot folder."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._journal_name: str | None = None
+        self.journal_records = 0
+        """Records in the current journal's committed writes (read at load, counted on append)."""
+
+    # ---- reading --------------------------------------------------------------
+
+    def load(self, generation: str | None) -> Loaded | None:
+        """The snapshot if it reflects Chroma's ``generation`` exactly, else None (logged why)."""
+        meta_path = self.path / "meta.json"
+        if not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT:
+                logger.info("langmem_plus: snapshot %s has another format; reading from Chroma", self.path)
+                return None
+            base = self.path / f"base-{meta['base']}"
+            records = _read_records(Path(f"{base}.records.tsv"))
+            graph = json.loads(Path(f"{base}.graph.json").read_text(encoding="utf-8"))
+            with np.load(Path(f"{base}.graph.npz"), allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+            journal = _read_journal(self.path / f"journal-{meta['journal']}.tsv")
+            vectors_path = Path(f"{base}.vectors.npy")
+            vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False) if vectors_path.exists() else None
+            vector_ids = [str(i) for i in graph.get("vector_ids", [])]
+            if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(vector_ids)):
+                raise ValueError("the vector rows do not match their ids")
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+            logger.warning("langmem_plus: snapshot %s is unreadable (%s); reading from Chroma", self.path, exc)
+            return None
+        last = journal[-1][0] if journal else meta.get("generation")
+        if last != generation:
+            logger.info("langmem_plus: snapshot %s is behind the store; reading from Chroma", self.path)
+            return None
+        self._journal_name = str(meta["journal"])
+        self.journal_records = sum(len(entries) for _, _, entries in journal)
+        return Loaded(
+            generation=generation, records=records, graph_data=graph["data"], graph_names=graph["names"],
+            graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
+        )
+
+    # ---- writing --------------------------------------------------------------
+
+    def append(self, token: str, kind: str, entries: Iterable[tuple[str, str]]) -> None:
+        """Record one committed Chroma write (its token, kind and records) in the journal."""
+        if self._journal_name is None:
+            return  # no base yet: the next base will hold this write
+        lines = [f"{token}\t{kind}\t{json.dumps(rid)}\t{raw}\n" for rid, raw in entries]
+        self.journal_records += len(lines)
+        lines.append(f"{token}\t{END}\n")
+        with open(self.path / f"journal-{self._journal_name}.tsv", "a", encoding="utf-8") as f:
+            f.write("".join(lines))
+
+    def write_base(
+        self,
+        generation: str | None,
+        records: Mapping[str, Iterable[tuple[str, str]]],
+        graph_state: tuple[dict[str, Any], list[str], Mapping[str, np.ndarray]],
+        vectors: tuple[list[str], np.ndarray] | None = None,
+    ) -> None:
+        """Write a new base reflecting ``generation`` and start an empty journal; old files are removed after the commit."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
+        base = self.path / f"base-{base_id}"
+        data, names, arrays = graph_state
+        with open(f"{base}.records.tsv", "w", encoding="utf-8") as f:
+            for kind, entries in records.items():
+                f.writelines(f"{kind}\t{json.dumps(rid)}\t{raw}\n" for rid, raw in entries)
+        vector_ids = vectors[0] if vectors is not None else []
+        Path(f"{base}.graph.json").write_text(
+            json.dumps({"data": data, "names": names, "vector_ids": vector_ids}), encoding="utf-8"
+        )
+        with open(f"{base}.graph.npz", "wb") as f:
+            np.savez(f, **dict(arrays))  # type: ignore[arg-type]
+        if vectors is not None:
+            np.save(Path(f"{base}.vectors.npy"), np.asarray(vectors[1], dtype=np.float32), allow_pickle=False)
+        (self.path / f"journal-{journal_id}.tsv").touch()
+        meta = {"format": FORMAT, "generation": generation, "base": base_id, "journal": journal_id}
+        tmp = self.path / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(tmp, self.path / "meta.json")
+        self._journal_name, self.journal_records = journal_id, 0
+        keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
+                f"base-{base_id}.vectors.npy", f"journal-{journal_id}.tsv", "meta.json"}
+        for old in self.path.iterdir():
+            if old.name not in keep and (old.name.startswith("base-") or old.name.startswith("journal-")):
+                try:
+                    old.unlink(missing_ok=True)
+                except OSError as exc:  # e.g. still memory-mapped on a platform that forbids it; harmless
+                    logger.debug("langmem_plus: could not remove old snapshot file %s: %s", old, exc)
+
+    def clear(self) -> None:
+        """Forget the snapshot (the next open reads from Chroma)."""
+        (self.path / "meta.json").unlink(missing_ok=True)
+        self._journal_name = None
+
+
+def _read_records(path: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {k: {} for k in SNAPSHOT_KINDS}
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        raise ValueError(f"{path.name} is truncated")
+    loads = json.loads
+    for line in text.splitlines():
+        kind, rid, raw = line.split("\t", 2)
+        out[kind][loads(rid)] = raw
+    return out
+
+
+def _read_journal(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Committed writes of a journal, in order; a trailing write without its end line is ignored."""
+    writes: list[tuple[str, str, list[tuple[str, str]]]] = []
+    pending: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    for line in path.read_text(encoding="utf-8").split("\n")[:-1]:  # the last piece is "" or a torn line
+        token, kind, *rest = line.split("\t", 3)
+        if kind == END:
+            found = pending.pop(token, None)
+            writes.append((token, found[0] if found else "", found[1] if found else []))
+            continue
+        if kind not in SNAPSHOT_KINDS or len(rest) != 2:
+            raise ValueError(f"{path.name} has a malformed line")
+        pending.setdefault(token, (kind, []))[1].append((json.loads(rest[0]), rest[1]))
+    return writes
+
+
+__all__ = ["FORMAT", "SNAPSHOT_KINDS", "LessonVectors", "Loaded", "RecordTable", "SnapshotDir", "snapshot_dir"]

@@ -1,0 +1,154 @@
+"""The on-error fast path (store calls overlapped on a worker thread, fast scoring) against
+the sequential reference; the worker, the strategy timer and the bounded vector cache."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langmem_plus.bench.synthetic import build_memory
+from langmem_plus.memory import LearningMemory
+from langmem_plus.records import Lesson, WorkingContext
+from langmem_plus.retrieval.engine import Retrieval, VectorCache
+from langmem_plus.retrieval.worker import StrategyTimer, Worker
+
+NS = ("acme", "overlap")
+NOW = 2_000_000.0
+
+
+def _comparable(r: Retrieval) -> Retrieval:
+    r.graph_ms = 0.0  # a timing, not a result
+    return r
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  # type: ignore[type-arg]
+    root = tmp_path_factory.mktemp("overlap") / "store"
+    synth = build_memory(450, NS, queries=60, seed=3)
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    mem.store.upsert("lessons", synth.lessons)
+    for lesson in synth.lessons:
+        mem.lessons[lesson.id] = lesson
+        mem.graph.upsert_lesson(lesson)
+    mem.store.upsert("links", synth.links)
+    mem.close()
+    return root, synth.queries
+
+
+@pytest.mark.parametrize("overlap", [True, False, None])
+def test_fast_on_error_equals_the_sequential_reference(synthetic: tuple[Path, list], overlap: bool | None) -> None:  # type: ignore[type-arg]
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    try:
+        mem.engine.overlap = overlap
+        assert mem.engine.fast
+        compared = 0
+        for q in queries:
+            ctx = WorkingContext(last_fail=q.event.error_text[:300], context=q.event.tool or "")
+            fast = _comparable(mem.engine.on_error(q.event, ctx, now=NOW))
+            ref = _comparable(mem.engine.on_error_reference(q.event, ctx, now=NOW))
+            assert fast == ref
+            assert [c.reasons for c in fast.chosen] == [c.reasons for c in ref.chosen]
+            assert [list(c.components) for c in fast.candidates] == [list(c.components) for c in ref.candidates]
+            compared += bool(fast.chosen)
+        assert compared > len(queries) // 2  # the comparison was about real results
+    finally:
+        mem.close()
+
+
+def test_fast_path_is_taken_and_overlaps_on_the_worker(synthetic: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    seen: list[str] = []
+    original = mem.engine._vector_candidates
+
+    def spy(qvec: list[float], n: int) -> dict[str, float]:
+        seen.append(threading.current_thread().name)
+        return original(qvec, n)
+
+    try:
+        mem.engine._vector_candidates = spy  # type: ignore[method-assign]
+        mem.engine.overlap = True
+        mem.retrieve_on_error(queries[0].event, now=NOW)
+        mem.engine.overlap = False
+        mem.retrieve_on_error(queries[1].event, now=NOW)
+        assert seen[0].startswith("langmem-plus-retrieval") and seen[1] == threading.current_thread().name
+    finally:
+        mem.close()
+    # After close the worker is gone: retrieval still works, inline.
+    assert mem.engine._worker.submit(sum, [1, 2]).result() == 3
+
+
+def test_worker_errors_reach_the_caller_after_the_in_memory_work(synthetic: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+
+    def broken(qvec: list[float], n: int) -> dict[str, float]:
+        raise RuntimeError("chroma went away")
+
+    try:
+        mem.engine._vector_candidates = broken  # type: ignore[method-assign]
+        mem.engine.overlap = True
+        with pytest.raises(RuntimeError, match="went away"):
+            mem.retrieve_on_error(queries[0].event, now=NOW)
+    finally:
+        mem.close()
+
+
+def test_worker_runs_tasks_in_order_and_inline_after_close() -> None:
+    w = Worker("test-worker")
+    out: list[int] = []
+    futures = [w.submit(out.append, i) for i in range(20)]
+    for f in futures:
+        f.result()
+    assert out == list(range(20))
+    with pytest.raises(ZeroDivisionError):
+        w.submit(lambda: 1 / 0).result()
+    w.close()
+    done = w.submit(out.append, 99)
+    assert done.done() and out[-1] == 99
+
+
+def test_strategy_timer_follows_the_faster_strategy_and_keeps_exploring() -> None:
+    t = StrategyTimer(window=3, explore_every=5)
+    assert t.choose() is True
+    t.record(True, 9.0)
+    assert t.choose() is False
+    t.record(False, 2.0)
+    picks = []
+    for _ in range(20):
+        s = t.choose()
+        picks.append(s)
+        t.record(s, 9.0 if s else 2.0)
+    assert picks.count(True) == 4 and picks.count(False) == 16  # every 5th call explores
+    for _ in range(3):  # the load changes: overlap is now the faster
+        t.record(True, 1.0)
+    assert [t.choose() for _ in range(4)].count(True) >= 3
+
+
+def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path / "s", namespace=NS)
+    try:
+        lessons = [
+            Lesson(id=f"l{i}", namespace=NS, rule_text=f"WRONG: w{i} -> CORRECT: C{i}", wrong=f"w{i}", correct=f"C{i}")
+            for i in range(6)
+        ]
+        mem.store.upsert("lessons", lessons)
+        small = VectorCache(mem.store, mem.config.embedding_dim, capacity=3)
+        unbounded = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
+        for cache in (small, unbounded):
+            first = cache.relevance(lessons[:4])
+            again = cache.relevance(lessons[2:])
+            assert np.array_equal(first[2:], again[:2])
+        assert np.array_equal(small.relevance(lessons), unbounded.relevance(lessons))
+        assert np.array_equal(small.content(lessons), unbounded.content(lessons))
+        assert len(small._relevance) == 3 and len(small._content) == 3
+        assert list(small._relevance) == ["l3", "l4", "l5"]  # least recently used evicted first
+        small.relevance([lessons[3]])
+        small.relevance([lessons[0]])
+        assert list(small._relevance) == ["l5", "l3", "l0"]
+    finally:
+        mem.close()

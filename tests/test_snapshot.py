@@ -1,0 +1,197 @@
+"""The local snapshot: a fast open that equals a full read from Chroma, and never a stale one."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_plus import LearningMemory
+from langmem_plus.bench.foundation import synthetic_lessons
+from langmem_plus.config import MemoryConfig
+from langmem_plus.demo import run_demo
+from langmem_plus.records import Lesson, Link
+from langmem_plus.store.snapshot import RecordTable, snapshot_dir
+
+NS = ("demo", "gridtool")
+NO_SNAPSHOT = MemoryConfig(snapshot=False)
+
+
+def _state(mem: LearningMemory) -> tuple[Any, ...]:
+    return (
+        mem.graph.snapshot(),
+        {i: l.model_dump() for i, l in mem.lessons.items()},
+        {i: l.model_dump() for i, l in mem._links.items()},
+        {i: s.model_dump() for i, s in mem._skills.items()},
+        [r.model_dump() for r in mem.runs],
+        dict(mem._fp_runs),
+    )
+
+
+def _from_chroma(path: Path, ns: tuple[str, ...] = NS) -> tuple[Any, ...]:
+    mem = LearningMemory.open(path, namespace=ns, config=NO_SNAPSHOT)
+    try:
+        return _state(mem)
+    finally:
+        mem.close()
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("snap") / "s"
+    run_demo(runs=2, tool="gridtool", store=path, seed=0)
+    return path
+
+
+def test_open_from_snapshot_is_lazy_and_equals_a_full_read(demo_store: Path, tmp_path: Path) -> None:
+    mem = LearningMemory.open(demo_store, namespace=NS)
+    assert (snapshot_dir(demo_store, NS) / "meta.json").exists()
+    assert mem.lessons.parsed_count() == 0 and mem.graph._nx is None  # nothing parsed or built yet
+    assert len(mem.lessons) > 0 and len(mem.runs) == mem.store.count("runs") > 0
+    assert _state(mem) == _from_chroma(demo_store)
+    mem.close()
+
+
+def test_writes_after_open_are_journalled_and_replayed(demo_store: Path, tmp_path: Path) -> None:
+    """Runs, lessons, links and skills written after an open, without a close, come back on the next open."""
+    import shutil
+
+    path = tmp_path / "s"
+    shutil.copytree(demo_store, path)
+    run_demo(runs=1, tool="gridtool", store=path, seed=1)  # opens from the snapshot, writes, closes
+    mem = LearningMemory.open(path, namespace=NS)
+    mem.add_lessons(synthetic_lessons(5, NS, seed=2))
+    journal = next(snapshot_dir(path, NS).glob("journal-*.tsv"))
+    assert journal.stat().st_size > 0
+    # no close: the journal holds the writes
+    again = LearningMemory.open(path, namespace=NS)
+    assert again.lessons.parsed_count() <= 5 + 1  # only the journalled lessons were parsed (to update the graph)
+    assert _state(again) == _from_chroma(path)
+    assert len(again.runs) == again.store.count("runs") == 3 * len({r.task_id for r in again.runs})
+
+
+def test_a_write_the_snapshot_did_not_see_means_a_full_read(demo_store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import shutil
+
+    path = tmp_path / "s"
+    shutil.copytree(demo_store, path)
+    other = LearningMemory.open(path, namespace=NS, config=NO_SNAPSHOT)  # another client: no journal
+    lesson = synthetic_lessons(1, NS, seed=9)[0]
+    other.add_lessons([lesson])
+    other.close()
+    with caplog.at_level(logging.INFO, logger="langmem_plus"):
+        mem = LearningMemory.open(path, namespace=NS)
+    assert "behind the store" in caplog.text
+    assert lesson.id in mem.lessons and mem.lessons.parsed_count() == len(mem.lessons)  # read from Chroma
+    assert _state(mem) == _from_chroma(path)
+    mem.close()
+    assert LearningMemory.open(path, namespace=NS).lessons.parsed_count() == 0  # the new base is used again
+
+
+def test_a_torn_journal_write_is_not_trusted(demo_store: Path, tmp_path: Path) -> None:
+    """A process killed after the Chroma write but before the journal's end line: Chroma wins."""
+    import shutil
+
+    path = tmp_path / "s"
+    shutil.copytree(demo_store, path)
+    mem = LearningMemory.open(path, namespace=NS)
+    lesson = synthetic_lessons(1, NS, seed=4)[0]
+    mem.add_lessons([lesson])
+    journal = next(snapshot_dir(path, NS).glob("journal-*.tsv"))
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[-1].split("\t")[1].strip() == "#end"
+    journal.write_text("".join(lines[:-1]) + lines[-1][:5], encoding="utf-8")  # end line torn off
+    again = LearningMemory.open(path, namespace=NS)
+    assert lesson.id in again.lessons
+    assert _state(again) == _from_chroma(path)
+
+
+@pytest.mark.parametrize("damage", ["records", "graph_json", "npz", "meta"])
+def test_a_damaged_snapshot_falls_back_to_chroma(demo_store: Path, tmp_path: Path, damage: str) -> None:
+    import shutil
+
+    path = tmp_path / "s"
+    shutil.copytree(demo_store, path)
+    folder = snapshot_dir(path, NS)
+    target = {
+        "records": next(folder.glob("base-*.records.tsv")),
+        "graph_json": next(folder.glob("base-*.graph.json")),
+        "npz": next(folder.glob("base-*.graph.npz")),
+        "meta": folder / "meta.json",
+    }[damage]
+    data = target.read_bytes()
+    target.write_bytes(data[: len(data) // 2] + b"\xff\x00garbage")
+    mem = LearningMemory.open(path, namespace=NS)
+    assert _state(mem) == _from_chroma(path)
+    mem.close()
+
+
+def test_record_table_parses_on_demand_and_drops_foreign_or_broken_records() -> None:
+    ns = ("a",)
+    good = Link(id="g", namespace=ns, a="x", b="y")
+    foreign = Link(id="f", namespace=("b",), a="x", b="y")
+    table: RecordTable[Link] = RecordTable(Link, ns, {"g": good.model_dump_json(), "f": foreign.model_dump_json(), "bad": "{not json"})
+    assert len(table) == 3 and table.parsed_count() == 0
+    assert table["g"] == good and table.parsed_count() == 1
+    assert table.get("f") is None and table.get("bad") is None  # dropped, logged
+    assert list(table) == ["g"] and table.values() == [good]
+    table["n"] = Link(id="n", namespace=ns, a="p", b="q")
+    assert Link.model_validate_json(table.raw_json("n")).a == "p"
+
+
+def test_import_conflict_check_finds_rivals_through_the_fingerprint_index(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path, namespace=("acme",))
+    base = Lesson(id="a", namespace=("acme",), rule_text="WRONG: sort -d -> CORRECT: sort --desc", triggers=["fp1"], wrong="sort -d", correct="sort --desc")
+    mem.add_lessons([base, Lesson(id="z", namespace=("acme",), rule_text="other", triggers=["fp9"], wrong="sort -d", correct="order")])
+    rival = base.model_copy(update={"id": "b", "correct": "sort -r", "rule_text": "WRONG: sort -d -> CORRECT: sort -r"})
+    mem.add_lessons([rival])
+    assert mem.lessons["b"].conflicts_with == ["a"] and mem.lessons["a"].conflicts_with == ["b"]
+    assert mem.lessons["z"].conflicts_with == []  # same WRONG, no shared trigger: not a rival
+
+
+def test_server_snapshot_sees_another_clients_write(chroma_server: str, tmp_path: Path) -> None:
+    """Over HTTP the generation lives in the server's collection metadata, so a second machine's write is seen."""
+    ns = ("server", "snapshot")
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    a = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine)
+    a.add_lessons(synthetic_lessons(20, ns, seed=5))
+    a.close()
+    warm = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine)
+    assert warm.lessons.parsed_count() == 0 and len(warm.lessons) == 20  # from the local snapshot
+    warm.close()
+    b = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=theirs)
+    extra = synthetic_lessons(1, ns, seed=6)[0].model_copy(update={"id": "les_from_the_other_machine"})
+    assert extra.id not in warm.lessons
+    b.add_lessons([extra])
+    b.close()
+    again = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine)
+    assert extra.id in again.lessons and len(again.lessons) == again.store.count("lessons")
+    again.close()
+
+
+def test_snapshot_vectors_are_chromas_and_never_stale(demo_store: Path, tmp_path: Path) -> None:
+    """Text similarity reads the snapshot's memory-mapped rows: they must be what Chroma stores
+    (Chroma re-normalises vectors for cosine, so they agree to float32 rounding)."""
+    import shutil
+
+    import numpy as np
+
+    path = tmp_path / "s"
+    shutil.copytree(demo_store, path)
+    mem = LearningMemory.open(path, namespace=NS)
+    ids = sorted(mem.lessons)
+    stored = mem.store.stored_embeddings("lessons", ids)
+    for i in ids:
+        row = mem._lesson_vectors.get(i)
+        assert row is not None and np.allclose(row, stored[i], rtol=0, atol=1e-6)
+    target = mem.lessons[ids[0]]
+    rewritten = target.model_copy(update={"rule_text": "WRONG: frobnicate -> CORRECT: defrobnicate", "wrong": "frobnicate"})
+    mem.store.upsert("lessons", [rewritten])  # journalled, not folded into the base (no close)
+    again = LearningMemory.open(path, namespace=NS)
+    assert again._lesson_vectors.get(target.id) is None  # the base row is stale: not used
+    fresh = again.store.stored_embeddings("lessons", [target.id])[target.id]
+    assert np.array_equal(again.vectors.relevance([again.lessons[target.id]])[0], fresh)
+    assert not np.allclose(fresh, stored[target.id], rtol=0, atol=1e-3)
+    assert np.allclose(again._lesson_vectors.get(ids[1]), stored[ids[1]], rtol=0, atol=1e-6)  # the others: from the base
