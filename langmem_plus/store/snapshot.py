@@ -3,7 +3,7 @@
 Reading 100k lessons back from Chroma, parsing them and rebuilding the graph took 46 s
 (docs/PERFORMANCE.md). The snapshot keeps the same records as raw JSON lines, parsed
 only when a record is first used (``RecordTable``), and the lesson graph's flat state
-(``LessonGraph.to_state``: CSR arrays and indexes), so an open reads three files.
+(``LessonGraph.to_state``: CSR arrays and indexes), so an open reads a few files.
 
 Layout of a snapshot folder (one per namespace):
 
