@@ -29,10 +29,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  #
     root = tmp_path_factory.mktemp("overlap") / "store"
     synth = build_memory(450, NS, queries=60, seed=3)
     mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
-    mem.store.upsert("lessons", synth.lessons)
-    for lesson in synth.lessons:
-        mem.lessons[lesson.id] = lesson
-        mem.graph.upsert_lesson(lesson)
+    mem.store.upsert("lessons", synth.lessons)  # the memory follows the store's writes
     mem.store.upsert("links", synth.links)
     mem.close()
     return root, synth.queries
@@ -150,5 +147,35 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
         small.relevance([lessons[3]])
         small.relevance([lessons[0]])
         assert list(small._relevance) == ["l5", "l3", "l0"]
+    finally:
+        mem.close()
+
+
+def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_lessons(synthetic: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    """The failing-action source and the tool filter read status, tool and pattern from the graph's
+    index so dropped lessons are never parsed; they must equal the same rules applied to the lessons."""
+    from langmem_plus.retrieval.scoring import rewrite_applies
+
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    try:
+        assert mem.lessons.parsed_count() == 0
+        found = 0
+        for q in queries:
+            action, tool = q.event.action, q.event.tool
+            fast = mem.engine._action_candidates(action, tool)
+            assert mem.lessons.parsed_count() == 0  # nothing parsed to find them
+            ref = sorted(
+                (mem.lessons[i].scope.tool not in (None, tool), i)
+                for i in mem.graph.lessons_for_action(action)
+                if mem.lessons[i].retrievable and rewrite_applies(mem.lessons[i], [action])
+            )
+            assert fast == [i for _, i in ref[: mem.config.candidates_k]]
+            found += len(fast)
+            for i in list(mem.lessons)[:50]:
+                assert mem.engine._tool_ok(i, tool or "") == (mem.lessons[i].scope.tool in (None, tool or ""))
+            mem.lessons = type(mem.lessons)(Lesson, NS, {i: mem.lessons.raw_json(i) for i in mem.lessons})
+            mem.engine.lessons = mem.lessons
+        assert found > len(queries)
     finally:
         mem.close()

@@ -44,6 +44,7 @@ from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.learning.episodes import episode_recallable
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
 from langmem_plus.records import (
+    RETRIEVABLE_STATUSES,
     Episode,
     ErrorEvent,
     Lesson,
@@ -67,7 +68,6 @@ from langmem_plus.retrieval.scoring import (
     fingerprint_credit,
     lesson_components,
     lesson_score,
-    rewrite_applies,
 )
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops
 from langmem_plus.retrieval.support import cap_tokens, choose_support, skill_components
@@ -287,18 +287,33 @@ class RetrievalEngine:
 
         The same mistake can come back with a reworded error or fresh literals, so a
         new fingerprint; the action still shows it (an in-memory index, like fingerprints).
-        ``matcher`` (over ``[action]``) memoises the pattern checks for the scoring that follows.
+        Status, tool and pattern come from the graph's index, so the lessons this drops
+        are never parsed. ``matcher`` (over ``[action]``) memoises the pattern checks for
+        the scoring that follows.
         """
+        matcher = matcher if matcher is not None else ActionMatcher([action])
+        graph = self.graph
         found = []
-        for i in self.graph.lessons_for_action(action):
-            lesson = self.lessons.get(i)
-            if lesson is None or not lesson.retrievable:
+        for i in graph.lessons_for_action(action):
+            pattern = graph.rewrite_of(i)
+            if pattern is None or graph.status_of(i) not in RETRIEVABLE_STATUSES or i not in self.lessons:
                 continue
-            if matcher.applies(lesson) if matcher is not None else rewrite_applies(lesson, [action]):
-                found.append((lesson.scope.tool not in (None, tool), i))
+            if any(matcher.pattern_hits(*pattern)):
+                found.append((graph.tool_of(i) not in (None, tool), i))
         return [i for _, i in sorted(found)[: self.config.candidates_k]]
 
     # ------------------------------------------------------------------ scoring
+    def _retrievable(self, ids: Iterable[str]) -> list[Lesson]:
+        """The retrievable lessons among ``ids``, in order; the graph's statuses drop the others unparsed."""
+        status_of, lessons = self.graph.status_of, self.lessons
+        out = []
+        for i in ids:
+            if status_of(i) in RETRIEVABLE_STATUSES:
+                lesson = lessons.get(i)
+                if lesson is not None and lesson.retrievable:
+                    out.append(lesson)
+        return out
+
     def _score(
         self,
         sources: dict[str, list[str]],
@@ -311,7 +326,7 @@ class RetrievalEngine:
         actions: Sequence[str] = (),
         known: Collection[str] = (),
     ) -> list[ScoredItem]:
-        lessons = [self.lessons[i] for i in sources if i in self.lessons and self.lessons[i].retrievable]
+        lessons = self._retrievable(sources)
         need = [l for l in lessons if l.id not in vector_sims]
         q = np.asarray(qvec, dtype=np.float32)
         sims = dict(vector_sims)
@@ -366,7 +381,7 @@ class RetrievalEngine:
         what this method just computed (``model_construct``).
         """
         cfg = self.config
-        lessons = [self.lessons[i] for i in sources if i in self.lessons and self.lessons[i].retrievable]
+        lessons = self._retrievable(sources)
         need = [l for l in lessons if l.id not in vector_sims]
         pending = self._submit(overlap, self.vectors.relevance, need) if need else None
         fps = set(fingerprint_ids)
@@ -580,8 +595,8 @@ class RetrievalEngine:
         return result
 
     def _tool_ok(self, lesson_id: str, tool: str) -> bool:
-        lesson = self.lessons.get(lesson_id)
-        return lesson is not None and lesson.scope.tool in (None, tool)
+        """Whether a lesson may answer this tool's error (scoped to it or to no tool); read from the graph's index."""
+        return lesson_id in self.lessons and self.graph.tool_of(lesson_id) in (None, tool)
 
     def _in_scope(self, lesson_id: str, task: TaskSpec) -> bool:
         lesson = self.lessons.get(lesson_id)

@@ -67,7 +67,10 @@ class ActionMatcher:
 
     def hits(self, lesson: Lesson) -> tuple[bool, ...]:
         """Per action, whether ``lesson``'s rewrite changes it; all False for a non-rewrite lesson."""
-        wrong, correct = lesson.wrong, lesson.correct
+        return self.pattern_hits(lesson.wrong, lesson.correct)
+
+    def pattern_hits(self, wrong: str | None, correct: str | None) -> tuple[bool, ...]:
+        """``hits`` for a (WRONG, CORRECT) pattern given without its lesson (the graph's index holds them)."""
         if not wrong or correct is None:
             return (False,) * len(self.actions)
         key = (wrong, correct)

@@ -142,6 +142,10 @@ class LessonGraph:
         self._wrong_index: dict[str, set[str]] = {}
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
         self._wrong_key: dict[str, str] = {}
+        self._rewrite: dict[str, tuple[str, str]] = {}
+        """Rewrite lesson id -> (WRONG, CORRECT): the failing-action check runs without parsing the lesson."""
+        self._tool: dict[str, str] = {}
+        """Lesson id -> the tool it is scoped to (lessons scoped to no tool are absent)."""
         self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
         """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
         self._links: dict[tuple[str, str, str], float] = {}
@@ -175,6 +179,8 @@ class LessonGraph:
             "skills": self._skills,
             "fp_index": {fp: sorted(ids) for fp, ids in self._fp_index.items()},
             "wrong_index": {k: sorted(ids) for k, ids in self._wrong_index.items()},
+            "rewrite": self._rewrite,
+            "tool": self._tool,
             "links": [[a, b, key, w] for (a, b, key), w in self._links.items()],
         }
         return data, names, arrays
@@ -199,6 +205,8 @@ class LessonGraph:
         g._fp_index = {str(fp): set(ids) for fp, ids in dict(data["fp_index"]).items()}
         g._wrong_index = {str(k): set(ids) for k, ids in dict(data["wrong_index"]).items()}
         g._wrong_key = {i: k for k, ids in g._wrong_index.items() for i in ids}
+        g._rewrite = {str(i): (str(w), str(c)) for i, (w, c) in dict(data["rewrite"]).items()}
+        g._tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
         g._links = {(str(a), str(b), str(key)): float(w) for a, b, key, w in data["links"]}
         return g
 
@@ -308,6 +316,11 @@ class LessonGraph:
         if key and lesson.correct is not None:
             self._wrong_index.setdefault(key, set()).add(lesson.id)
             self._wrong_key[lesson.id] = key
+            self._rewrite[lesson.id] = (str(lesson.wrong), lesson.correct)
+        if lesson.scope.tool:
+            self._tool[lesson.id] = lesson.scope.tool
+        else:
+            self._tool.pop(lesson.id, None)
         for target, _ in old:
             if (target, _) not in new_set:
                 self._prune(target)
@@ -325,6 +338,7 @@ class LessonGraph:
                 self._unindex(target[len("fp:"):], lesson_id)
         del self._status[node]
         self._targets.pop(lesson_id, None)
+        self._tool.pop(lesson_id, None)
         self._unindex_wrong(lesson_id)
         if self._nx is not None and node in self._nx:
             self._nx_node(node, type="lesson")
@@ -333,6 +347,7 @@ class LessonGraph:
             self._prune(target)
 
     def _unindex_wrong(self, lesson_id: str) -> None:
+        self._rewrite.pop(lesson_id, None)
         key = self._wrong_key.pop(lesson_id, None)
         if key is not None:
             ids = self._wrong_index[key]
@@ -412,6 +427,14 @@ class LessonGraph:
     def status_of(self, lesson_id: str) -> str | None:
         """The status of a lesson known by record, else None."""
         return self._status.get(lesson_node(lesson_id))
+
+    def tool_of(self, lesson_id: str) -> str | None:
+        """The tool a lesson is scoped to, None when it is not scoped to one (or unknown)."""
+        return self._tool.get(lesson_id)
+
+    def rewrite_of(self, lesson_id: str) -> tuple[str, str] | None:
+        """(WRONG, CORRECT) of a rewrite lesson, None for any other lesson."""
+        return self._rewrite.get(lesson_id)
 
     # ---- personalised PageRank --------------------------------------------------
 

@@ -45,7 +45,7 @@ from langmem_plus.records import Namespace
 
 logger = logging.getLogger("langmem_plus")
 
-FORMAT = 1
+FORMAT = 2
 """Snapshot format version; another version is ignored (rebuilt from Chroma)."""
 SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs")
 """Record kinds the snapshot keeps (the ones an open needs in memory)."""
