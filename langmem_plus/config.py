@@ -213,6 +213,10 @@ class MemoryConfig(BaseModel):
     """Keep a local snapshot of lessons, links, skills, runs and the graph next to the store
     (``store.snapshot``), checked against Chroma's write generation, so an open reads three
     files instead of every record (100k lessons: 46 s from Chroma; see docs/PERFORMANCE.md)."""
+    warm_lessons: bool = True
+    """After an open from the snapshot, parse the lessons on a background thread (in small chunks,
+    yielding between them), so the first retrievals do not pay the parse; False keeps lessons
+    unparsed until used (least memory: 100k parsed lessons hold a few hundred MB)."""
     snapshot_rebase_share: float = Field(0.05, ge=0.0)
     """On close, the snapshot's journal is folded into a new base once it holds more records
     than this share of the stored ones (replaying a long journal would slow the next open)."""

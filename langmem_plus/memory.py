@@ -153,6 +153,13 @@ class LearningMemory:
         )
         if loaded is None and snapshot is not None:
             self._write_base()
+        self._warm_stop = threading.Event()
+        self._warmer: threading.Thread | None = None
+        if loaded is not None and config.warm_lessons and self.lessons.parsed_count() < len(self.lessons):
+            self._warmer = threading.Thread(
+                target=self.lessons.warm, args=(self._warm_stop,), name="langmem-plus-warm", daemon=True
+            )
+            self._warmer.start()
         self._pending_losses: Counter[str] = Counter()
         self._shown: dict[str, list[Activation]] = {}
         """Activations ``general_retrieve`` showed, by run id, until ``general_update`` takes them."""
@@ -203,8 +210,17 @@ class LearningMemory:
             store.close()
             raise
 
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        """Wait until the background parse after an open (``warm_lessons``) is done; True when it is."""
+        if self._warmer is not None:
+            self._warmer.join(timeout)
+            return not self._warmer.is_alive()
+        return True
+
     def close(self) -> None:
         """Fold a long snapshot journal into a new base (``snapshot_rebase_share``), then release the store client."""
+        self._warm_stop.set()
+        self.wait_warm(timeout=5.0)
         with self._lock:
             if self._snapshot is not None and not self.store.closed:
                 stored = len(self.lessons) + len(self._links) + len(self._skills) + len(self.runs)

@@ -156,8 +156,10 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
     index so dropped lessons are never parsed; they must equal the same rules applied to the lessons."""
     from langmem_plus.retrieval.scoring import rewrite_applies
 
+    from langmem_plus.config import MemoryConfig
+
     root, queries = synthetic
-    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(warm_lessons=False))
     try:
         assert mem.lessons.parsed_count() == 0
         found = 0

@@ -17,6 +17,8 @@ from langmem_plus.store.snapshot import RecordTable, snapshot_dir
 
 NS = ("demo", "gridtool")
 NO_SNAPSHOT = MemoryConfig(snapshot=False)
+LAZY = MemoryConfig(warm_lessons=False)
+"""No background parse, so the tests can see what an open itself parsed."""
 
 
 def _state(mem: LearningMemory) -> tuple[Any, ...]:
@@ -46,7 +48,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_open_from_snapshot_is_lazy_and_equals_a_full_read(demo_store: Path, tmp_path: Path) -> None:
-    mem = LearningMemory.open(demo_store, namespace=NS)
+    mem = LearningMemory.open(demo_store, namespace=NS, config=LAZY)
     assert (snapshot_dir(demo_store, NS) / "meta.json").exists()
     assert mem.lessons.parsed_count() == 0 and mem.graph._nx is None  # nothing parsed or built yet
     assert len(mem.lessons) > 0 and len(mem.runs) == mem.store.count("runs") > 0
@@ -66,7 +68,7 @@ def test_writes_after_open_are_journalled_and_replayed(demo_store: Path, tmp_pat
     journal = next(snapshot_dir(path, NS).glob("journal-*.tsv"))
     assert journal.stat().st_size > 0
     # no close: the journal holds the writes
-    again = LearningMemory.open(path, namespace=NS)
+    again = LearningMemory.open(path, namespace=NS, config=LAZY)
     assert again.lessons.parsed_count() <= 5 + 1  # only the journalled lessons were parsed (to update the graph)
     assert _state(again) == _from_chroma(path)
     assert len(again.runs) == again.store.count("runs") == 3 * len({r.task_id for r in again.runs})
@@ -82,12 +84,12 @@ def test_a_write_the_snapshot_did_not_see_means_a_full_read(demo_store: Path, tm
     other.add_lessons([lesson])
     other.close()
     with caplog.at_level(logging.INFO, logger="langmem_plus"):
-        mem = LearningMemory.open(path, namespace=NS)
+        mem = LearningMemory.open(path, namespace=NS, config=LAZY)
     assert "behind the store" in caplog.text
     assert lesson.id in mem.lessons and mem.lessons.parsed_count() == len(mem.lessons)  # read from Chroma
     assert _state(mem) == _from_chroma(path)
     mem.close()
-    assert LearningMemory.open(path, namespace=NS).lessons.parsed_count() == 0  # the new base is used again
+    assert LearningMemory.open(path, namespace=NS, config=LAZY).lessons.parsed_count() == 0  # the new base is used again
 
 
 def test_a_torn_journal_write_is_not_trusted(demo_store: Path, tmp_path: Path) -> None:
@@ -158,7 +160,7 @@ def test_server_snapshot_sees_another_clients_write(chroma_server: str, tmp_path
     a = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine)
     a.add_lessons(synthetic_lessons(20, ns, seed=5))
     a.close()
-    warm = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine)
+    warm = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=mine, config=LAZY)
     assert warm.lessons.parsed_count() == 0 and len(warm.lessons) == 20  # from the local snapshot
     warm.close()
     b = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=theirs)
@@ -195,3 +197,40 @@ def test_snapshot_vectors_are_chromas_and_never_stale(demo_store: Path, tmp_path
     assert np.array_equal(again.vectors.relevance([again.lessons[target.id]])[0], fresh)
     assert not np.allclose(fresh, stored[target.id], rtol=0, atol=1e-3)
     assert np.allclose(again._lesson_vectors.get(ids[1]), stored[ids[1]], rtol=0, atol=1e-6)  # the others: from the base
+
+
+def test_background_warm_parses_everything_and_never_undoes_a_write() -> None:
+    import threading
+
+    ns = ("a",)
+    links = {f"k{i}": Link(id=f"k{i}", namespace=ns, a="x", b=f"y{i}") for i in range(300)}
+    table: RecordTable[Link] = RecordTable(Link, ns, {i: l.model_dump_json() for i, l in links.items()})
+    assert table.warm(threading.Event(), chunk=7, pause_s=0) == 300 and table.parsed_count() == 300
+    assert table["k5"] == links["k5"]
+    # A write lands while a record is being parsed: the parse must not overwrite it.
+    racy: RecordTable[Link] = RecordTable(Link, ns, {"k": links["k1"].model_dump_json()})
+    newer = Link(id="k", namespace=ns, a="new", b="write")
+    real = Link.model_validate_json
+
+    def parse_while_writing(raw: str) -> Link:
+        racy.put("k", newer, None)  # the concurrent write
+        return real(raw)
+
+    Link.model_validate_json = parse_while_writing  # type: ignore[method-assign]
+    try:
+        assert racy.warm(threading.Event(), pause_s=0) == 1
+    finally:
+        Link.model_validate_json = real  # type: ignore[method-assign]
+    assert racy["k"] == newer
+    stop = threading.Event()
+    stop.set()
+    assert RecordTable(Link, ns, {"k": newer.model_dump_json()}).warm(stop) == 0  # stopped before it began
+
+
+def test_memory_warms_after_an_open_from_the_snapshot(demo_store: Path) -> None:
+    mem = LearningMemory.open(demo_store, namespace=NS)
+    assert mem.wait_warm(timeout=30) and mem.lessons.parsed_count() == len(mem.lessons) > 0
+    mem.close()
+    cold = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(warm_lessons=False))
+    assert cold.wait_warm(timeout=0) and cold.lessons.parsed_count() == 0
+    cold.close()

@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+import time
 import uuid
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
@@ -91,10 +93,34 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
             logger.warning("langmem_plus: dropped unreadable %s %r from the snapshot: %s", self._model.__name__, key, exc)
             record = None
         if record is None or tuple(getattr(record, "namespace", ())) != self._namespace:
-            self._raw.pop(key, None)
+            if self._raw.get(key) is raw:
+                self._raw.pop(key, None)
             raise KeyError(key)
-        self._parsed[key] = record
+        if self._raw.get(key) is raw:  # not replaced meanwhile (``warm`` parses beside the caller's writes)
+            self._parsed[key] = record
         return record
+
+    def warm(self, stop: threading.Event, *, chunk: int = 64, pause_s: float = 0.0005) -> int:
+        """Parse every record not parsed yet, ``chunk`` at a time with a pause between, until done or ``stop``.
+
+        Runs on a background thread after an open, so the first retrievals do not pay the parse
+        (and a query meeting a record first parses it itself, as without warming). Returns how
+        many records it parsed.
+        """
+        done = 0
+        keys = [k for k in list(self._raw) if k not in self._parsed]
+        for start in range(0, len(keys), chunk):
+            if stop.is_set():
+                break
+            for key in keys[start : start + chunk]:
+                if key in self._raw and key not in self._parsed:
+                    try:
+                        self[key]
+                        done += 1
+                    except KeyError:
+                        continue
+            time.sleep(pause_s)  # hand the GIL to a waiting query
+        return done
 
     def __setitem__(self, key: str, value: R) -> None:
         self.put(key, value, None)
