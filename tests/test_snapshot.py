@@ -234,3 +234,34 @@ def test_memory_warms_after_an_open_from_the_snapshot(demo_store: Path) -> None:
     cold = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(warm_lessons=False))
     assert cold.wait_warm(timeout=0) and cold.lessons.parsed_count() == 0
     cold.close()
+
+
+def test_lesson_vectors_batch_read_equals_row_by_row() -> None:
+    import numpy as np
+
+    from langmem_plus.store.snapshot import LessonVectors
+
+    rng = np.random.default_rng(0)
+    matrix = rng.random((6, 4)).astype(np.float32)
+    v = LessonVectors([f"l{i}" for i in range(6)], matrix)
+    v.put("l2", np.ones(4, dtype=np.float32))  # written since the base
+    v.forget("l4")  # rewritten elsewhere
+    asked = ["l5", "l2", "nope", "l4", "l0"]
+    many = v.get_many(asked)
+    assert set(many) == {"l5", "l2", "l0"}
+    for i in many:
+        assert np.array_equal(many[i], v.get(i))
+
+
+def test_snapshot_ids_with_escapes_round_trip(tmp_path: Path) -> None:
+    """Ids are written as JSON strings; the fast read path must not mangle ones that need escapes."""
+    import numpy as np
+
+    from langmem_plus.store.snapshot import SnapshotDir
+
+    ids = ["plain", 'quo"te', "tab\there", "uni\u00e9", "back\\slash"]
+    folder = SnapshotDir(tmp_path / "snap")
+    graph = ({"status": {}}, ["n"], {"indptr": np.zeros(2, dtype=np.int64)})
+    folder.write_base("g1", {"links": [(i, f"raw-{n}") for n, i in enumerate(ids)]}, graph)
+    loaded = folder.load("g1")
+    assert loaded is not None and loaded.records["links"] == {i: f"raw-{n}" for n, i in enumerate(ids)}

@@ -109,7 +109,7 @@ class VectorCache:
         dim: int,
         *,
         capacity: int = DEFAULT_CONFIG.vector_cache_size,
-        known: Callable[[str], np.ndarray | None] | None = None,
+        known: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
     ) -> None:
         self._store = store
         self._known = known
@@ -148,10 +148,7 @@ class VectorCache:
         known = self._cached(self._relevance, lessons)
         missing = [l for l in lessons if l.id not in known]
         if missing and self._known is not None:
-            for l in missing:
-                row = self._known(l.id)
-                if row is not None:
-                    known[l.id] = row
+            known.update(self._known([l.id for l in missing]))
             missing = [l for l in missing if l.id not in known]
         if missing:
             try:

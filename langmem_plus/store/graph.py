@@ -200,14 +200,15 @@ class LessonGraph:
         """
         g = cls(lesson_source)
         g.adjacency = Adjacency.from_state(names, arrays)
-        g._status = {str(k): str(v) for k, v in dict(data["status"]).items()}
-        g._skills = {str(k): str(v) for k, v in dict(data["skills"]).items()}
-        g._fp_index = {str(fp): set(ids) for fp, ids in dict(data["fp_index"]).items()}
-        g._wrong_index = {str(k): set(ids) for k, ids in dict(data["wrong_index"]).items()}
+        # JSON gives str keys and values; the shapes are checked by unpacking them here.
+        g._status = dict(data["status"])
+        g._skills = dict(data["skills"])
+        g._fp_index = {fp: set(ids) for fp, ids in dict(data["fp_index"]).items()}
+        g._wrong_index = {k: set(ids) for k, ids in dict(data["wrong_index"]).items()}
         g._wrong_key = {i: k for k, ids in g._wrong_index.items() for i in ids}
-        g._rewrite = {str(i): (str(w), str(c)) for i, (w, c) in dict(data["rewrite"]).items()}
-        g._tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
-        g._links = {(str(a), str(b), str(key)): float(w) for a, b, key, w in data["links"]}
+        g._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
+        g._tool = dict(data["tool"])
+        g._links = {(a, b, key): float(w) for a, b, key, w in data["links"]}
         return g
 
     # ---- size -----------------------------------------------------------------

@@ -208,6 +208,17 @@ class LessonVectors:
             return None
         return np.asarray(self._matrix[row], dtype=np.float32)
 
+    def get_many(self, lesson_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors known here for ``lesson_ids``, the base's rows gathered with one index."""
+        found = {i: v for i in lesson_ids if (v := self._new.get(i)) is not None}
+        if self._matrix is None:
+            return found
+        hits = [(i, r) for i in lesson_ids if i not in found and (r := self._rows.get(i)) is not None]
+        if hits:
+            block = np.asarray(self._matrix[[r for _, r in hits]], dtype=np.float32)
+            found.update((i, block[n]) for n, (i, _) in enumerate(hits))
+        return found
+
     def put(self, lesson_id: str, vector: np.ndarray) -> None:
         """The vector a write just stored."""
         self._new[lesson_id] = np.asarray(vector, dtype=np.float32)
@@ -328,7 +339,8 @@ def _read_records(path: Path) -> dict[str, dict[str, str]]:
     loads = json.loads
     for line in text.splitlines():
         kind, rid, raw = line.split("\t", 2)
-        out[kind][loads(rid)] = raw
+        # A JSON string without escapes is its own text between the quotes (most ids): no decode.
+        out[kind][rid[1:-1] if "\\" not in rid else loads(rid)] = raw
     return out
 
 
