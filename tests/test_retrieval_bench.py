@@ -30,7 +30,7 @@ def test_synthetic_memory_is_varied_and_labelled() -> None:
 
 def test_bench_retrieval_json_shape() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "langmem_plus.cli", "bench", "retrieval", "--lessons", "400", "--queries", "20", "--json"],
+        [sys.executable, "-m", "langmem_plus.cli", "bench", "retrieval", "--lessons", "400", "--queries", "20", "--warmup", "10", "--json"],
         capture_output=True, text=True, timeout=300, check=True,
     )
     rows = json.loads(out.stdout)["sizes"]
