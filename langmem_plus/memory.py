@@ -85,9 +85,9 @@ T = TypeVar("T")
 DEFAULT_PATH = ".langmem_plus"
 """Where the embedded store lives when no path is given."""
 RECENT_RUNS = 10
+"""Earlier runs of a task/tool looked at for pre-run failure context and difficulty."""
 SHOWN_UNCLAIMED_MAX = 1000
 """Run ids whose ``general_retrieve`` activations wait for a ``general_update``; the oldest are dropped beyond this."""
-"""Earlier runs of a task/tool looked at for pre-run failure context and difficulty."""
 
 
 class Trajectory(BaseModel):
@@ -256,7 +256,7 @@ class LearningMemory:
             self._links = RecordTable(Link, ns, loaded.records["links"])
             self._skills = RecordTable(Skill, ns, loaded.records["skills"])
             runs = (RunRecord.model_validate_json(raw) for raw in loaded.records["runs"].values())
-            self.runs = sorted((r for r in runs if tuple(r.namespace) == ns), key=lambda r: r.seq)
+            self._set_runs(r for r in runs if tuple(r.namespace) == ns)
             self.graph = LessonGraph.from_state(
                 loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
             )
@@ -268,7 +268,6 @@ class LearningMemory:
         except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self._snapshot.path, exc)
             return None
-        self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
         self._generation = generation
         return loaded
 
@@ -284,7 +283,11 @@ class LearningMemory:
         for skill in _all(self.store, "skills", Skill):
             self._skills[skill.id] = skill
         self.graph = LessonGraph.from_records(self.lessons.values(), self._skills.values(), self._links.values())
-        self.runs = sorted(_all(self.store, "runs", RunRecord), key=lambda r: r.seq)
+        self._set_runs(_all(self.store, "runs", RunRecord))
+
+    def _set_runs(self, runs: Iterable[RunRecord]) -> None:
+        """The stored runs in ``seq`` order, and how many runs each fingerprint appeared in."""
+        self.runs = sorted(runs, key=lambda r: r.seq)
         self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
 
     def _base_vectors(self) -> tuple[list[str], np.ndarray] | None:

@@ -69,11 +69,12 @@ from langmem_plus.retrieval.scoring import (
     lesson_components,
     lesson_score,
 )
-from langmem_plus.retrieval.select import budget, difficulty, select_with_drops
+from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
 from langmem_plus.retrieval.support import cap_tokens, choose_support, skill_components
 from langmem_plus.retrieval.worker import StrategyTimer, Worker, run_inline
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.mapping import KIND_SPECS
 from langmem_plus.tokens import count_tokens
 
 logger = logging.getLogger("langmem_plus")
@@ -192,8 +193,8 @@ class VectorCache:
 
 
 def lesson_text(lesson: Lesson) -> str:
-    """The text a lesson is embedded by: its rule, the failures it answers and its tags."""
-    return " ".join([lesson.rule_text, *lesson.fingerprints, *lesson.tags])
+    """The text a lesson is embedded by: the document the store writes (rule, failures it answers, tags)."""
+    return KIND_SPECS["lessons"].document(lesson)
 
 
 def rule_core(lesson: Lesson) -> str:
@@ -554,8 +555,6 @@ class RetrievalEngine:
         in those runs (the agent's draft matched their WRONG pattern): they count as a full
         fingerprint match, since their failures stopped showing only because they were applied.
         """
-        from langmem_plus.retrieval.select import sheet_fill
-
         cfg = self.config
         query = build_query(ctx)
         qvec = self.store.embed_query(query)

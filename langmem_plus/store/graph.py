@@ -141,7 +141,6 @@ class LessonGraph:
         """Skill node -> name."""
         self._wrong_index: dict[str, set[str]] = {}
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
-        self._wrong_key: dict[str, str] = {}
         self._rewrite: dict[str, tuple[str, str]] = {}
         """Rewrite lesson id -> (WRONG, CORRECT): the failing-action check runs without parsing the lesson."""
         self._tool: dict[str, str] = {}
@@ -205,7 +204,6 @@ class LessonGraph:
         g._skills = dict(data["skills"])
         g._fp_index = {fp: set(ids) for fp, ids in dict(data["fp_index"]).items()}
         g._wrong_index = {k: set(ids) for k, ids in dict(data["wrong_index"]).items()}
-        g._wrong_key = {i: k for k, ids in g._wrong_index.items() for i in ids}
         g._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
         g._tool = dict(data["tool"])
         g._links = {(a, b, key): float(w) for a, b, key, w in data["links"]}
@@ -316,7 +314,6 @@ class LessonGraph:
         key = _wrong_word(lesson.wrong)
         if key and lesson.correct is not None:
             self._wrong_index.setdefault(key, set()).add(lesson.id)
-            self._wrong_key[lesson.id] = key
             self._rewrite[lesson.id] = (str(lesson.wrong), lesson.correct)
         if lesson.scope.tool:
             self._tool[lesson.id] = lesson.scope.tool
@@ -348,8 +345,8 @@ class LessonGraph:
             self._prune(target)
 
     def _unindex_wrong(self, lesson_id: str) -> None:
-        self._rewrite.pop(lesson_id, None)
-        key = self._wrong_key.pop(lesson_id, None)
+        pattern = self._rewrite.pop(lesson_id, None)
+        key = _wrong_word(pattern[0]) if pattern is not None else None
         if key is not None:
             ids = self._wrong_index[key]
             ids.discard(lesson_id)

@@ -171,7 +171,6 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
 class Loaded:
     """A valid snapshot: raw records per kind, the graph state, and the journal to replay on top."""
 
-    generation: str | None
     records: dict[str, dict[str, str]]
     graph_data: dict[str, Any]
     graph_names: list[str]
@@ -271,7 +270,7 @@ class SnapshotDir:
         self._journal_name = str(meta["journal"])
         self.journal_records = sum(len(entries) for _, _, entries in journal)
         return Loaded(
-            generation=generation, records=records, graph_data=graph["data"], graph_names=graph["names"],
+            records=records, graph_data=graph["data"], graph_names=graph["names"],
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
         )
 
@@ -324,11 +323,6 @@ class SnapshotDir:
                     old.unlink(missing_ok=True)
                 except OSError as exc:  # e.g. still memory-mapped on a platform that forbids it; harmless
                     logger.debug("langmem_plus: could not remove old snapshot file %s: %s", old, exc)
-
-    def clear(self) -> None:
-        """Forget the snapshot (the next open reads from Chroma)."""
-        (self.path / "meta.json").unlink(missing_ok=True)
-        self._journal_name = None
 
 
 def _read_records(path: Path) -> dict[str, dict[str, str]]:
