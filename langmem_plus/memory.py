@@ -72,7 +72,7 @@ from langmem_plus.records import (
     WorkingContext,
     validate_namespace,
 )
-from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCache
+from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCache, rule_core
 from langmem_plus.store.audit import AuditLog, audit_path
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
@@ -338,11 +338,12 @@ class LearningMemory:
         for n, (record, raw) in enumerate(zip(records, raws)):
             if isinstance(record, Lesson):
                 old = self.lessons.get(record.id)
+                embedded_text_changed = old is None or document(old) != document(record)
                 if vectors is not None:
                     self._lesson_vectors.put(record.id, vectors[n])
-                elif old is None or document(old) != document(record):
+                elif embedded_text_changed:
                     self._lesson_vectors.forget(record.id)
-                if old is None or old.rule_text != record.rule_text or old.fingerprints != record.fingerprints:
+                if old is None or embedded_text_changed or rule_core(old) != rule_core(record):
                     self.vectors.drop(record.id)
                 self.graph.upsert_lesson(record)  # before the table: the graph reads the old record from it
                 self.lessons.put(record.id, record, raw)

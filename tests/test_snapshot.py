@@ -265,3 +265,22 @@ def test_snapshot_ids_with_escapes_round_trip(tmp_path: Path) -> None:
     folder.write_base("g1", {"links": [(i, f"raw-{n}") for n, i in enumerate(ids)]}, graph)
     loaded = folder.load("g1")
     assert loaded is not None and loaded.records["links"] == {i: f"raw-{n}" for n, i in enumerate(ids)}
+
+
+def test_a_tag_change_refreshes_the_cached_relevance_vector(tmp_path: Path) -> None:
+    """Tags are part of the embedded document: the engine's cached vector must follow them."""
+    import numpy as np
+
+    lesson = Lesson(id="a", namespace=("acme",), rule_text="WRONG: sort -d -> CORRECT: sort --desc", tags=["flags"])
+    writer = LearningMemory.open(tmp_path, namespace=("acme",), config=NO_SNAPSHOT)
+    writer.store.upsert("lessons", [lesson])
+    writer.close()
+    mem = LearningMemory.open(tmp_path, namespace=("acme",), config=NO_SNAPSHOT)  # no vector known locally
+    first = mem.vectors.relevance([mem.lessons["a"]])[0].copy()  # read from Chroma and cached
+    retagged = lesson.model_copy(update={"tags": ["ordering", "cli_syntax"]})
+    mem.store.upsert("lessons", [retagged])
+    stored = mem.store.stored_embeddings("lessons", ["a"])["a"]
+    now = mem.vectors.relevance([mem.lessons["a"]])[0]
+    assert not np.allclose(first, stored, atol=1e-3)
+    assert np.allclose(now, stored, atol=1e-6)
+    mem.close()
