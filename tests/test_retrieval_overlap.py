@@ -181,3 +181,31 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
         assert found > len(queries)
     finally:
         mem.close()
+
+
+def test_fast_scoring_equals_the_reference_on_pre_run_inputs(synthetic: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    """Pre-run scores with ``_score_fast`` too: several earlier failed actions and known lessons at once."""
+    from langmem_plus.retrieval.fast_scoring import ActionMatcher
+
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
+    try:
+        eng = mem.engine
+        compared = 0
+        for n in range(0, len(queries) - 3, 3):
+            batch = queries[n : n + 3]
+            actions = [q.event.action for q in batch]
+            ids = sorted({i for q in batch for i in eng.graph.lessons_for_action(q.event.action)})[:30]
+            sources = {i: ["history" if k % 4 == 0 else "graph"] for k, i in enumerate(ids)}
+            known = set(ids[::5])
+            qvec = mem.store.embed_query(" ".join(actions))
+            kwargs = dict(fingerprint_ids={q.event.fingerprint_id for q in batch}, tags={t for q in batch for t in q.event.tags}, now=NOW, known=known)
+            ref = eng._score(sources, qvec, {}, actions=actions, **kwargs)  # type: ignore[arg-type]
+            fast = eng._score_fast(sources, qvec, {}, matcher=ActionMatcher(actions), **kwargs)  # type: ignore[arg-type]
+            assert [(c.item_id, c.score, c.components, c.reasons) for c in fast] == [
+                (c.item_id, c.score, c.components, c.reasons) for c in ref
+            ]
+            compared += len(ref)
+        assert compared > 50  # scored candidates compared, over all batches
+    finally:
+        mem.close()

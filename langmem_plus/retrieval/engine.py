@@ -324,6 +324,7 @@ class RetrievalEngine:
         actions: Sequence[str] = (),
         known: Collection[str] = (),
     ) -> list[ScoredItem]:
+        """Every candidate scored by the reference functions of ``scoring``; ``_score_fast`` must equal it (tested)."""
         lessons = self._retrievable(sources)
         need = [l for l in lessons if l.id not in vector_sims]
         q = np.asarray(qvec, dtype=np.float32)
@@ -572,14 +573,14 @@ class RetrievalEngine:
         sources = self._merge_sources(
             ("history", known_lessons), ("fingerprint", exact), ("vector", vec), ("graph", graph)
         )
-        items = self._score(
+        items = self._score_fast(
             sources,
             qvec,
             vec,
             fingerprint_ids=set(recent_fingerprints),
             tags=set(recent_tags),
             now=now,
-            actions=recent_actions,
+            matcher=ActionMatcher(recent_actions),
             known=set(known_lessons),
         )
         result = self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now)
