@@ -198,12 +198,8 @@ class AuditLog:
         with self._wake:
             del self._queue[: len(batch)]
 
-    def _append(self, data: bytes) -> None:
-        """One O_APPEND write of whole lines, after a newline if a crash left a torn tail."""
-        with self._lock:
-            self._append_locked(data)
-
     def _append_locked(self, data: bytes) -> None:
+        """One O_APPEND write of whole lines, after a newline if a crash left a torn tail (``_lock`` held)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
