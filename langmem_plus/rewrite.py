@@ -21,6 +21,8 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langmem_plus._text import _ACTION_TOKEN, action_tokens
@@ -182,7 +184,7 @@ def _fill(pattern_tokens: list[str], captures: list[_Capture]) -> list[str] | No
     return out
 
 
-def _rejoin(filled: list[str], pattern: str, spans: list[tuple[str, int, int]]) -> str:
+def _rejoin(filled: list[str], pattern: str, spans: Sequence[tuple[str, int, int]]) -> str:
     """Filled tokens joined with the separators of the pattern they came from."""
     out = filled[0] if filled else ""
     for k in range(1, len(filled)):
@@ -190,17 +192,31 @@ def _rejoin(filled: list[str], pattern: str, spans: list[tuple[str, int, int]]) 
     return out
 
 
-def apply_rewrite(action: str, wrong: str, correct: str) -> str | None:
+@functools.lru_cache(maxsize=1 << 16)
+def compile_rewrite(wrong: str, correct: str) -> tuple[tuple[str, ...], tuple[tuple[str, int, int], ...]]:
+    """A rule's WRONG tokens and CORRECT token spans, parsed once per rule (a hot path tries many)."""
+    return tuple(action_tokens(wrong)), tuple(_spans(correct))
+
+
+def action_spans(action: str) -> list[tuple[str, int, int]]:
+    """An action's tokens with their offsets, for ``apply_rewrite(..., spans=)``."""
+    return _spans(action)
+
+
+def apply_rewrite(
+    action: str, wrong: str, correct: str, *, spans: list[tuple[str, int, int]] | None = None
+) -> str | None:
     """``action`` with every non-overlapping match of ``wrong`` replaced, or None if none.
 
-    Text outside the matched spans is kept byte for byte.
+    Text outside the matched spans is kept byte for byte. ``spans`` (``action_spans(action)``)
+    saves tokenizing the action again when many rules are tried on it.
     """
-    pw = action_tokens(wrong)
-    correct_spans = _spans(correct)
+    pw, correct_spans = compile_rewrite(wrong, correct)
     pc = [t for t, _, _ in correct_spans]
     if not pw:
         return None
-    spans = [(m.group(0), m.start(), m.end()) for m in _ACTION_TOKEN.finditer(action)]
+    if spans is None:
+        spans = _spans(action)
     out, pos, i, changed = [], 0, 0, False
     while i <= len(spans) - len(pw):
         captures: list[_Capture] = []

@@ -22,6 +22,7 @@ from langmem_plus.store.graph import (
     fp_node,
     power_iteration,
     sparse_power_iteration,
+    sparse_ppr,
     tag_node,
     tool_node,
 )
@@ -136,6 +137,73 @@ def test_sparse_power_iteration_equals_dense(n: int, seed: int, alpha: float) ->
     rows, cols = np.nonzero(w)
     sparse = sparse_power_iteration(n, rows, cols, w[rows, cols], p, alpha)
     assert sparse == pytest.approx(power_iteration(w, p, alpha), abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 10_000), st.floats(0.1, 0.95), st.integers(0, 3))
+def test_sparse_ppr_solves_the_power_iteration_fixed_point(n: int, seed: int, alpha: float, isolated: int) -> None:
+    """Conjugate gradients reach the same PageRank as the power iteration run to 1e-14, with
+    isolated (dangling) nodes and seeds among them, and the answer meets the iteration's stop rule."""
+    rng = np.random.default_rng(seed)
+    w = rng.random((n, n)) * (rng.random((n, n)) < 0.3) * rng.choice([1.0, 5.0], size=(n, n))
+    w = w + w.T
+    np.fill_diagonal(w, 0.0)
+    w[: min(isolated, n), :] = 0.0
+    w[:, : min(isolated, n)] = 0.0
+    p = rng.random(n) * (rng.random(n) < 0.5)
+    p[0] += 0.5  # at least one seed, possibly an isolated one
+    p = p / p.sum()
+    rows, cols = np.nonzero(w)
+    exact = power_iteration(w, p, alpha, tol=1e-15, max_iter=100_000)
+    solved = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha)
+    assert solved == pytest.approx(exact, abs=1e-9)
+    assert solved.sum() == pytest.approx(1.0)
+    again = sparse_power_iteration(n, rows, cols, w[rows, cols], p, alpha, start=solved, max_iter=1)
+    assert np.abs(again - solved).sum() < n * 1e-6
+
+
+def test_sparse_ppr_falls_back_to_the_iteration_when_weights_are_not_symmetric_or_negative() -> None:
+    rng = np.random.default_rng(3)
+    n = 12
+    w = rng.random((n, n)) * (rng.random((n, n)) < 0.5)
+    np.fill_diagonal(w, 0.0)  # not symmetric: CG's assumption fails, the check catches it
+    p = np.full(n, 1.0 / n)
+    rows, cols = np.nonzero(w)
+    reference = power_iteration(w, p, 0.85, tol=1e-15, max_iter=100_000)
+    assert sparse_ppr(n, rows, cols, w[rows, cols], p, 0.85) == pytest.approx(reference, abs=1e-5)
+    signed = w[rows, cols].copy()
+    signed[0] = -0.1
+    assert np.allclose(
+        sparse_ppr(n, rows, cols, signed, p, 0.85), sparse_power_iteration(n, rows, cols, signed, p, 0.85)
+    )
+
+
+def test_sparse_ppr_needs_few_sparse_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the solver: ~10 products on a hub-shaped neighbourhood where the iteration takes ~50."""
+    n = 200
+    rows_l, cols_l = [], []
+    for lesson in range(3, n):  # a fingerprint (0), a tag hub (1) and a tool hub (2) over 197 lessons
+        for hub in ((0, 1, 2) if lesson < 8 else (1, 2) if lesson % 3 else (1,)):
+            rows_l += [lesson, hub]
+            cols_l += [hub, lesson]
+    rows, cols = np.array(rows_l), np.array(cols_l)
+    w = np.ones(len(rows))
+    p = np.array([1.0, 0.5, 0.25] + [0.0] * (n - 3))
+    p = p / p.sum()
+    calls = 0
+    real = np.bincount
+
+    def counting(*args: object, **kwargs: object) -> np.ndarray:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(np, "bincount", counting)
+    fast = sparse_ppr(n, rows, cols, w, p, 0.85)
+    fast_calls, calls = calls, 0
+    slow = sparse_power_iteration(n, rows, cols, w, p, 0.85)
+    assert fast == pytest.approx(slow, abs=1e-4)
+    assert fast_calls * 3 < calls
 
 
 def test_batched_hashing_embeddings_equal_row_by_row() -> None:

@@ -40,7 +40,7 @@ from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.records import Lesson
 from langmem_plus.retrieval.scoring import LESSON_WEIGHTS, SECONDS_PER_HOUR, recency
-from langmem_plus.rewrite import WILDCARDS, apply_rewrite
+from langmem_plus.rewrite import WILDCARDS, action_spans, apply_rewrite
 
 PATTERN_CACHE_SIZE = 1 << 16
 """WRONG patterns whose literal tokens are memoised per process (one entry per distinct pattern)."""
@@ -62,7 +62,8 @@ class ActionMatcher:
 
     def __init__(self, actions: Sequence[str]) -> None:
         self.actions: list[str] = list(actions)
-        self._tokens = [frozenset(action_tokens(a)) for a in self.actions]
+        self._spans = [action_spans(a) for a in self.actions]
+        self._tokens = [frozenset(t for t, _, _ in spans) for spans in self._spans]
         self._memo: dict[tuple[str, str], tuple[bool, ...]] = {}
 
     def hits(self, lesson: Lesson) -> tuple[bool, ...]:
@@ -78,8 +79,8 @@ class ActionMatcher:
         if found is None:
             has_tokens, literals = _literals(wrong)
             found = tuple(
-                has_tokens and literals <= toks and apply_rewrite(action, wrong, correct) is not None
-                for action, toks in zip(self.actions, self._tokens)
+                has_tokens and literals <= toks and apply_rewrite(action, wrong, correct, spans=spans) is not None
+                for action, toks, spans in zip(self.actions, self._tokens, self._spans)
             )
             self._memo[key] = found
         return found

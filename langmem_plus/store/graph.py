@@ -14,9 +14,10 @@ The graph answers two retrieval questions quickly:
 
 PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
 weights as CSR arrays plus an overlay of changed rows, kept in step with every edge
-change) and runs a sparse power iteration (``sparse_power_iteration``). ``_dense_ppr``
-(dense matrix from the networkx edges) and ``_reference_ppr`` (``networkx.pagerank``
-on the whole graph) are the slow references it is tested against.
+change) and solves for the PageRank vector by conjugate gradients (``sparse_ppr``,
+checked by a step of ``sparse_power_iteration``). ``_dense_ppr`` (a dense power
+iteration run to 1e-14 from the networkx edges) and ``_reference_ppr``
+(``networkx.pagerank`` on the whole graph) are the slow references it is tested against.
 
 Nodes are ``lesson:<id>``, ``fp:<fingerprint_id>``, ``tag:<t>``, ``tool:<t>``,
 ``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind. Edges a
@@ -515,7 +516,7 @@ class LessonGraph:
         for node in _ordered_seeds(seeds):
             if node in index:
                 p[index[node]] = float(seeds[node])
-        scores = sparse_power_iteration(len(nodes), rows, cols, weights, p / p.sum(), alpha)
+        scores = sparse_ppr(len(nodes), rows, cols, weights, p / p.sum(), alpha)
         return self._lesson_scores(nodes, scores)
 
     def _edges_among(
@@ -549,7 +550,8 @@ class LessonGraph:
     ) -> dict[str, float]:
         """``personalized_pagerank`` the slow, obvious way: a dense matrix from the networkx edges.
 
-        Same neighbourhood, same seeds; kept to test the sparse, hub-aware version against.
+        Same neighbourhood, same seeds, iterated to 1e-14 (the exact answer); kept to test
+        the sparse, hub-aware version against.
         """
         excluded = tuple(exclude_status)
         nodes = self.neighbourhood(seeds, hops=hops, max_nodes=max_nodes, exclude_status=excluded)
@@ -560,7 +562,7 @@ class LessonGraph:
         for node in _ordered_seeds(seeds):
             if node in index:
                 p[index[node]] = float(seeds[node])
-        scores = power_iteration(self._weight_matrix(nodes, index), p / p.sum(), alpha)
+        scores = power_iteration(self._weight_matrix(nodes, index), p / p.sum(), alpha, tol=1e-14, max_iter=100_000)
         return self._lesson_scores(nodes, scores)
 
     def _lesson_scores(self, nodes: list[str], scores: np.ndarray) -> dict[str, float]:
@@ -658,11 +660,13 @@ def sparse_power_iteration(
     *,
     tol: float = PPR_TOL,
     max_iter: int = PPR_MAX_ITER,
+    start: np.ndarray | None = None,
 ) -> np.ndarray:
     """``power_iteration`` on a sparse matrix given as (row, col, weight) entries (duplicates add up).
 
     Each iteration is two ``numpy.bincount`` passes over the entries, so its cost is
-    the number of edges in the neighbourhood, not ``n`` squared.
+    the number of edges in the neighbourhood, not ``n`` squared. ``start`` replaces the
+    uniform first iterate (``sparse_ppr`` passes its solution, to check it).
 
     Example:
         >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
@@ -675,7 +679,7 @@ def sparse_power_iteration(
     step = alpha * weights / safe[rows]
     teleport = (1 - alpha) * personalization
     back = alpha * personalization if dangling.any() else None
-    x = np.full(n, 1.0 / n)
+    x = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=np.float64)
     for _ in range(max_iter):
         last = x
         x = np.bincount(cols, weights=x.take(rows) * step, minlength=n) + teleport
@@ -685,6 +689,81 @@ def sparse_power_iteration(
         if np.abs(diff, out=diff).sum() < n * tol:
             break
     return x
+
+
+def sparse_ppr(
+    n: int,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    weights: np.ndarray,
+    personalization: np.ndarray,
+    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+    *,
+    tol: float = PPR_TOL,
+    max_iter: int = PPR_MAX_ITER,
+) -> np.ndarray:
+    """The fixed point ``sparse_power_iteration`` approaches, solved by conjugate gradients.
+
+    The neighbourhood is undirected (every edge is given both ways with one weight), so
+    with ``D`` the weighted degrees, ``(I - alpha W D^-1) u = p`` becomes symmetric
+    positive definite once scaled by ``D^-1/2`` (eigenvalues in [1 - alpha, 1 + alpha]).
+    Conjugate gradients solve it in ~8 sparse products at 100k lessons (18 at most)
+    where the power iteration takes ~50, since its error shrinks only by ``alpha`` per
+    step; and the answer is closer to exact (1e-11 against 4e-5). Dangling nodes (no
+    edge here) send their mass to ``p``: ``x = c u`` with their columns left out of
+    ``u``'s system and ``c`` making ``x`` sum to one.
+
+    The solution is then checked by ``sparse_power_iteration`` started from it, whose
+    first step meets its stop rule; if the weights are not symmetric and non-negative
+    (never the case for ``Adjacency``), that iteration simply carries on to the answer.
+
+    Example:
+        >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
+        >>> [round(float(x), 3) for x in sparse_ppr(2, r, c, w, np.array([1.0, 0.0]), 0.5)]
+        [0.667, 0.333]
+    """
+    p = np.asarray(personalization, dtype=np.float64)
+    start: np.ndarray | None = None
+    if len(weights) == 0 or float(np.min(weights)) >= 0.0:
+        degree = np.bincount(rows, weights=weights, minlength=n)
+        dangling = degree <= 0
+        inv_sqrt = np.zeros(n)
+        np.divide(1.0, np.sqrt(degree, where=~dangling, out=np.zeros(n)), where=~dangling, out=inv_sqrt)
+        scaled = alpha * weights * inv_sqrt[rows] * inv_sqrt[cols]
+        z = _conjugate_gradients(n, rows, cols, scaled, p * inv_sqrt)
+        if z is not None:
+            u = np.where(dangling, p, np.divide(z, inv_sqrt, where=~dangling, out=np.zeros(n)))
+            start = u * ((1 - alpha) / (1 - alpha * float(u[dangling].sum())))
+    return sparse_power_iteration(n, rows, cols, weights, p, alpha, tol=tol, max_iter=max_iter, start=start)
+
+
+PPR_CG_RTOL = 1.0e-10
+"""Conjugate-gradient stop: residual norm below this share of the right-hand side's."""
+
+
+def _conjugate_gradients(
+    n: int, rows: np.ndarray, cols: np.ndarray, scaled: np.ndarray, b: np.ndarray, *, rtol: float = PPR_CG_RTOL
+) -> np.ndarray | None:
+    """``z`` with ``z - S z = b``, ``S`` the symmetric matrix of (row, col, ``scaled``) entries; None on breakdown."""
+    z = np.zeros(n)
+    r = b.copy()
+    d = r.copy()
+    rr = float(r @ r)
+    limit = rtol * rtol * rr
+    for _ in range(4 * n + 10):
+        if rr <= limit:
+            return z
+        ad = d - np.bincount(cols, weights=d.take(rows) * scaled, minlength=n)
+        curvature = float(d @ ad)
+        if not curvature > 0.0:  # not positive definite (or NaN): let the power iteration answer
+            return None
+        step = rr / curvature
+        z += step * d
+        r -= step * ad
+        rr_next = float(r @ r)
+        d = r + (rr_next / rr) * d
+        rr = rr_next
+    return z
 
 
 def power_iteration(
@@ -722,6 +801,7 @@ def power_iteration(
 __all__ = [
     "DEFAULT_EXCLUDED",
     "FIELD_EDGE_KINDS",
+    "PPR_CG_RTOL",
     "PPR_MAX_ITER",
     "PPR_TOL",
     "LessonGraph",
@@ -731,6 +811,7 @@ __all__ = [
     "power_iteration",
     "skill_node",
     "sparse_power_iteration",
+    "sparse_ppr",
     "tag_node",
     "task_node",
     "tool_node",
