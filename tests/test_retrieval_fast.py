@@ -206,6 +206,42 @@ def test_sparse_ppr_needs_few_sparse_products(monkeypatch: pytest.MonkeyPatch) -
     assert fast_calls * 3 < calls
 
 
+def _neighbourhood_reference(g: LessonGraph, seeds: dict[str, float], hops: int, max_nodes: int) -> list[str]:
+    """The walk node by node: seeds heaviest first, then hop by hop, low-fanout nodes first."""
+    excluded = {"suppressed", "archived"}
+    visited: list[str] = []
+    for node in sorted((n for n, w in seeds.items() if w > 0), key=lambda n: (-seeds[n], n)):
+        if len(visited) < max_nodes and node in g and g._status.get(node) not in excluded:
+            visited.append(node)
+    frontier = list(visited)
+    for _ in range(hops):
+        nxt = []
+        for node in sorted(frontier, key=lambda n: (g.adjacency.fanout(n), n)):
+            for nb in g.adjacency.neighbours(node):
+                if len(visited) >= max_nodes:
+                    return visited
+                if nb not in visited and g._status.get(nb) not in excluded:
+                    visited.append(nb)
+                    nxt.append(nb)
+        frontier = nxt
+    return visited
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_nodes", [10, 33, 130, 10_000])
+def test_neighbourhood_and_top_ranks_equal_references(seed: int, max_nodes: int) -> None:
+    g = LessonGraph.from_records(_lessons(300, seed), links=_links(300, seed, 80))
+    for lesson in _lessons(300, seed)[:10]:  # changed rows live in the overlay
+        g.upsert_lesson(lesson.model_copy(update={"tags": ["t0"]}))
+    seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("a"): 0.25}
+    for hops in (1, 2, 3):
+        assert g.neighbourhood(seeds, hops=hops, max_nodes=max_nodes) == _neighbourhood_reference(g, seeds, hops, max_nodes)
+    full = g.personalized_pagerank(seeds, max_nodes=max_nodes)
+    for k in (0, 1, 7, 10_000):
+        top = g.personalized_pagerank(seeds, max_nodes=max_nodes, top=k)
+        assert list(top.items()) == sorted(full.items(), key=lambda kv: -kv[1])[:k]
+
+
 def test_batched_hashing_embeddings_equal_row_by_row() -> None:
     emb = HashingEmbeddings(dim=64)
     texts = ["WRONG: pick -> CORRECT: SELECT", "", "  ", "a", "no such column: agee", "x" * 300]

@@ -164,6 +164,21 @@ class VectorCache:
         self._touch(self._relevance, (l.id for l in lessons))
         return self._stack([known[l.id] for l in lessons])
 
+    def relevance_here(self, lessons: list[Lesson]) -> np.ndarray | None:
+        """``relevance(lessons)`` when every row is cached or held outside Chroma, else None (no store call)."""
+        known = self._cached(self._relevance, lessons)
+        missing = [l.id for l in lessons if l.id not in known]
+        if missing:
+            if self._known is None:
+                return None
+            found = self._known(missing)
+            if len(found) < len(missing):
+                return None
+            known.update(found)
+            self._relevance.update(found)
+        self._touch(self._relevance, (l.id for l in lessons))
+        return self._stack([known[l.id] for l in lessons])
+
     def content(self, lessons: Sequence[Lesson]) -> np.ndarray:
         """Content rows for ``lessons`` in order (for MMR)."""
         known = self._cached(self._content, lessons)
@@ -273,12 +288,11 @@ class RetrievalEngine:
             return {}
         cfg = self.config
         started = time.perf_counter()
-        ranks = self.graph.personalized_pagerank(
-            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha
+        top = self.graph.personalized_pagerank(
+            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=cfg.candidates_k
         )
-        top = sorted(ranks.items(), key=lambda kv: -kv[1])[: cfg.candidates_k]
         self._graph_ms = (time.perf_counter() - started) * 1000.0
-        return dict(top)
+        return top
 
     def _action_candidates(self, action: str, tool: str | None, matcher: ActionMatcher | None = None) -> list[str]:
         """Rewrite lessons whose WRONG pattern occurs in the failing action, same tool first, at most K.
@@ -374,15 +388,18 @@ class RetrievalEngine:
     ) -> list[ScoredItem]:
         """``_score`` with ``matcher.actions`` as ``actions``: the same items, computed faster.
 
-        The stored vectors of the non-vector candidates are read on the worker while the
-        fingerprint credits (the costly rewrite checks) are computed here; components and
+        The stored vectors of the non-vector candidates come from the snapshot's rows; when
+        some must be read from Chroma, that read runs on the worker while the fingerprint
+        credits (the costly rewrite checks) are computed here; components and
         scores come from ``fast_scoring``; ``ScoredItem``s are built without re-validating
         what this method just computed (``model_construct``).
         """
         cfg = self.config
         lessons = self._retrievable(sources)
         need = [l for l in lessons if l.id not in vector_sims]
-        pending = self._submit(overlap, self.vectors.relevance, need) if need else None
+        # The snapshot's rows are a memory read: a thread handoff would cost more than it hides.
+        here = self.vectors.relevance_here(need) if need else None
+        pending = self._submit(overlap, self.vectors.relevance, need) if need and here is None else None
         fps = set(fingerprint_ids)
         credits = [
             1.0
@@ -397,8 +414,8 @@ class RetrievalEngine:
             for lesson in lessons
         ]
         sims = dict(vector_sims)
-        if pending is not None:
-            rows = pending.result()
+        rows = here if pending is None else pending.result()
+        if rows is not None:
             sims.update(zip((l.id for l in need), cosines(np.asarray(qvec, dtype=np.float32), rows)))
         comps = lesson_components_fast(
             lessons, fingerprint_ids=fps, tags=tags, text_similarity=[sims[l.id] for l in lessons], now=now, config=cfg

@@ -242,7 +242,7 @@ class Adjacency:
         cap = len(nodes)
         ids = self._ids
         gids = np.array([ids.get(u, -1) for u in nodes], dtype=np.int64)
-        local = np.array([index[u] for u in nodes], dtype=np.int64)
+        local = np.arange(cap, dtype=np.int64)  # ``nodes[i]`` has row ``i``
         in_csr = (gids >= 0) & (gids < self._snapshot_n)
         fanout = np.zeros(cap, dtype=np.int64)
         csr_gids = gids[in_csr]

@@ -468,13 +468,13 @@ class LessonGraph:
             nxt: list[str] = []
             for node in sorted(frontier, key=lambda n: (adj.fanout(n), n)):
                 for chunk in adj.neighbour_chunks(node):
-                    for nb in chunk:
-                        if nb in visited or status.get(nb) in excluded:
-                            continue
-                        visited[nb] = None
-                        nxt.append(nb)
-                        if len(visited) >= max_nodes:
-                            return list(visited)
+                    fresh = [nb for nb in chunk if nb not in visited and status.get(nb) not in excluded]
+                    room = max_nodes - len(visited)
+                    if len(fresh) >= room:  # a chunk names each node once, so the first ``room`` are new
+                        visited.update(dict.fromkeys(fresh[:room]))
+                        return list(visited)
+                    visited.update(dict.fromkeys(fresh))
+                    nxt += fresh
             frontier = nxt
         return list(visited)
 
@@ -489,6 +489,7 @@ class LessonGraph:
         max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
         alpha: float = DEFAULT_CONFIG.pagerank_alpha,
         exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
+        top: int | None = None,
     ) -> dict[str, float]:
         """Personalised PageRank of lessons around the seeds, on a bounded neighbourhood.
 
@@ -502,6 +503,8 @@ class LessonGraph:
             max_nodes: Largest neighbourhood PageRank runs on.
             alpha: Damping factor.
             exclude_status: Lesson statuses left out of the walk and the result.
+            top: Only the ``top`` best lessons, best first (ties in neighbourhood order), chosen
+                as arrays; None: every lesson of the neighbourhood, in neighbourhood order.
 
         Returns:
             Lesson id -> score for the lessons in the neighbourhood; empty if no seed is in the graph.
@@ -517,7 +520,12 @@ class LessonGraph:
             if node in index:
                 p[index[node]] = float(seeds[node])
         scores = sparse_ppr(len(nodes), rows, cols, weights, p / p.sum(), alpha)
-        return self._lesson_scores(nodes, scores)
+        if top is None:
+            return self._lesson_scores(nodes, scores)
+        status = self._status
+        lessons = np.flatnonzero(np.fromiter((n in status for n in nodes), dtype=bool, count=len(nodes)))
+        best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
+        return {nodes[i][len("lesson:"):]: float(scores[i]) for i in best.tolist()}
 
     def _edges_among(
         self, nodes: list[str], index: Mapping[str, int]
