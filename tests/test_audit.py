@@ -146,6 +146,33 @@ def test_deferred_writes_reach_the_file_without_a_reader_and_close_stops_the_thr
     assert log._writer is None and log.path.read_bytes().count(b"\n") == 3
 
 
+def test_the_writer_batches_records_that_come_close_together_and_close_cuts_its_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import langmem_plus.store.audit as audit_mod
+
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    appends: list[int] = []
+    real = log._append_locked
+    monkeypatch.setattr(log, "_append_locked", lambda data: (appends.append(data.count(b"\n")), real(data)))
+    for i in range(5):
+        log.write_deferred("retrieval", n=i)
+    deadline = time.monotonic() + 5.0
+    while not appends and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert appends == [5]  # one write for the five records, not five
+
+    monkeypatch.setattr(audit_mod, "WRITER_LINGER_S", 30.0)
+    log.write_deferred("retrieval", n=5)
+    time.sleep(0.05)  # the writer is now lingering for up to 30 s
+    started = time.monotonic()
+    log.close()
+    assert time.monotonic() - started < 5.0
+    assert [r["n"] for r in log.read()] == [0, 1, 2, 3, 4, 5]
+
+
 def test_a_full_queue_is_written_by_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import langmem_plus.store.audit as audit_mod
 
