@@ -56,6 +56,28 @@ def test_open_from_snapshot_is_lazy_and_equals_a_full_read(demo_store: Path, tmp
     mem.close()
 
 
+def test_open_pauses_the_garbage_collector_throughout_and_restores_it(
+    demo_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full collection inside an open costs the whole process's heap; an open runs none."""
+    import gc
+
+    from langmem_plus.store.chroma import ChromaStore
+
+    seen: list[bool] = []
+    real_open, real_load = ChromaStore.open.__func__, LearningMemory._load_snapshot_state  # type: ignore[attr-defined]
+    monkeypatch.setattr(ChromaStore, "open", classmethod(lambda cls, **kw: (seen.append(gc.isenabled()), real_open(cls, **kw))[1]))
+    monkeypatch.setattr(LearningMemory, "_load_snapshot_state", lambda self, g: (seen.append(gc.isenabled()), real_load(self, g))[1])
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            LearningMemory.open(demo_store, namespace=NS, config=LAZY).close()
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    assert seen == [False, False, False, False]
+
+
 def test_writes_after_open_are_journalled_and_replayed(demo_store: Path, tmp_path: Path) -> None:
     """Runs, lessons, links and skills written after an open, without a close, come back on the next open."""
     import shutil
