@@ -28,6 +28,18 @@ def test_synthetic_memory_is_varied_and_labelled() -> None:
     assert build_memory(600, ("b",), queries=40, seed=3).queries[5].target == mem.queries[5].target
 
 
+def test_only_conflict_twins_share_a_wrong_pattern_within_a_tool() -> None:
+    """Each query has one right answer: a tool's lessons share a WRONG only as linked conflict twins."""
+    mem = build_memory(20_000, ("b",), queries=10, seed=0)  # 500 lessons a tool: 3-syllable words collide
+    seen: dict[tuple[str | None, str | None], str] = {}
+    for lesson in mem.lessons:
+        key = (lesson.scope.tool, lesson.wrong)
+        if key in seen:
+            assert lesson.conflicts_with == [seen[key]]
+        else:
+            seen[key] = lesson.id
+
+
 def test_bench_retrieval_json_shape() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "langmem_plus.cli", "bench", "retrieval", "--lessons", "400", "--queries", "20", "--warmup", "10", "--json"],

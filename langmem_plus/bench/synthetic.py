@@ -10,7 +10,8 @@ The memory imitates what many runs over many tools leave behind (DESIGN §2, §6
   action does;
 - tags from a fixed vocabulary, lessons in every status, conflict pairs (same
   WRONG, different CORRECT, the loser less reliable), co-activation links between
-  lessons of one tool.
+  lessons of one tool; apart from the conflict pairs, no two lessons of one tool
+  share a WRONG pattern, so every query has one right answer.
 
 Each query names the lesson that fixes it. Queries carry fresh literals in their
 error text, and a share of them are paraphrased: reworded error text and a
@@ -67,6 +68,18 @@ def _word(rng: random.Random, parts: int = 3) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(parts))
 
 
+def _fresh_word(rng: random.Random, used: set[str], tries: int = 8) -> str:
+    """A word not in ``used`` (then added): three syllables, one more after ``tries`` misses."""
+    parts = 3
+    while True:
+        for _ in range(tries):
+            word = _word(rng, parts)
+            if word not in used:
+                used.add(word)
+                return word
+        parts += 1
+
+
 @dataclass(frozen=True)
 class Query:
     """One labelled on-error query: the event, and the id of the lesson that fixes it."""
@@ -109,6 +122,7 @@ def build_memory(n: int, namespace: tuple[str, ...], *, queries: int = 200, seed
     rng = random.Random(seed)
     lessons: list[Lesson] = []
     meta: list[tuple[int, int, str, str]] = []  # (tool, family, fp literal, wrong) per lesson
+    wrongs: dict[int, set[str]] = {}  # WRONG patterns taken, per tool
     fp_count = max(1, n // LESSONS_PER_FP)
     i = 0
     while len(lessons) < n:
@@ -119,7 +133,10 @@ def build_memory(n: int, namespace: tuple[str, ...], *, queries: int = 200, seed
         literal = f"{_word(rng, 2)}{fp_i}"
         fp_text = f"tool{tool}: " + template.format(w="<str>", n="<num>") + f" [{literal}]"
         fp_id = stable_id("fp", str(fp_i))
-        wrong, correct = _word(rng), _word(rng)
+        # One tool's lessons never share a WRONG by accident: two unlinked lessons with one
+        # WRONG and different fixes would make a query's right answer a coin toss (the
+        # deliberate ones are the conflict twins below, linked by ``conflicts_with``).
+        wrong, correct = _fresh_word(rng, wrongs.setdefault(tool, set())), _word(rng)
         second = rng.choice(TAGS)
         lesson = Lesson(
             id=stable_id("les", *namespace, str(i)),
