@@ -19,6 +19,7 @@ from langmem_plus.learning.dedup import (
     merge,
     normalize_rule,
     simhash,
+    simhash_reference,
 )
 from langmem_plus.learning.utility import reliability
 from langmem_plus.records import Lesson, LessonStats, Provenance
@@ -74,6 +75,12 @@ def test_simhash_is_stable_across_processes() -> None:
 def test_simhash_width_and_determinism(text: str, bits: int) -> None:
     v = simhash(text, bits)
     assert 0 <= v < 2**bits and v == simhash(text, bits)
+
+
+@given(st.text(max_size=200), st.sampled_from([1, 16, 33, 64]))
+def test_simhash_equals_the_bit_by_bit_reference(text: str, bits: int) -> None:
+    assert simhash(text, bits) == simhash_reference(text, bits)
+    assert simhash(RULE + " " + text, bits) == simhash_reference(RULE + " " + text, bits)
 
 
 def test_simhash_edges() -> None:
