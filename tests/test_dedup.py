@@ -83,6 +83,11 @@ def test_simhash_equals_the_bit_by_bit_reference(text: str, bits: int) -> None:
     assert simhash(RULE + " " + text, bits) == simhash_reference(RULE + " " + text, bits)
 
 
+def test_simhash_of_a_huge_text_is_voted_in_blocks_and_equals_the_reference() -> None:
+    huge = " ".join(f"tok{i % 7000}" for i in range(20_000))  # more features than one block
+    assert simhash(huge) == simhash_reference(huge)
+
+
 def test_simhash_edges() -> None:
     assert simhash("") == 0
     with pytest.raises(ValueError):

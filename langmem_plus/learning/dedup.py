@@ -35,6 +35,8 @@ from langmem_plus.learning.utility import reliability
 from langmem_plus.records import Lesson, LessonStats, Provenance
 from langmem_plus.rewrite import apply_rewrite
 
+SIMHASH_BLOCK = 4096
+"""Features voted in one matrix product (bounds ``simhash``'s memory on a huge text to ~2 MB)."""
 SIMHASH_NGRAM = 2
 """Token n-grams hashed as SimHash features besides single tokens: word order then counts a little."""
 
@@ -81,8 +83,11 @@ def simhash(text: str, bits: int = 64) -> int:
         return 0
     hashes = np.fromiter((_feature_hash(f) for f in feats), dtype=np.uint64, count=len(feats))
     weights = np.fromiter(feats.values(), dtype=np.int64, count=len(feats))
-    on = ((hashes[:, None] >> np.arange(bits, dtype=np.uint64)) & np.uint64(1)).astype(np.int64)
-    votes = weights @ (2 * on - 1)
+    shifts = np.arange(bits, dtype=np.uint64)
+    votes = np.zeros(bits, dtype=np.int64)
+    for lo in range(0, len(hashes), SIMHASH_BLOCK):  # bounded memory for a huge text
+        on = ((hashes[lo : lo + SIMHASH_BLOCK, None] >> shifts) & np.uint64(1)).astype(np.int64)
+        votes += weights[lo : lo + SIMHASH_BLOCK] @ (2 * on - 1)
     return sum(1 << b for b in np.flatnonzero(votes > 0).tolist())
 
 
