@@ -146,11 +146,7 @@ class VectorCache:
         A lesson Chroma cannot return (not written yet, or a read error) is embedded
         with the store's embedder instead.
         """
-        known = self._cached(self._relevance, lessons)
-        missing = [l for l in lessons if l.id not in known]
-        if missing and self._known is not None:
-            known.update(self._known([l.id for l in missing]))
-            missing = [l for l in missing if l.id not in known]
+        known, missing = self._relevance_held(lessons)
         if missing:
             try:
                 known.update(self._store.stored_embeddings("lessons", [l.id for l in missing]))
@@ -166,18 +162,20 @@ class VectorCache:
 
     def relevance_here(self, lessons: list[Lesson]) -> np.ndarray | None:
         """``relevance(lessons)`` when every row is cached or held outside Chroma, else None (no store call)."""
-        known = self._cached(self._relevance, lessons)
-        missing = [l.id for l in lessons if l.id not in known]
+        known, missing = self._relevance_held(lessons)
         if missing:
-            if self._known is None:
-                return None
-            found = self._known(missing)
-            if len(found) < len(missing):
-                return None
-            known.update(found)
-            self._relevance.update(found)
+            return None
         self._touch(self._relevance, (l.id for l in lessons))
         return self._stack([known[l.id] for l in lessons])
+
+    def _relevance_held(self, lessons: list[Lesson]) -> tuple[dict[str, np.ndarray], list[Lesson]]:
+        """The relevance rows held here (cached, or the snapshot's) and the lessons that need Chroma."""
+        known = self._cached(self._relevance, lessons)
+        missing = [l for l in lessons if l.id not in known]
+        if missing and self._known is not None:
+            known.update(self._known([l.id for l in missing]))
+            missing = [l for l in missing if l.id not in known]
+        return known, missing
 
     def content(self, lessons: Sequence[Lesson]) -> np.ndarray:
         """Content rows for ``lessons`` in order (for MMR)."""
@@ -221,6 +219,11 @@ def rule_core(lesson: Lesson) -> str:
     if lesson.wrong and lesson.correct is not None:
         return lesson.wrong
     return lesson.rule_text.split(" (", 1)[0]
+
+
+def _error_query(event: ErrorEvent, ctx: WorkingContext) -> str:
+    """The text an error is looked up by: its fingerprint, error text, action and the run's working state."""
+    return "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
 
 
 @dataclass
@@ -512,43 +515,47 @@ class RetrievalEngine:
 
     def _on_error_fast(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool) -> Retrieval:
         cfg = self.config
-        query = "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
+        query = _error_query(event, ctx)
         qvec = self.store.embed_query(query)
         pending = self._submit(overlap, self._vector_candidates, qvec, cfg.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
         action = self._action_candidates(event.action, event.tool, matcher) if event.action else []
-        seeds = {f"fp:{event.fingerprint_id}": cfg.graph_seed_weight_fp}
-        seeds.update({f"tag:{t}": TAG_SEED_WEIGHT for t in event.tags})
-        if event.tool:
-            seeds[f"tool:{event.tool}"] = SCOPE_SEED_WEIGHT
-        graph = self._graph_candidates(seeds)
+        graph = self._graph_candidates(self._error_seeds(event))
         vec = pending.result()
-        sources = self._merge_sources(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
-        if event.tool:  # a lesson scoped to another tool does not answer this tool's error
-            sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
+        sources = self._error_sources(event, exact, action, vec, graph)
         items = self._score_fast(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
             overlap=overlap,
         )
         return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[:300], now=now)
 
-    def on_error_reference(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
-        """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
-        cfg = self.config
-        query = "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
-        qvec = self.store.embed_query(query)
-        exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
-        action = self._action_candidates(event.action, event.tool) if event.action else []
-        vec = self._vector_candidates(qvec, cfg.candidates_k)
-        seeds = {f"fp:{event.fingerprint_id}": cfg.graph_seed_weight_fp}
+    def _error_seeds(self, event: ErrorEvent) -> dict[str, float]:
+        """PageRank seeds of an error: its fingerprint, its tags and its tool."""
+        seeds = {f"fp:{event.fingerprint_id}": self.config.graph_seed_weight_fp}
         seeds.update({f"tag:{t}": TAG_SEED_WEIGHT for t in event.tags})
         if event.tool:
             seeds[f"tool:{event.tool}"] = SCOPE_SEED_WEIGHT
-        graph = self._graph_candidates(seeds)
+        return seeds
+
+    def _error_sources(
+        self, event: ErrorEvent, exact: Iterable[str], action: list[str], vec: dict[str, float], graph: dict[str, float]
+    ) -> dict[str, list[str]]:
+        """The four candidate sources merged; a lesson scoped to another tool does not answer this tool's error."""
         sources = self._merge_sources(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
-        if event.tool:  # a lesson scoped to another tool does not answer this tool's error
+        if event.tool:
             sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
+        return sources
+
+    def on_error_reference(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
+        """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
+        query = _error_query(event, ctx)
+        qvec = self.store.embed_query(query)
+        exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
+        action = self._action_candidates(event.action, event.tool) if event.action else []
+        vec = self._vector_candidates(qvec, self.config.candidates_k)
+        graph = self._graph_candidates(self._error_seeds(event))
+        sources = self._error_sources(event, exact, action, vec, graph)
         items = self._score(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
         )
