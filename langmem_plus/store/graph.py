@@ -63,6 +63,8 @@ PPR_TOL = 1.0e-6
 """Power-iteration stop: L1 change per node below this (networkx.pagerank's default)."""
 PPR_MAX_ITER = 100
 """Power-iteration cap (networkx.pagerank's default); the last iterate is returned."""
+PPR_CG_RTOL = 1.0e-10
+"""Conjugate-gradient stop (``sparse_ppr``): residual norm below this share of the right-hand side's."""
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
 """Lesson statuses PageRank walks around: never retrieved (DESIGN §5.4)."""
 
@@ -298,10 +300,7 @@ class LessonGraph:
         old_set, new_set = set(old), set(new)
         for target, kind in old:
             if (target, kind) not in new_set:
-                self.adjacency.adjust(node, target, -1, -1.0)
-                self._nx_remove_edge(node, target, kind)
-                if kind == "triggers":
-                    self._unindex(target[len("fp:"):], lesson.id)
+                self._drop_field_edge(lesson.id, target, kind)
         for target, kind in new:
             if (target, kind) not in old_set:
                 self.adjacency.adjust(node, target, 1, 1.0)
@@ -331,10 +330,7 @@ class LessonGraph:
             return
         old = self._field_edges(lesson_id)
         for target, kind in old:
-            self.adjacency.adjust(node, target, -1, -1.0)
-            self._nx_remove_edge(node, target, kind)
-            if kind == "triggers":
-                self._unindex(target[len("fp:"):], lesson_id)
+            self._drop_field_edge(lesson_id, target, kind)
         del self._status[node]
         self._targets.pop(lesson_id, None)
         self._tool.pop(lesson_id, None)
@@ -344,6 +340,14 @@ class LessonGraph:
         self._prune(node)
         for target, _ in old:
             self._prune(target)
+
+    def _drop_field_edge(self, lesson_id: str, target: str, kind: str) -> None:
+        """Remove one edge a lesson's fields implied (and its fingerprint index entry)."""
+        node = lesson_node(lesson_id)
+        self.adjacency.adjust(node, target, -1, -1.0)
+        self._nx_remove_edge(node, target, kind)
+        if kind == "triggers":
+            self._unindex(target[len("fp:"):], lesson_id)
 
     def _unindex_wrong(self, lesson_id: str) -> None:
         pattern = self._rewrite.pop(lesson_id, None)
@@ -515,11 +519,7 @@ class LessonGraph:
             return {}
         index = {n: i for i, n in enumerate(nodes)}
         rows, cols, weights = self._edges_among(nodes, index)
-        p = np.zeros(len(nodes))
-        for node in _ordered_seeds(seeds):
-            if node in index:
-                p[index[node]] = float(seeds[node])
-        scores = sparse_ppr(len(nodes), rows, cols, weights, p / p.sum(), alpha)
+        scores = sparse_ppr(len(nodes), rows, cols, weights, _personalization(seeds, index), alpha)
         if top is None:
             return self._lesson_scores(nodes, scores)
         status = self._status
@@ -566,11 +566,8 @@ class LessonGraph:
         if not nodes:
             return {}
         index = {n: i for i, n in enumerate(nodes)}
-        p = np.zeros(len(nodes))
-        for node in _ordered_seeds(seeds):
-            if node in index:
-                p[index[node]] = float(seeds[node])
-        scores = power_iteration(self._weight_matrix(nodes, index), p / p.sum(), alpha, tol=1e-14, max_iter=100_000)
+        p = _personalization(seeds, index)
+        scores = power_iteration(self._weight_matrix(nodes, index), p, alpha, tol=1e-14, max_iter=100_000)
         return self._lesson_scores(nodes, scores)
 
     def _lesson_scores(self, nodes: list[str], scores: np.ndarray) -> dict[str, float]:
@@ -658,6 +655,15 @@ def _ordered_seeds(seeds: Mapping[str, float]) -> list[str]:
     return sorted((n for n, w in seeds.items() if w > 0), key=lambda n: (-float(seeds[n]), n))
 
 
+def _personalization(seeds: Mapping[str, float], index: Mapping[str, int]) -> np.ndarray:
+    """The seeds' weights on the neighbourhood's rows, summing to one (the seeds come first, so one is there)."""
+    p = np.zeros(len(index))
+    for node in _ordered_seeds(seeds):
+        if node in index:
+            p[index[node]] = float(seeds[node])
+    return p / p.sum()
+
+
 def sparse_power_iteration(
     n: int,
     rows: np.ndarray,
@@ -743,10 +749,6 @@ def sparse_ppr(
             u = np.where(dangling, p, np.divide(z, inv_sqrt, where=~dangling, out=np.zeros(n)))
             start = u * ((1 - alpha) / (1 - alpha * float(u[dangling].sum())))
     return sparse_power_iteration(n, rows, cols, weights, p, alpha, tol=tol, max_iter=max_iter, start=start)
-
-
-PPR_CG_RTOL = 1.0e-10
-"""Conjugate-gradient stop: residual norm below this share of the right-hand side's."""
 
 
 def _conjugate_gradients(
