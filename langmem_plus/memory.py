@@ -254,15 +254,13 @@ class LearningMemory:
 
     # ------------------------------------------------------------------ state and snapshot
     def _load_snapshot(self) -> Loaded | None:
-        """Lessons, links, skills, runs and the graph from the local snapshot, if it matches Chroma's generation."""
+        """Lessons, links, skills, runs and the graph from the local snapshot, if it matches Chroma's generation.
+
+        ``open`` runs it with the garbage collector paused (``_gc_paused``).
+        """
         if self._snapshot is None:
             return None
         generation = self.store.generation()
-        with _gc_paused():
-            return self._load_snapshot_state(generation)
-
-    def _load_snapshot_state(self, generation: str | None) -> Loaded | None:
-        assert self._snapshot is not None
         loaded = self._snapshot.load(generation)
         if loaded is None:
             return None
@@ -309,7 +307,7 @@ class LearningMemory:
     def _base_vectors(self) -> tuple[list[str], np.ndarray] | None:
         """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
         ids = list(self.lessons)
-        found = {i: v for i in ids if (v := self._lesson_vectors.get(i)) is not None}
+        found = self._lesson_vectors.get_many(ids)
         missing = [i for i in ids if i not in found]
         for start in range(0, len(missing), PAGE_SIZE):
             found.update(self.store.stored_embeddings("lessons", missing[start : start + PAGE_SIZE]))

@@ -65,9 +65,9 @@ def test_open_pauses_the_garbage_collector_throughout_and_restores_it(
     from langmem_plus.store.chroma import ChromaStore
 
     seen: list[bool] = []
-    real_open, real_load = ChromaStore.open.__func__, LearningMemory._load_snapshot_state  # type: ignore[attr-defined]
+    real_open, real_load = ChromaStore.open.__func__, LearningMemory._load_snapshot  # type: ignore[attr-defined]
     monkeypatch.setattr(ChromaStore, "open", classmethod(lambda cls, **kw: (seen.append(gc.isenabled()), real_open(cls, **kw))[1]))
-    monkeypatch.setattr(LearningMemory, "_load_snapshot_state", lambda self, g: (seen.append(gc.isenabled()), real_load(self, g))[1])
+    monkeypatch.setattr(LearningMemory, "_load_snapshot", lambda self: (seen.append(gc.isenabled()), real_load(self))[1])
     for enabled in (True, False):
         (gc.enable if enabled else gc.disable)()
         try:

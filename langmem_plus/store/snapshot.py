@@ -199,13 +199,7 @@ class LessonVectors:
 
     def get(self, lesson_id: str) -> np.ndarray | None:
         """The lesson's vector, or None when it is not known here (read it from Chroma)."""
-        found = self._new.get(lesson_id)
-        if found is not None:
-            return found
-        row = self._rows.get(lesson_id)
-        if row is None or self._matrix is None:
-            return None
-        return np.asarray(self._matrix[row], dtype=np.float32)
+        return self.get_many([lesson_id]).get(lesson_id)
 
     def get_many(self, lesson_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors known here for ``lesson_ids``, the base's rows gathered with one index."""
