@@ -65,6 +65,7 @@ from langmem_plus.store.mapping import (
     collection_name,
     namespace_key,
 )
+from langmem_plus.store.snapshot import SNAPSHOT_KINDS
 
 logger = logging.getLogger("langmem_plus")
 
@@ -78,7 +79,7 @@ HEARTBEAT_PATH = "/api/v2/heartbeat"
 """Chroma 1.x heartbeat endpoint, probed before the HTTP client is built."""
 GENERATION_KEY = "lmp_gen"
 """Lessons-collection metadata key holding the token of the latest write of a tracked kind."""
-TRACKED_KINDS = frozenset({"lessons", "links", "skills", "runs"})
+TRACKED_KINDS = frozenset(SNAPSHOT_KINDS)
 """Kinds whose writes bump the generation (the ones a local snapshot keeps, ``store.snapshot``)."""
 
 WriteListener = Callable[[str, list[BaseModel], list[str], np.ndarray, "str | None"], None]
@@ -274,10 +275,14 @@ class ChromaStore:
                     name=self.collection_name(kind),
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"lmp_ns": self._ns_key, "lmp_kind": kind},
+                    metadata=self._collection_metadata(kind),
                 )
             self._collections[kind] = coll
         return coll
+
+    def _collection_metadata(self, kind: str) -> dict[str, str]:
+        """The metadata naming a collection's namespace and kind (``modify`` replaces it whole)."""
+        return {"lmp_ns": self._ns_key, "lmp_kind": kind}
 
     def delete_namespace(self) -> None:
         """Drop every collection of this namespace (tests and ``reset``)."""
@@ -352,7 +357,7 @@ class ChromaStore:
         token = uuid.uuid4().hex
         coll = self.raw_collection("lessons")
         with self._guard("generation"):
-            coll.modify(metadata={"lmp_ns": self._ns_key, "lmp_kind": "lessons", GENERATION_KEY: token})
+            coll.modify(metadata={**self._collection_metadata("lessons"), GENERATION_KEY: token})
         return token
 
     def generation(self) -> str | None:
