@@ -4,7 +4,8 @@ For each size (default 10,000 and 100,000 lessons) it builds the synthetic memor
 ``bench.synthetic`` (many tools, fingerprints with several fixes each, tags,
 conflicts, co-activations, every status) in a fresh store, then measures in one run:
 
-- write throughput (``add_lessons`` in batches, graph and audit included);
+- write throughput (Chroma upsert in batches, with the graph and snapshot journal
+  following each write; ``add_lessons``'s conflict check and audit are left out);
 - store open time (a fresh ``LearningMemory.open`` after a clean close: the snapshot
   read, lessons left unparsed, the graph's arrays and indexes loaded), the open from
   Chroma alone (no snapshot: every record read, the graph rebuilt), and how long the
@@ -39,7 +40,7 @@ from langmem_plus.records import Lesson, TaskSpec
 
 BENCH_NAME = "retrieval"
 WRITE_BATCH = 5000
-"""Lessons per ``add_lessons`` call while building."""
+"""Lessons per store write while building."""
 RAW_N = 20
 """``n_results`` of the raw Chroma reference query (the issue's ``query(n_results=20)``)."""
 WARMUP = 200
