@@ -104,11 +104,10 @@ class MemoryConfig(BaseModel):
     overlap_store_calls: bool | None = True
     """On error, run the Chroma vector query (and a stored-vector read the snapshot cannot answer)
     on a worker thread beside the in-memory work (True), inline (False), or whichever has been
-    faster lately (None). chromadb
-    releases the GIL in those calls: at 100k lessons on a quiet 2-core machine the overlap takes
-    on-error p50 from 3.80 to ~3.0 ms (the timed choice 3.0-4.2, as it keeps trying the slower way).
-    On a saturated machine a thread wake-up can cost more than it saves; None adapts to that
-    (``retrieval.worker``)."""
+    faster lately (None). chromadb releases the GIL in those calls: at 100k lessons on a quiet
+    2-core machine the overlap takes on-error p50 from 3.80 to ~3.0 ms (the timed choice 3.0-4.2,
+    as it keeps trying the slower way). On a saturated machine a thread wake-up can cost more
+    than it saves; None adapts to that (``retrieval.worker``)."""
     vector_cache_size: int = Field(20_000, ge=1)
     """Lessons whose relevance and content vectors the retrieval engine keeps in memory, least
     recently used evicted first."""
