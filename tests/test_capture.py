@@ -9,9 +9,8 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from langmem_plus import capture
 from langmem_plus._text import stable_hash, stable_id
+from langmem_plus.bench.foundation import adversarial_texts
 from langmem_plus.capture import (
     TAG_VOCABULARY,
     detect_failure,
@@ -34,7 +34,6 @@ from langmem_plus.records import Feedback, Step, TaskSpec
 ROOT = Path(__file__).resolve().parents[1]
 NS = ("acme", "agent-7")
 ONE_MB = 1 << 20
-TIME_LIMIT_S = 0.5
 
 # --------------------------------------------------------------------------- literal strategies
 
@@ -321,73 +320,44 @@ def test_fingerprints_are_identical_across_processes() -> None:
 # --------------------------------------------------------------------------- fingerprint: bad input
 
 
-T = TypeVar("T")
-
-
-def _timed(fn: Callable[..., T], *args: object) -> tuple[float, T]:
-    start = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - start, out
-
-
 def test_empty_and_blank_text_fingerprint_the_transition() -> None:
     assert fingerprint("") == fingerprint("  \n\t ") == fingerprint(None)
     assert fingerprint("").startswith("transition |")
 
 
-@pytest.mark.parametrize(
-    "payload",
-    [
-        "x" * ONE_MB + "\nKeyError: 'k'",
-        "a." * (ONE_MB // 2),
-        "a/" * (ONE_MB // 2),
-        "'" * ONE_MB,
-        '"a' * (ONE_MB // 2),
-        "a-" * (ONE_MB // 2),
-        "column " * (ONE_MB // 7),
-        "no such column: " * (ONE_MB // 16),
-        "9" * ONE_MB,
-        "error: " * (ONE_MB // 7),
-        "\n" * ONE_MB,
-        ('File "x", line 1\n' * (ONE_MB // 18)),
-        '"\\' * (ONE_MB // 2),
-        "\u2018" * ONE_MB,
-        ",:" * (ONE_MB // 2),
-        "1 " * (ONE_MB // 2),
-    ],
-    ids=[
-        "long-line",
-        "dots",
-        "slashes",
-        "quotes",
-        "dq",
-        "dashes",
-        "nouns",
-        "colon-nouns",
-        "digits",
-        "errors",
-        "newlines",
-        "tb-files",
-        "escaped-quotes",
-        "curly-quotes",
-        "punctuation",
-        "counts",
-    ],
-)
-def test_one_megabyte_inputs_are_fast_and_deterministic(payload: str) -> None:
-    elapsed, fp = _timed(fingerprint, payload)
-    assert elapsed < TIME_LIMIT_S, f"{elapsed:.3f}s"
+@pytest.fixture
+def scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Lengths of the texts capture's patterns run over (what ``clean_text`` hands them)."""
+    lengths: list[int] = []
+    real = capture.clean_text
+
+    def recording(value: Any, max_chars: int | None = None) -> str:
+        out = real(value, max_chars)
+        lengths.append(len(out))
+        return out
+
+    monkeypatch.setattr(capture, "clean_text", recording)
+    return lengths
+
+
+@pytest.mark.parametrize("name", sorted(adversarial_texts(64)))
+def test_one_megabyte_inputs_are_scanned_in_a_bounded_window(name: str, scanned: list[int]) -> None:
+    """The patterns see at most ``error_text_scan_chars`` of a 1 MB text, so their cost is bounded.
+
+    (The time they take on such texts is a figure of ``langmem-plus bench foundation``.)
+    """
+    payload = adversarial_texts(ONE_MB)[name]
+    fp = fingerprint(payload)
+    tags = extract_tags(payload)
+    assert scanned and max(scanned) <= DEFAULT_CONFIG.error_text_scan_chars
     assert fp == fingerprint(payload)
     assert len(fp) <= capture.FINGERPRINT_MAX_CHARS
-    elapsed, tags = _timed(extract_tags, payload)
-    assert elapsed < TIME_LIMIT_S, f"{elapsed:.3f}s"
     assert set(tags) <= set(TAG_VOCABULARY)
 
 
 def test_binary_and_non_utf8_bytes_are_accepted() -> None:
     blob = random.Random(0).randbytes(ONE_MB)
-    elapsed, fp = _timed(fingerprint, blob)
-    assert elapsed < TIME_LIMIT_S
+    fp = fingerprint(blob)
     assert fp == fingerprint(blob)
     latin = "error: fichier introuvable: caf\xe9".encode("latin-1")
     assert fingerprint(latin) == "error: fichier introuvable: caf\ufffd"

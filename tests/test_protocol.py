@@ -78,7 +78,9 @@ def test_stress_check_skips_cleanly_or_reads_the_issue4_shape(monkeypatch: pytes
     assert said and "skipped" in said[0]
     fake = types.ModuleType("langmem_plus.bench.stress")
 
-    def run_stress(*, runs: int = 10, seed: int = 0, store: Any = None, progress: Any = None) -> dict[str, Any]:
+    def run_stress(
+        *, runs: int = 10, seed: int = 0, store: Any = None, progress: Any = None, tasks: int | None = None
+    ) -> dict[str, Any]:
         return {"harmful": [{"id": "l1", "suppressed": seed == 1, "activations_to_suppress": 3}], "conflicts": []}
 
     fake.run_stress = run_stress  # type: ignore[attr-defined]
@@ -104,15 +106,41 @@ def test_phases_small_run_is_reproducible() -> None:
     assert protocol.run_phases(**kwargs) == rows
 
 
+@pytest.mark.slow
+def test_stress_check_suppresses_a_harmful_lesson_on_a_real_run() -> None:
+    """The real scenario (a slice of it): planted harmful lessons act, hurt, and one is suppressed."""
+    assert protocol.stress_suppression(0, runs=3, tasks=6) is True
+
+
+def test_stress_check_is_false_when_the_lifecycle_never_suppresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads the lifecycle's outcome: with suppression disabled it must say so."""
+    import langmem_plus.learning.lifecycle as lifecycle
+
+    real = lifecycle.decide_status
+
+    def never_suppress(lesson: Any, *args: Any, **kwargs: Any) -> tuple[str, str]:
+        new, reason = real(lesson, *args, **kwargs)
+        return (lesson.status, "") if new == "suppressed" else (new, reason)
+
+    monkeypatch.setattr(lifecycle, "decide_status", never_suppress)
+    assert protocol.stress_suppression(0, runs=2, tasks=4) is False
+
+
 def test_cli_json_has_exactly_the_issue_shape(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(protocol, "stress_suppression", lambda seed, progress=None: True)
+    asked: list[int] = []
+
+    def stress_check(seed: int, progress: Any = None, **kwargs: Any) -> bool:
+        asked.append(seed)
+        return False  # the CLI must report the check's answer, not a constant
+
+    monkeypatch.setattr(protocol, "stress_suppression", stress_check)
     assert main(["bench", "protocol", "--json", "--seed", "2", "--per-family", "2", "--repeats", "1", "--runs-a", "1", "--runs-b", "2"]) == 0
     out, err = capsys.readouterr()
     result = json.loads(out)
     assert set(result) == {"acceptance", "designs", "phases"}
     assert list(result["designs"]) == ["no_memory", "trajectory_retrieval", "flat_vector", "vote_memory", "langmem_plus"]
     assert all(isinstance(v, bool) for v in result["acceptance"].values())
-    assert result["acceptance"]["suppression_in_stress"] is True
+    assert asked == [2] and result["acceptance"]["suppression_in_stress"] is False
     for d in result["designs"].values():
         assert isinstance(d["pass_rate"], float) and isinstance(d["tool_errors"], int)
         assert isinstance(d["steps"], int) and isinstance(d["context_tokens_per_task"], float)

@@ -20,12 +20,12 @@ from langmem_plus.retrieval.support import cap_tokens, cap_tokens_reference
 from langmem_plus.store.graph import (
     LessonGraph,
     fp_node,
-    power_iteration,
     sparse_power_iteration,
     sparse_ppr,
     tag_node,
     tool_node,
 )
+from ppr_reference import dense_ppr, power_iteration
 
 NS = ("acme", "fast")
 TAGS = ["t0", "t1", "t2", "t3", "t4"]
@@ -119,7 +119,7 @@ def test_sparse_ppr_equals_dense_reference_on_bounded_neighbourhoods(seed: int) 
     seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("b"): 0.25}
     for max_nodes in (15, 60, 400):
         fast = g.personalized_pagerank(seeds, max_nodes=max_nodes)
-        dense = g._dense_ppr(seeds, max_nodes=max_nodes)
+        dense = dense_ppr(g, seeds, max_nodes=max_nodes)
         assert fast and set(fast) == set(dense)
         for lid, score in dense.items():
             assert fast[lid] == pytest.approx(score, abs=1e-9)

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import random
-import statistics
-import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 from langmem_plus.records import Lesson, LessonScope, Link, Skill
+from langmem_plus.store import graph as graph_mod
 from langmem_plus.store.graph import (
     LessonGraph,
     fp_node,
     lesson_node,
-    power_iteration,
     tag_node,
     tool_node,
 )
+from ppr_reference import power_iteration, whole_graph_ppr
 
 NS = ("acme", "agent-7")
 TAGS = [
@@ -167,7 +167,7 @@ def test_ppr_matches_reference_when_neighbourhood_covers_graph(seed: int) -> Non
     g.add_link(Link(id="x", namespace=NS, a="lesson:l1", b="lesson:l2", weight=4.0))
     seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("gridtool"): 0.25}
     fast = g.personalized_pagerank(seeds, hops=50, max_nodes=10_000)
-    ref = g._reference_ppr(seeds)
+    ref = whole_graph_ppr(g, seeds)
     assert fast and ref
     for lid in set(fast) | set(ref):
         assert fast.get(lid, 0.0) == pytest.approx(ref.get(lid, 0.0), abs=1e-6), lid
@@ -178,7 +178,7 @@ def test_ppr_matches_reference_when_neighbourhood_covers_graph(seed: int) -> Non
 def test_bounded_ppr_ranks_like_reference_on_small_graphs(seed: int) -> None:
     g = LessonGraph.from_records(synthetic(40, seed))
     seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("gridtool"): 0.25}
-    bounded, ref = g.personalized_pagerank(seeds), g._reference_ppr(seeds)
+    bounded, ref = g.personalized_pagerank(seeds), whole_graph_ppr(g, seeds)
     assert _top(bounded, 1) == _top(ref, 1)
     assert len(set(_top(bounded, 5)) & set(_top(ref, 5))) >= 3
 
@@ -190,7 +190,7 @@ def test_suppressed_and_archived_are_excluded_and_do_not_conduct() -> None:
         les("ok", triggers=["f"]),
         les("behind", tags=["lonely"]),  # reachable from f only through the suppressed lesson
     ])
-    for scores in (g.personalized_pagerank({fp_node("f"): 1.0}), g._reference_ppr({fp_node("f"): 1.0})):
+    for scores in (g.personalized_pagerank({fp_node("f"): 1.0}), whole_graph_ppr(g, {fp_node("f"): 1.0})):
         assert not {"s", "a"} & set(scores)
         assert scores["ok"] > 0.1
         # the reference keeps the cut-off component at ~0 (leftover of its uniform start)
@@ -218,44 +218,67 @@ def big_graph() -> LessonGraph:
     return LessonGraph.from_records(synthetic(20_000, 1))
 
 
-def test_bounded_ppr_on_20k_lessons_visits_at_most_max_nodes(big_graph: LessonGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+CHUNK = 128
+"""Names per ``Adjacency.neighbour_chunks`` piece: the most a walk reads past its cap."""
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch, g: LessonGraph) -> Callable[[], int]:
+    """Count the neighbour names the walk reads from the adjacency: its unit of work."""
+    reads = 0
+    real = type(g.adjacency).neighbour_chunks
+
+    def counting(self: Any, node: str, size: int = CHUNK) -> Iterator[list[str]]:
+        nonlocal reads
+        for chunk in real(self, node, size):
+            reads += len(chunk)
+            yield chunk
+
+    monkeypatch.setattr(type(g.adjacency), "neighbour_chunks", counting)
+
+    def taken() -> int:
+        nonlocal reads
+        out, reads = reads, 0
+        return out
+
+    return taken
+
+
+def test_bounded_ppr_on_20k_lessons_reads_o_max_nodes_neighbours(big_graph: LessonGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     g = big_graph
     assert g.number_of_lessons == 20_000
     hub_seeds = {tool_node("gridtool"): 1.0, tag_node("path_quote"): 0.5, fp_node("f7"): 1.0}
-    checks = 0
-    real_allowed = LessonGraph._allowed
-
-    def counting(self: LessonGraph, node: str, excluded: frozenset[str]) -> bool:
-        nonlocal checks
-        checks += 1
-        return real_allowed(self, node, excluded)
-
-    monkeypatch.setattr(LessonGraph, "_allowed", counting)
+    assert g.adjacency.fanout(tool_node("gridtool")) > 5_000  # a hub: reading it whole would cost thousands
+    reads = _count_reads(monkeypatch, g)
     for max_nodes in (50, 400):
-        checks = 0
         nodes = g.neighbourhood(hub_seeds, max_nodes=max_nodes)
         assert len(nodes) == max_nodes  # the cap is reached on a graph this size...
-        assert checks < 3 * max_nodes  # ...and the walk looked at O(max_nodes) nodes, not 20k
+        assert 0 < reads() <= 2 * max_nodes + CHUNK  # ...and the walk read O(max_nodes) names, not the hubs'
         scores = g.personalized_pagerank(hub_seeds, max_nodes=max_nodes)
         assert set(scores) <= {n.removeprefix("lesson:") for n in nodes}
         assert not any(g.nx.nodes[lesson_node(i)]["status"] in ("suppressed", "archived") for i in scores)
 
 
-def test_bounded_ppr_cost_does_not_grow_with_graph(big_graph: LessonGraph) -> None:
+def test_bounded_ppr_work_does_not_grow_with_graph(big_graph: LessonGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten times the lessons, the same work: names read by the walk and matrix entries solved."""
     small = LessonGraph.from_records(synthetic(2_000, 1))
     seeds = {tool_node("gridtool"): 1.0, fp_node("f7"): 1.0}
+    entries: list[int] = []
+    real_ppr = graph_mod.sparse_ppr
 
-    def p50(g: LessonGraph) -> float:
-        times = []
-        for _ in range(15):
-            start = time.perf_counter()
-            g.personalized_pagerank(seeds)
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+    def counting_ppr(n: int, rows: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+        entries.append(len(rows))
+        return real_ppr(n, rows, *args, **kwargs)
 
-    t_small, t_big = p50(small), p50(big_graph)
-    assert t_big < 0.1, t_big
-    assert t_big < 3 * t_small + 0.005, (t_small, t_big)
+    monkeypatch.setattr(graph_mod, "sparse_ppr", counting_ppr)
+    work: list[tuple[int, int]] = []
+    for g in (small, big_graph):
+        reads = _count_reads(monkeypatch, g)
+        g.personalized_pagerank(seeds)
+        work.append((reads(), entries[-1]))
+    (small_reads, small_entries), (big_reads, big_entries) = work
+    assert small_reads > 0 and small_entries > 0
+    assert big_reads <= 2 * small_reads + CHUNK, work
+    assert big_entries <= 2 * small_entries, work
 
 
 def test_snapshot_is_order_independent() -> None:

@@ -1,6 +1,8 @@
 """``langmem-plus bench foundation``: the foundation's speed, each figure beside a reference.
 
 - capture: fingerprint + tags per event (events/s) over realistic error texts;
+- adversarial capture: the slowest 1 MB hostile text (quotes, dots, tracebacks, ...)
+  beside a 1 MB plain text, as a ratio (catastrophic regex backtracking would show here);
 - on-error retrieval at N lessons (p50, p95) and raw Chroma ``query(n_results=20)``
   on the same collection with the same query vectors, in the same run (ratio);
 - ``import langmem_plus`` time beside ``python -c pass`` and the full facade import.
@@ -56,6 +58,53 @@ def bench_capture(n: int = 10_000, seed: int = 0) -> dict[str, float]:
         extract_tags(t)
     secs = time.perf_counter() - started
     return {"events": n, "seconds": round(secs, 3), "events_per_s": round(n / secs, 1)}
+
+
+def adversarial_texts(size: int = 1 << 20) -> dict[str, str]:
+    """Hostile error texts of about ``size`` characters, by name: each stresses one pattern of capture."""
+    return {
+        "long-line": "x" * size + "\nKeyError: 'k'",
+        "dots": "a." * (size // 2),
+        "slashes": "a/" * (size // 2),
+        "quotes": "'" * size,
+        "dq": '"a' * (size // 2),
+        "dashes": "a-" * (size // 2),
+        "nouns": "column " * (size // 7),
+        "colon-nouns": "no such column: " * (size // 16),
+        "digits": "9" * size,
+        "errors": "error: " * (size // 7),
+        "newlines": "\n" * size,
+        "tb-files": 'File "x", line 1\n' * (size // 18),
+        "escaped-quotes": '"\\' * (size // 2),
+        "curly-quotes": "\u2018" * size,
+        "punctuation": ",:" * (size // 2),
+        "counts": "1 " * (size // 2),
+    }
+
+
+def bench_adversarial(size: int = 1 << 20, repeats: int = 3) -> dict[str, Any]:
+    """Fingerprint + tags on each hostile text (best of ``repeats``), beside a plain text of the same size."""
+    from langmem_plus.capture import extract_tags, fingerprint
+
+    def best_ms(text: str) -> float:
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            fingerprint(text)
+            extract_tags(text)
+            times.append(time.perf_counter() - started)
+        return min(times) * 1000
+
+    plain = best_ms("plain words " * (size // 12))
+    per_text = {name: best_ms(text) for name, text in adversarial_texts(size).items()}
+    worst = max(per_text, key=per_text.__getitem__)
+    return {
+        "chars": size,
+        "plain_ms": round(plain, 2),
+        "worst": worst,
+        "worst_ms": round(per_text[worst], 2),
+        "worst_ratio": round(per_text[worst] / plain, 2) if plain else float("inf"),
+    }
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -169,7 +218,12 @@ def run(args: argparse.Namespace) -> int:
 
 def main(*, json_out: bool = False, lessons: int = 1000, seed: int = 0) -> int:
     """Run all foundation benchmarks and print them."""
-    results = {"capture": bench_capture(seed=seed), "retrieval": bench_retrieval(lessons, seed=seed), "import": bench_import()}
+    results = {
+        "capture": bench_capture(seed=seed),
+        "adversarial_capture": bench_adversarial(),
+        "retrieval": bench_retrieval(lessons, seed=seed),
+        "import": bench_import(),
+    }
     if json_out:
         print(json.dumps(results))
     else:
@@ -178,4 +232,4 @@ def main(*, json_out: bool = False, lessons: int = 1000, seed: int = 0) -> int:
     return 0
 
 
-__all__ = ["BENCH_NAME", "add_arguments", "bench_capture", "bench_import", "bench_retrieval", "main", "run", "synthetic_lessons"]
+__all__ = ["BENCH_NAME", "add_arguments", "adversarial_texts", "bench_adversarial", "bench_capture", "bench_import", "bench_retrieval", "main", "run", "synthetic_lessons"]

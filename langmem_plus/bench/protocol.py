@@ -157,8 +157,13 @@ def run_phases(
     return rows
 
 
-def stress_suppression(seed: int, progress: Progress | None = None) -> bool | None:
-    """Whether the issue-4 stress scenario suppresses a harmful lesson; None when it is not available."""
+def stress_suppression(
+    seed: int, progress: Progress | None = None, *, runs: int = STRESS_RUNS, tasks: int | None = None
+) -> bool | None:
+    """Whether the issue-4 stress scenario suppresses a harmful lesson; None when it is not available.
+
+    ``runs`` and ``tasks`` size the scenario (tests run a slice; the bench the full ``STRESS_RUNS``).
+    """
     try:
         from langmem_plus.bench.stress import run_stress  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
@@ -169,7 +174,7 @@ def stress_suppression(seed: int, progress: Progress | None = None) -> bool | No
         if progress:
             progress(f"[stress] run {run}/{runs}")
 
-    result = run_stress(runs=STRESS_RUNS, seed=seed, progress=tick)
+    result = run_stress(runs=runs, seed=seed, progress=tick, tasks=tasks)
     return any(bool(h.get("suppressed")) for h in result.get("harmful", []))
 
 

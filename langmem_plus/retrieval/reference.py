@@ -1,7 +1,7 @@
 """Slow, obvious versions of the selection functions, kept only to test the fast ones against.
 
 STYLE: a fast algorithm keeps an obvious reference beside it. ``mmr.mmr_select_reference``
-and ``store.graph.LessonGraph._dense_ppr`` live beside their fast versions; the guards
+lives beside its fast version (the PageRank references are in ``tests/ppr_reference.py``); the guards
 of DESIGN §5.4 and the budget of §5.6 are referenced here, written the way the design
 states them rather than the way ``select`` computes them (one pass, counters, union-find).
 """

@@ -15,9 +15,9 @@ The graph answers two retrieval questions quickly:
 PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
 weights as CSR arrays plus an overlay of changed rows, kept in step with every edge
 change) and solves for the PageRank vector by conjugate gradients (``sparse_ppr``,
-checked by a step of ``sparse_power_iteration``). ``_dense_ppr`` (a dense power
-iteration run to 1e-14 from the networkx edges) and ``_reference_ppr``
-(``networkx.pagerank`` on the whole graph) are the slow references it is tested against.
+checked by a step of ``sparse_power_iteration``). The slow references it is tested
+against (a dense power iteration on the same neighbourhood, and PageRank on the whole
+graph) live in ``tests/ppr_reference.py``.
 
 Nodes are ``lesson:<id>``, ``fp:<fingerprint_id>``, ``tag:<t>``, ``tool:<t>``,
 ``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind. Edges a
@@ -482,9 +482,6 @@ class LessonGraph:
             frontier = nxt
         return list(visited)
 
-    def _allowed(self, node: str, excluded: frozenset[str]) -> bool:
-        return self._status.get(node) not in excluded
-
     def personalized_pagerank(
         self,
         seeds: Mapping[str, float],
@@ -533,78 +530,9 @@ class LessonGraph:
         """Directed (row, col, weight) entries of the symmetric weight matrix among ``nodes`` (``Adjacency``)."""
         return self.adjacency.edges_among(nodes, index)
 
-    def _weight_matrix(self, nodes: list[str], index: Mapping[str, int]) -> np.ndarray:
-        """Dense symmetric weight matrix among ``nodes`` from the networkx edges (slow reference)."""
-        w = np.zeros((len(nodes), len(nodes)))
-        for u in nodes:
-            i = index[u]
-            for v, keyed in self.nx.succ[u].items():
-                j = index.get(v)
-                if j is None or j == i:
-                    continue
-                total = sum(float(d.get("weight", 1.0)) for d in keyed.values())
-                w[i, j] += total
-                w[j, i] += total
-        return w
-
-    def _dense_ppr(
-        self,
-        seeds: Mapping[str, float],
-        *,
-        hops: int = DEFAULT_CONFIG.graph_hops,
-        max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
-        alpha: float = DEFAULT_CONFIG.pagerank_alpha,
-        exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
-    ) -> dict[str, float]:
-        """``personalized_pagerank`` the slow, obvious way: a dense matrix from the networkx edges.
-
-        Same neighbourhood, same seeds, iterated to 1e-14 (the exact answer); kept to test
-        the sparse, hub-aware version against.
-        """
-        excluded = tuple(exclude_status)
-        nodes = self.neighbourhood(seeds, hops=hops, max_nodes=max_nodes, exclude_status=excluded)
-        if not nodes:
-            return {}
-        index = {n: i for i, n in enumerate(nodes)}
-        p = _personalization(seeds, index)
-        scores = power_iteration(self._weight_matrix(nodes, index), p, alpha, tol=1e-14, max_iter=100_000)
-        return self._lesson_scores(nodes, scores)
-
     def _lesson_scores(self, nodes: list[str], scores: np.ndarray) -> dict[str, float]:
         status = self._status
         return {n[len("lesson:"):]: float(s) for n, s in zip(nodes, scores) if n in status}
-
-    def _reference_ppr(
-        self,
-        seeds: Mapping[str, float],
-        *,
-        alpha: float = DEFAULT_CONFIG.pagerank_alpha,
-        exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
-    ) -> dict[str, float]:
-        """Slow, obvious PPR: ``networkx.pagerank`` on the whole graph, same exclusions and seeds.
-
-        Kept to test ``personalized_pagerank`` against (STYLE: keep a reference beside a fast algorithm).
-        """
-        excluded = frozenset(exclude_status)
-        keep = [n for n in self.nx if self._allowed(n, excluded)]
-        undirected = nx.Graph()
-        undirected.add_nodes_from(keep)
-        for u, v, d in self.nx.subgraph(keep).edges(data=True):
-            if u != v:
-                prev = undirected.get_edge_data(u, v, default={"weight": 0.0})["weight"]
-                undirected.add_edge(u, v, weight=prev + float(d.get("weight", 1.0)))
-        personalization = {n: float(w) for n, w in seeds.items() if n in undirected and w > 0}
-        if not personalization:
-            return {}
-        ranks = nx.pagerank(
-            undirected, alpha=alpha, personalization=personalization, weight="weight",
-            tol=PPR_TOL, max_iter=PPR_MAX_ITER * 10,
-        )
-        return {
-            n[len("lesson:"):]: float(s)
-            for n, s in ranks.items()
-            if n.startswith("lesson:") and "status" in self.nx.nodes[n]
-        }
 
     # ---- equality -------------------------------------------------------------
 
@@ -676,7 +604,7 @@ def sparse_power_iteration(
     max_iter: int = PPR_MAX_ITER,
     start: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``power_iteration`` on a sparse matrix given as (row, col, weight) entries (duplicates add up).
+    """PageRank by power iteration on a sparse matrix given as (row, col, weight) entries (duplicates add up).
 
     Each iteration is two ``numpy.bincount`` passes over the entries, so its cost is
     the number of edges in the neighbourhood, not ``n`` squared. ``start`` replaces the
@@ -776,38 +704,6 @@ def _conjugate_gradients(
     return z
 
 
-def power_iteration(
-    weights: np.ndarray,
-    personalization: np.ndarray,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
-    *,
-    tol: float = PPR_TOL,
-    max_iter: int = PPR_MAX_ITER,
-) -> np.ndarray:
-    """PageRank by power iteration on a dense weight matrix, as ``networkx.pagerank`` computes it.
-
-    ``x <- alpha * (x P + dangling_mass * p) + (1 - alpha) * p`` where ``P`` is
-    ``weights`` row-normalised and ``p`` the personalization (summing to 1);
-    stops when the L1 change is below ``n * tol``.
-
-    Example:
-        >>> w = np.array([[0.0, 1.0], [1.0, 0.0]])
-        >>> [round(float(x), 3) for x in power_iteration(w, np.array([1.0, 0.0]), 0.5)]
-        [0.667, 0.333]
-    """
-    n = len(personalization)
-    out = weights.sum(axis=1)
-    dangling = out == 0
-    transition = np.divide(weights, out[:, None], out=np.zeros_like(weights), where=~dangling[:, None])
-    x = np.full(n, 1.0 / n)
-    for _ in range(max_iter):
-        last = x
-        x = alpha * (x @ transition + x[dangling].sum() * personalization) + (1 - alpha) * personalization
-        if np.abs(x - last).sum() < n * tol:
-            break
-    return x
-
-
 __all__ = [
     "DEFAULT_EXCLUDED",
     "FIELD_EDGE_KINDS",
@@ -818,7 +714,6 @@ __all__ = [
     "domain_node",
     "fp_node",
     "lesson_node",
-    "power_iteration",
     "skill_node",
     "sparse_power_iteration",
     "sparse_ppr",
