@@ -394,6 +394,7 @@ def fingerprint(
     state_before: Mapping[str, Any] | None = None,
     state_after: Mapping[str, Any] | None = None,
     failure_reason: str | None = None,
+    scan_chars: int = DEFAULT_CONFIG.error_text_scan_chars,
 ) -> str:
     """Normalise a failure into a stable, literal-free string (DESIGN §3).
 
@@ -411,12 +412,13 @@ def fingerprint(
 
     Args:
         error_text: What the tool printed. Bytes, non-UTF-8 and megabyte inputs are
-            accepted; only ``error_text_scan_chars`` characters (head and tail) are read.
+            accepted; only ``scan_chars`` characters (head and tail) are read.
         action: The action that failed; lines of output that repeat it are treated as
             echoed input, and its first token is the verb of a transition fingerprint.
         state_before: Structured state before the step, for transition fingerprints.
         state_after: Structured state after the step, for transition fingerprints.
         failure_reason: Why a transition failed (``"no_progress"``, ``"stuck"``, ...).
+        scan_chars: Characters of text and action read (``MemoryConfig.error_text_scan_chars``).
 
     Returns:
         The fingerprint. The same input gives the same string in every process.
@@ -425,9 +427,9 @@ def fingerprint(
         >>> fingerprint("KeyError: 'user_42'") == fingerprint("KeyError: 'order_7'")
         True
     """
-    text = clean_text(error_text, DEFAULT_CONFIG.error_text_scan_chars)
+    text = clean_text(error_text, scan_chars)
     if text.strip():
-        action_text = clean_text(action, DEFAULT_CONFIG.error_text_scan_chars) if action else None
+        action_text = clean_text(action, scan_chars) if action else None
         seen: list[str] = []
         for line in _failure_lines(text, action_text):
             norm = _normalise(line)
@@ -656,6 +658,8 @@ def extract_tags(
     text: str | bytes | bytearray | None,
     action: str | None = None,
     context: Mapping[str, Any] | None = None,
+    *,
+    scan_chars: int = DEFAULT_CONFIG.error_text_scan_chars,
 ) -> list[str]:
     """Map a failure's structure onto ``TAG_VOCABULARY`` (DESIGN §3).
 
@@ -671,6 +675,7 @@ def extract_tags(
         text: Failure text; bytes and huge inputs are accepted as in ``fingerprint``.
         action: The failed action, read for its shape only, never its command name.
         context: Channel and progress information about the step.
+        scan_chars: Characters of text and action read (``MemoryConfig.error_text_scan_chars``).
 
     Returns:
         Sorted, deduplicated tags from ``TAG_VOCABULARY``.
@@ -681,8 +686,8 @@ def extract_tags(
         >>> extract_tags("", context={"channel": "no_progress", "progress_delta": -0.2})
         ['goal_distance_increase', 'no_progress']
     """
-    cleaned = clean_text(text, DEFAULT_CONFIG.error_text_scan_chars)
-    action_text = clean_text(action, DEFAULT_CONFIG.error_text_scan_chars) if action else ""
+    cleaned = clean_text(text, scan_chars)
+    action_text = clean_text(action, scan_chars) if action else ""
     tags: set[str] = set()
     if cleaned.strip():
         failure = "\n".join(_failure_lines(cleaned, action_text or None))
@@ -799,7 +804,8 @@ def detect_failure(
         namespace: Namespace of the memory the event belongs to.
         run_id: The run the step belongs to.
         task: The task, for the event's tool, domain and task scope.
-        config: Thresholds (``stall_steps``, ``repeat_window``).
+        config: Thresholds (``stall_steps``, ``repeat_window``) and text sizes
+            (``error_text_scan_chars`` read, ``error_text_max_chars`` kept on the event).
         now: Timestamp of the event; ``time.time()`` when None.
 
     Returns:
@@ -843,6 +849,7 @@ def detect_failure(
         state_before=step.state_before,
         state_after=step.state_after,
         failure_reason=reason,
+        scan_chars=config.error_text_scan_chars,
     )
     fp_id = fingerprint_id(fp)
     return ErrorEvent(
@@ -852,10 +859,10 @@ def detect_failure(
         step=step.index,
         fingerprint=fp,
         fingerprint_id=fp_id,
-        tags=extract_tags(text, step.action, context),
+        tags=extract_tags(text, step.action, context, scan_chars=config.error_text_scan_chars),
         channel=channel,
-        action=step.action,
-        error_text=text,
+        action=clean_text(step.action, config.error_text_max_chars),
+        error_text=clean_text(text, config.error_text_max_chars),
         tool=step.tool or (task.tool if task else None),
         domain=task.domain if task else None,
         task=task.task_id if task else None,

@@ -16,16 +16,28 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+SCAN_CEILING_CHARS = 65_536
+"""The most raw text (action, observation, error) a record keeps and ``error_text_scan_chars`` may read."""
+ERROR_TEXT_CEILING_CHARS = 65_536
+"""The most error text an ErrorEvent keeps; ``error_text_max_chars`` may not exceed it."""
+NOTE_CEILING_CHARS = 4096
+"""The most text a failure note keeps; ``failure_note_chars`` may not exceed it."""
+
+
 class MemoryConfig(BaseModel):
     """All tunable numbers. Immutable; build a new one with ``model_copy(update=...)``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     # ---- capture (DESIGN §3) -------------------------------------------------
-    error_text_max_chars: int = Field(2000, ge=1)
-    """Characters of error text kept on an ErrorEvent (DESIGN §2)."""
-    error_text_scan_chars: int = Field(16_000, ge=256)
-    """Characters of raw error text the fingerprinter reads (head and tail); bounds cost on 1 MB inputs."""
+    error_text_max_chars: int = Field(2000, ge=1, le=ERROR_TEXT_CEILING_CHARS)
+    """Characters of error text (and action) kept on an ErrorEvent (DESIGN §2); cut where capture makes it."""
+    error_text_scan_chars: int = Field(16_000, ge=256, le=SCAN_CEILING_CHARS)
+    """Characters of raw error text the fingerprinter and tagger read (head and tail); bounds cost on 1 MB inputs."""
+    context_text_chars: int = Field(300, ge=20)
+    """Characters of the last observation and failure text put into a run's working context (DESIGN §5.1)."""
+    query_error_chars: int = Field(500, ge=20)
+    """Characters of error text in an on-error query, and of a query kept in the audit log."""
     stall_steps: int = Field(3, ge=1)
     """Steps without progress before a no_progress event (DESIGN §3)."""
     repeat_window: int = Field(5, ge=1)
@@ -72,6 +84,10 @@ class MemoryConfig(BaseModel):
     """At most this many chosen items come from any one earlier run (DESIGN §5.4)."""
     graph_seed_weight_fp: float = 1.0
     """Personalization mass on the event's fingerprint node for PageRank (DESIGN §5.2)."""
+    graph_seed_weight_tag: float = Field(0.5, ge=0.0)
+    """Personalization mass on each of the event's tag nodes, relative to the fingerprint's (DESIGN §5.2)."""
+    graph_seed_weight_scope: float = Field(0.25, ge=0.0)
+    """Personalization mass on tool / domain / task nodes (DESIGN §5.2)."""
     graph_hops: int = Field(2, ge=1)
     """Neighbourhood radius, in edges, around the seeds that PageRank runs on (DESIGN §5.2)."""
     graph_max_nodes: int = Field(200, ge=10)
@@ -205,8 +221,10 @@ class MemoryConfig(BaseModel):
 
     failures_kept_per_run: int = Field(50, ge=1)
     """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""
-    failure_note_chars: int = Field(300, ge=20)
+    failure_note_chars: int = Field(300, ge=20, le=NOTE_CEILING_CHARS)
     """Characters of action and error text a failure note keeps."""
+    recent_runs: int = Field(10, ge=1)
+    """Earlier runs of a task / tool looked at for pre-run failure context and difficulty."""
 
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)

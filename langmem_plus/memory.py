@@ -85,8 +85,6 @@ T = TypeVar("T")
 
 DEFAULT_PATH = ".langmem_plus"
 """Where the embedded store lives when no path is given."""
-RECENT_RUNS = 10
-"""Earlier runs of a task/tool looked at for pre-run failure context and difficulty."""
 SHOWN_UNCLAIMED_MAX = 1000
 """Run ids whose ``general_retrieve`` activations wait for a ``general_update``; the oldest are dropped beyond this."""
 
@@ -224,7 +222,7 @@ class LearningMemory:
         with _gc_paused():
             store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
             local = Path(audit_dir) if audit_dir else root
-            audit = AuditLog(audit_path(local, ns), ns)
+            audit = AuditLog(audit_path(local, ns), ns, clock=clock)
             snapshot = SnapshotDir(snapshot_dir(local, ns)) if cfg.snapshot else None
             try:
                 return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock, snapshot=snapshot)
@@ -464,7 +462,7 @@ class LearningMemory:
     ) -> list[ScoredItem]:
         """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5)."""
         now = self.clock() if now is None else now
-        ctx = context or WorkingContext(last_fail=event.error_text[:300], context=event.tool or "")
+        ctx = context or WorkingContext(last_fail=event.error_text[: self.config.context_text_chars], context=event.tool or "")
         result = self.engine.on_error(event, ctx, now=now)
         return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
 
@@ -477,7 +475,7 @@ class LearningMemory:
                 "retrieval",
                 moment=moment,
                 run_id=run_id,
-                query=result.query[:500],
+                query=result.query[: self.config.query_error_chars],
                 difficulty=result.difficulty,
                 budget=result.budget,
                 candidates=[
@@ -556,7 +554,8 @@ class LearningMemory:
                 run=run,
                 prior_runs=self.runs,
                 task=task,
-                referee_gain=None,
+                # An LLM judge's score reaches utility as its gain over comparable runs (DESIGN §6).
+                referee_score=verdict.score if verdict is not None and verdict.source == "llm" else None,
                 config=self.config,
                 now=now,
             )
@@ -763,8 +762,8 @@ class LearningMemory:
         """Earlier runs of this task, else of its family on the same tool: its failure context."""
         same_task = [r for r in self.runs if r.task_id == task.task_id]
         if same_task:
-            return same_task[-RECENT_RUNS:]
-        return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-RECENT_RUNS:]
+            return same_task[-self.config.recent_runs:]
+        return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-self.config.recent_runs:]
 
     def _pre_run_difficulty(self, task: TaskSpec, context_runs: list[RunRecord], known: set[str]) -> float:
         """Difficulty before a run (DESIGN §5.6): the task's pitfalls, else the tool's failure rate.
@@ -776,7 +775,7 @@ class LearningMemory:
         if context_runs:
             pitfalls = len(known) + len(context_runs[-1].failures)
             return 1.0 - math.exp(-pitfalls / self.config.pitfall_scale)
-        recent = [r for r in self.runs if r.tool == task.tool][-RECENT_RUNS:]
+        recent = [r for r in self.runs if r.tool == task.tool][-self.config.recent_runs:]
         if not recent:
             return 0.0
         return sum(1 for r in recent if r.tool_errors > 0 or not r.passed) / len(recent)

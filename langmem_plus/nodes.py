@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Protocol, Sequence, TypedDict
 
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
 from langmem_plus.records import (
@@ -81,7 +82,8 @@ def task_of(state: Any) -> TaskSpec:
     return task if isinstance(task, TaskSpec) else TaskSpec.model_validate(task)
 
 
-def _working(state: Any, event: ErrorEvent | None = None) -> WorkingContext:
+def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_CONFIG.context_text_chars) -> WorkingContext:
+    """The run's working context; ``chars`` bounds the observation and failure text (``context_text_chars``)."""
     task = task_of(state)
     steps: list[Step] = state.get("steps") or []
     stalls = 0
@@ -97,8 +99,8 @@ def _working(state: Any, event: ErrorEvent | None = None) -> WorkingContext:
     return WorkingContext(
         goal=task.goal,
         context=task.tool or task.domain or "",
-        obs=(last.observation[:300] if last else ""),
-        last_fail=(event.error_text[:300] if event else ""),
+        obs=(last.observation[:chars] if last else ""),
+        last_fail=(event.error_text[:chars] if event else ""),
         stalls=stalls,
         recent_failures=sum(1 for s in recent if s.feedback.failed),
     )
@@ -108,7 +110,9 @@ def pre_run_node(memory: LearningMemory) -> Node:
     """Node: retrieve lessons for the task before the first step; they become hints."""
 
     def pre_run(state: MemoryState) -> dict[str, Any]:
-        items = memory.retrieve_pre_run(task_of(state), _working(state), run_id=state["run_id"])
+        items = memory.retrieve_pre_run(
+            task_of(state), _working(state, chars=memory.config.context_text_chars), run_id=state["run_id"]
+        )
         step = len(state.get("steps") or [])
         return {
             "retrieved": items,
@@ -138,7 +142,9 @@ def on_error_retrieve_node(memory: LearningMemory) -> Node:
         event = state.get("last_event")
         if event is None:
             return {"retrieved": []}
-        items = memory.retrieve_on_error(event, _working(state, event), run_id=state["run_id"])
+        items = memory.retrieve_on_error(
+            event, _working(state, event, memory.config.context_text_chars), run_id=state["run_id"]
+        )
         return {"retrieved": items}
 
     return on_error_retrieve

@@ -21,7 +21,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from langmem_plus._text import clean_text
-from langmem_plus.config import DEFAULT_CONFIG
+from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, NOTE_CEILING_CHARS, SCAN_CEILING_CHARS
 from langmem_plus.errors import InvalidNamespace
 
 logger = logging.getLogger("langmem_plus")
@@ -135,7 +135,7 @@ class Feedback(_Record):
     @field_validator("error_text", mode="before")
     @classmethod
     def _text(cls, v: Any) -> str:
-        return clean_text(v, DEFAULT_CONFIG.error_text_scan_chars)
+        return clean_text(v, SCAN_CEILING_CHARS)
 
     @property
     def failed(self) -> bool:
@@ -166,7 +166,7 @@ class Step(_Record):
     @field_validator("action", "observation", mode="before")
     @classmethod
     def _clean(cls, v: Any) -> str:
-        return clean_text(v, DEFAULT_CONFIG.error_text_scan_chars)
+        return clean_text(v, SCAN_CEILING_CHARS)
 
 
 class ErrorEvent(_Record):
@@ -184,7 +184,7 @@ class ErrorEvent(_Record):
     channel: Channel
     action: str = ""
     error_text: str = ""
-    """Error text cut to ``MemoryConfig.error_text_max_chars``."""
+    """Error text; capture cuts it to ``MemoryConfig.error_text_max_chars`` (never above the ceiling)."""
     tool: str | None = None
     domain: str | None = None
     task: str | None = None
@@ -193,7 +193,7 @@ class ErrorEvent(_Record):
     @field_validator("error_text", "action", mode="before")
     @classmethod
     def _cut(cls, v: Any) -> str:
-        return clean_text(v, DEFAULT_CONFIG.error_text_max_chars)
+        return clean_text(v, ERROR_TEXT_CEILING_CHARS)
 
 
 # --------------------------------------------------------------------------- lessons
@@ -437,7 +437,7 @@ class FailureNote(_Record):
     @field_validator("action", "error", mode="before")
     @classmethod
     def _cut(cls, v: Any) -> str:
-        return clean_text(v, DEFAULT_CONFIG.failure_note_chars)
+        return clean_text(v, NOTE_CEILING_CHARS)
 
 
 class RunRecord(_Record):

@@ -27,7 +27,7 @@ from langmem_plus.capture import (
     fingerprint,
     fingerprint_id,
 )
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, SCAN_CEILING_CHARS, MemoryConfig
 from langmem_plus.errors import InvalidNamespace
 from langmem_plus.records import Feedback, Step, TaskSpec
 
@@ -367,7 +367,7 @@ def test_binary_and_non_utf8_bytes_are_accepted() -> None:
 def test_a_huge_text_fingerprints_like_its_stored_cut() -> None:
     raw = "noise line\n" * 200_000 + "sqlite3.OperationalError: no such column: agee\n"
     stored = Feedback(hard_failure=True, error_text=raw).error_text
-    assert len(stored) <= DEFAULT_CONFIG.error_text_scan_chars
+    assert len(stored) <= SCAN_CEILING_CHARS  # a record keeps at most the ceiling; capture reads its config's window
     assert fingerprint(raw) == fingerprint(stored) == "sqlite3.operationalerror: no such column: <id>"
 
 

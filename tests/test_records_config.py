@@ -7,6 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from langmem_plus import InvalidNamespace, MemoryConfig
+from langmem_plus.capture import detect_failure
+from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, SCAN_CEILING_CHARS
 from langmem_plus.records import ErrorEvent, Feedback, Step, validate_namespace
 
 
@@ -32,18 +34,23 @@ def test_binary_and_non_utf8_error_text_is_decoded_and_cleaned() -> None:
 def test_huge_text_is_cut_keeping_head_and_tail() -> None:
     text = "HEAD " + "x" * 1_000_000 + " TAIL: KeyError: 'k'"
     fb = Feedback(error_text=text)
-    assert len(fb.error_text) <= MemoryConfig().error_text_scan_chars
+    assert len(fb.error_text) <= SCAN_CEILING_CHARS
     assert fb.error_text.startswith("HEAD") and fb.error_text.endswith("KeyError: 'k'")
     step = Step(index=0, action="y" * 2_000_000)
-    assert len(step.action) <= MemoryConfig().error_text_scan_chars
+    assert len(step.action) <= SCAN_CEILING_CHARS
 
 
-def test_error_event_text_cut_to_design_limit() -> None:
+def test_error_event_text_is_cut_to_the_ceiling_and_capture_to_the_design_limit() -> None:
     ev = ErrorEvent(
         id="e", namespace=("a",), run_id="r", step=0, fingerprint="f", fingerprint_id="x", channel="hard",
-        error_text="z" * 10_000,
+        error_text="z" * 100_000,
     )
-    assert len(ev.error_text) <= 2000
+    assert len(ev.error_text) <= ERROR_TEXT_CEILING_CHARS  # a record never holds more than any config may keep
+    captured = detect_failure(
+        Step(index=0, action="a", feedback=Feedback(hard_failure=True, error_text="error: " + "z" * 10_000)),
+        [], namespace=("a",), run_id="r",
+    )
+    assert captured is not None and len(captured.error_text) <= 2000  # DESIGN §2, the default config
 
 
 @pytest.mark.parametrize("bad", [(), ("",), ("a", " "), ("a\nb",), "", None, 5, ("x" * 200,)])

@@ -120,4 +120,20 @@ def baseline_for(
     return repeats, steps, pass_rate
 
 
-__all__ = ["addressed_failures", "addresses", "baseline_for", "caused_failures", "count_addressed"]
+def baseline_score(
+    runs: Sequence[RunRecord], *, lesson_id: str, task_id: str, family: str | None, tool: str | None
+) -> float | None:
+    """Mean referee score of the comparable runs without the lesson (``baseline_for``'s tiers); None without one.
+
+    The baseline of DESIGN §6's ``referee_score_gain = score - baseline_score``.
+
+    Example:
+        >>> r = RunRecord(run_id="r1", namespace=("n",), seq=1, task_id="t", score=0.4)
+        >>> baseline_score([r], lesson_id="l", task_id="t", family=None, tool=None)
+        0.4
+    """
+    comparable = _comparable(runs, lesson_id, task_id, family, tool)
+    return fmean(r.score for r in comparable) if comparable else None
+
+
+__all__ = ["addressed_failures", "addresses", "baseline_for", "baseline_score", "caused_failures", "count_addressed"]

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from langmem_plus._text import clean_text
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import find_conflicts, find_duplicate, merge
 from langmem_plus.learning.utility import (
@@ -60,8 +61,8 @@ def run_outcome(
         FailureNote(
             fp=e.fingerprint_id,
             step=e.step,
-            action=e.action,
-            error=e.error_text,
+            action=clean_text(e.action, config.failure_note_chars),
+            error=clean_text(e.error_text, config.failure_note_chars),
             applied=[str(i) for i in by_index[e.step].info.get("applied_hints", [])] if e.step in by_index else [],
         )
         for e in events[: config.failures_kept_per_run]
@@ -180,7 +181,8 @@ def judge_activated(
     run: RunRecord,
     prior_runs: Sequence[RunRecord],
     task: TaskSpec,
-    referee_gain: float | None,
+    referee_gain: float | None = None,
+    referee_score: float | None = None,
     config: MemoryConfig,
     now: float,
 ) -> Judgement:
@@ -209,6 +211,7 @@ def judge_activated(
             prior_runs=prior_runs,
             task=task,
             referee_gain=referee_gain,
+            referee_score=referee_score,
             repeats_after=count_addressed(lesson, (f for f in run.failures if f.step >= first)),
             repeats_before=count_addressed(lesson, (f for f in run.failures if f.step < first)),
             config=config,

@@ -34,6 +34,7 @@ from langmem_plus.learning.baselines import (
     addressed_failures,
     addresses,
     baseline_for,
+    baseline_score,
     caused_failures,
     count_addressed,
 )
@@ -296,6 +297,7 @@ def activation_utility(
     prior_runs: Sequence[RunRecord],
     task: TaskSpec | None = None,
     referee_gain: float | None = None,
+    referee_score: float | None = None,
     repeats_after: float | None = None,
     repeats_before: float = 0.0,
     config: MemoryConfig = DEFAULT_CONFIG,
@@ -318,6 +320,8 @@ def activation_utility(
         prior_runs: Earlier runs, the pool for the baseline.
         task: The run's task spec; None to use the run record's task id, family, tool.
         referee_gain: LLM referee score gain over the baseline; None without an LLM referee.
+        referee_score: The run's LLM-referee score; when ``referee_gain`` is None, the gain is
+            this minus the comparable runs' mean score (``baseline_score``), none without them.
         repeats_after: Failures counted against the lesson after the activation;
             default: ``addressed_failures(lesson, run)``.
         repeats_before: Failures the lesson addresses that happened in this run before it
@@ -335,6 +339,9 @@ def activation_utility(
     family = task.family if task is not None else run.family
     tool = task.tool if task is not None else run.tool
     pool = [r for r in prior_runs if r.run_id != run.run_id]
+    if referee_gain is None and referee_score is not None:
+        base_score = baseline_score(pool, lesson_id=lesson.id, task_id=task_id, family=family, tool=tool)
+        referee_gain = None if base_score is None else referee_score - base_score
     base_repeats, base_steps, base_pass = baseline_for(
         lesson.triggers,
         pool,

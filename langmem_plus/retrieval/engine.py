@@ -80,10 +80,6 @@ from langmem_plus.tokens import count_tokens
 logger = logging.getLogger("langmem_plus")
 T = TypeVar("T")
 
-TAG_SEED_WEIGHT = 0.5
-"""PageRank personalization mass on each tag node, relative to the fingerprint node."""
-SCOPE_SEED_WEIGHT = 0.25
-"""PageRank personalization mass on tool / domain / task nodes."""
 FAST_ON_ERROR = True
 """On error, overlap the Chroma calls with the in-memory work (``worker``) and score with
 ``fast_scoring``; False runs ``on_error_reference`` (sequential, reference scoring), which
@@ -221,9 +217,10 @@ def rule_core(lesson: Lesson) -> str:
     return lesson.rule_text.split(" (", 1)[0]
 
 
-def _error_query(event: ErrorEvent, ctx: WorkingContext) -> str:
+def _error_query(event: ErrorEvent, ctx: WorkingContext, error_chars: int) -> str:
     """The text an error is looked up by: its fingerprint, error text, action and the run's working state."""
-    return "\n".join(p for p in (event.fingerprint, event.error_text[:500], event.action, build_query(ctx)) if p)
+    parts = (event.fingerprint, event.error_text[:error_chars], event.action, build_query(ctx))
+    return "\n".join(p for p in parts if p)
 
 
 @dataclass
@@ -515,7 +512,7 @@ class RetrievalEngine:
 
     def _on_error_fast(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool) -> Retrieval:
         cfg = self.config
-        query = _error_query(event, ctx)
+        query = _error_query(event, ctx, self.config.query_error_chars)
         qvec = self.store.embed_query(query)
         pending = self._submit(overlap, self._vector_candidates, qvec, cfg.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
@@ -528,14 +525,14 @@ class RetrievalEngine:
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
             overlap=overlap,
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[:300], now=now)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now)
 
     def _error_seeds(self, event: ErrorEvent) -> dict[str, float]:
         """PageRank seeds of an error: its fingerprint, its tags and its tool."""
         seeds = {f"fp:{event.fingerprint_id}": self.config.graph_seed_weight_fp}
-        seeds.update({f"tag:{t}": TAG_SEED_WEIGHT for t in event.tags})
+        seeds.update({f"tag:{t}": self.config.graph_seed_weight_tag for t in event.tags})
         if event.tool:
-            seeds[f"tool:{event.tool}"] = SCOPE_SEED_WEIGHT
+            seeds[f"tool:{event.tool}"] = self.config.graph_seed_weight_scope
         return seeds
 
     def _error_sources(
@@ -549,7 +546,7 @@ class RetrievalEngine:
 
     def on_error_reference(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
         """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
-        query = _error_query(event, ctx)
+        query = _error_query(event, ctx, self.config.query_error_chars)
         qvec = self.store.embed_query(query)
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
         action = self._action_candidates(event.action, event.tool) if event.action else []
@@ -559,7 +556,7 @@ class RetrievalEngine:
         items = self._score(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[:300], now=now)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now)
 
     def pre_run(
         self,
@@ -592,7 +589,7 @@ class RetrievalEngine:
             exact |= self.graph.lessons_for_fingerprint(fp)
         seeds = {f"fp:{fp}": cfg.graph_seed_weight_fp for fp in sorted(recent_fingerprints)}
         for node in (f"task:{task.task_id}", f"tool:{task.tool}", f"domain:{task.domain}"):
-            seeds[node] = SCOPE_SEED_WEIGHT
+            seeds[node] = self.config.graph_seed_weight_scope
         graph = {i: s for i, s in self._graph_candidates(seeds).items() if self._in_scope(i, task)}
         sources = self._merge_sources(
             ("history", known_lessons), ("fingerprint", exact), ("vector", vec), ("graph", graph)

@@ -34,7 +34,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,12 @@ class AuditLog:
         ['acme']
     """
 
-    def __init__(self, path: str | Path, namespace: Namespace, *, fsync: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, namespace: Namespace, *, fsync: bool = False, clock: Callable[[], float] = time.time
+    ) -> None:
         self.path = Path(path)
+        self.clock = clock
+        """Source of a record's ``ts`` when the payload gives none (the memory's clock)."""
         self.namespace: Namespace = validate_namespace(namespace)
         self.fsync = fsync
         self._lock = threading.Lock()
@@ -164,7 +168,7 @@ class AuditLog:
         if clash:
             raise ValueError(f"audit payload may not set {sorted(clash)}; they are filled in")
         ts = payload.pop("ts", None)
-        return {"ts": time.time() if ts is None else ts, "ns": list(self.namespace), "kind": kind, **payload}
+        return {"ts": self.clock() if ts is None else ts, "ns": list(self.namespace), "kind": kind, **payload}
 
     def _start_writer_locked(self) -> bool:
         """Start the writer thread if needed (``_wake`` held); False if it cannot run."""
