@@ -140,18 +140,27 @@ class RunEnvs:
         return env
 
     def current(self, state: Any, runtime: Runtime[Any] | None = None) -> Env:
-        """This run's environment; started here if no reset node started it."""
+        """This run's environment.
+
+        Raises:
+            EnvError: no environment was started for this run (no reset node ran, or it
+                was dropped past ``LIVE_ENVS_MAX``); stepping a fresh one would act on no task.
+        """
         if self._shared is not None:
             return self._shared
+        key = self._key(state, runtime)  # outside the lock: it may open the run's memory
         with self._lock:
-            env = self._live.get(self._key(state, runtime))
-        return env if env is not None else self.start(state, runtime)
+            env = self._live.get(key)
+        if env is None:
+            raise EnvError(f"no environment was started for run {key}: the graph's reset node starts one per run")
+        return env
 
     def finish(self, state: Any, runtime: Runtime[Any] | None = None) -> None:
         """Drop this run's environment (nothing to drop for a shared one)."""
         if self._shared is None:
+            key = self._key(state, runtime)
             with self._lock:
-                self._live.pop(self._key(state, runtime), None)
+                self._live.pop(key, None)
 
 
 def _run_envs(env: Env | RunEnvs | Callable[[], Env]) -> RunEnvs:

@@ -246,7 +246,9 @@ def test_run_envs_give_each_run_its_own_environment() -> None:
     assert envs.current(a) is env_a and envs.current(b) is env_b
     envs.finish(a)
     assert len(envs) == 1 and envs.current(b) is env_b
-    assert envs.current(a) is not env_a and len(made) == 3  # a run that never reset gets a fresh one
+    with pytest.raises(EnvError, match="reset node"):  # a finished (or never reset) run has none
+        envs.current(a)
+    assert len(made) == 2
 
 
 def test_run_envs_with_an_instance_share_it() -> None:
@@ -273,7 +275,9 @@ def test_run_envs_bound_what_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     first = envs.start({"run_id": "r0"})
     for i in range(1, 5):
         envs.start({"run_id": f"r{i}"})
-    assert len(envs) == 3 and envs.current({"run_id": "r0"}) is not first
+    assert len(envs) == 3 and first not in [envs.current({"run_id": f"r{i}"}) for i in range(2, 5)]
+    with pytest.raises(EnvError):
+        envs.current({"run_id": "r0"})
 
 
 def test_run_envs_refuse_what_is_not_an_environment() -> None:
