@@ -1,8 +1,10 @@
 """LangChain surfaces: a BaseRetriever over lessons and a lookup tool (DESIGN §8).
 
-The retriever writes one hook, ``_get_relevant_documents``; LangChain's ``invoke``
-handles callbacks and tracing. ``kind="pre_run"`` reads the query as a task goal,
-``kind="on_error"`` reads it as error text and fingerprints it first.
+The retriever writes one hook, ``_get_relevant_documents`` (and its async twin);
+LangChain's ``invoke`` handles callbacks and tracing. ``kind="pre_run"`` reads the
+query as a task goal, ``kind="on_error"`` reads it as error text and fingerprints it
+first. ``k`` (constructor or ``invoke``) sets how many documents come back; it passes
+LangChain's standard retriever suite (``tests/test_standard_suites.py``).
 
 Example:
     >>> import tempfile
