@@ -4,8 +4,17 @@
                                           -> done:     referee -> end_of_run -> END
                                           -> else:     executor
 
-The environment and the executor are bound when the graph is built, so one compiled
-graph runs many tasks: ``run_task(graph, task)`` invokes it for one attempt.
+The executor is bound when the graph is built, so one compiled graph runs many tasks:
+``run_task(graph, task)`` invokes it for one attempt. Compiled once, it also serves many
+users at once: give it a resolver (``MemoryResolver``) instead of a memory and an
+environment factory instead of an environment, and each invocation runs in the
+namespace its ``context`` names, on an environment of its own (``RunEnvs``)::
+
+    graph = build_executor_referee_graph(MemoryResolver(path), lambda: make_env("gridtool"), executor)
+    run_task(graph, task, context=MemoryContext(namespace=("acme", "user-1")))
+
+An environment instance (the old signature) is shared by every run, so such a graph
+must run one attempt at a time.
 
 Example:
     >>> import tempfile
@@ -22,34 +31,140 @@ Example:
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
-from typing import Any, Literal
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Literal, Union
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from langmem_plus.envs.base import Env
 from langmem_plus.executors.base import Decision, Executor
-from langmem_plus.memory import LearningMemory
+from langmem_plus.errors import EnvError
 from langmem_plus.nodes import (
     MemoryState,
     Node,
     capture_node,
-    task_of,
+    context_of,
     distill_hints_node,
     end_of_run_node,
     on_error_retrieve_node,
     pre_run_node,
-    referee_node,
+    task_of,
 )
 from langmem_plus.records import Efficiency, Feedback, Step, TaskSpec
 from langmem_plus.referee import DeterministicReferee, Referee
+from langmem_plus.resolver import MemorySource, resolve_memory
+
+logger = logging.getLogger("langmem_plus")
 
 DEFAULT_MAX_STEPS = 15
 """Steps (commands and docs lookups) one attempt may take before the referee is called."""
 SUPERSTEPS_PER_STEP = 6
 """Graph supersteps one executed step can take (executor, act, capture, retrieve, distill, slack)."""
+LIVE_ENVS_MAX = 1024
+"""Per-run environments one graph holds at once; past it the oldest (a run that died before its
+referee, or a leak) is dropped with a warning."""
+
+EnvSource = Union[Env, Callable[[], Env]]
+"""An environment shared by every run, or a factory that makes a fresh one for each run."""
+
+
+def _is_env(obj: Any) -> bool:
+    """An environment instance: it can ``reset`` and ``step`` (a class is a factory, though it has both)."""
+    return not isinstance(obj, type) and hasattr(obj, "reset") and hasattr(obj, "step")
+
+
+class RunEnvs:
+    """The environment of each run of a graph: one shared instance, or one per run from a factory.
+
+    With a factory, ``start`` (the reset node) makes a fresh environment for the run, keyed
+    by (namespace, run id), the act and referee nodes get it with ``current``, and ``finish``
+    (after the referee) drops it, so runs of one compiled graph in parallel, in the same
+    or in different namespaces, never step through one environment's state. With an
+    instance, every run gets that instance (the old behaviour; one run at a time).
+
+    Args:
+        env: An ``Env`` shared by every run, or a zero-argument factory of fresh ones.
+        memory: Where the namespace of a run comes from (a memory or a resolver); None keys
+            runs by run id alone.
+
+    Raises:
+        TypeError: ``env`` is neither an environment nor a callable.
+    """
+
+    def __init__(self, env: EnvSource, memory: MemorySource | None = None) -> None:
+        if not _is_env(env) and not callable(env):
+            raise TypeError(f"expected an Env or a factory of Envs, got {env!r}")
+        self._shared: Env | None = env if _is_env(env) else None  # type: ignore[assignment]
+        self._factory: Callable[[], Env] = env if self._shared is None else (lambda: env)  # type: ignore[assignment,return-value]
+        self._memory = memory
+        self._live: OrderedDict[tuple[Any, ...], Env] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def per_run(self) -> bool:
+        """Whether each run gets an environment of its own."""
+        return self._shared is None
+
+    def __len__(self) -> int:
+        """Environments held for runs that have not finished."""
+        return len(self._live)
+
+    def _key(self, state: Any, runtime: Runtime[Any] | None) -> tuple[Any, ...]:
+        ns = () if self._memory is None else resolve_memory(self._memory, context_of(runtime)).namespace
+        return (ns, state["run_id"])
+
+    def _make(self) -> Env:
+        env = self._factory()
+        if not _is_env(env):
+            raise EnvError(f"the environment factory returned {type(env).__name__}, not an Env")
+        return env
+
+    def start(self, state: Any, runtime: Runtime[Any] | None = None) -> Env:
+        """A fresh environment for this run (the shared one without a factory)."""
+        if self._shared is not None:
+            return self._shared
+        env, key = self._make(), self._key(state, runtime)
+        with self._lock:
+            self._live[key] = env
+            self._live.move_to_end(key)
+            while len(self._live) > LIVE_ENVS_MAX:
+                old, _ = self._live.popitem(last=False)
+                logger.warning("langmem_plus: dropped the environment of unfinished run %s (over %d live)", old, LIVE_ENVS_MAX)
+        return env
+
+    def current(self, state: Any, runtime: Runtime[Any] | None = None) -> Env:
+        """This run's environment.
+
+        Raises:
+            EnvError: no environment was started for this run (no reset node ran, or it
+                was dropped past ``LIVE_ENVS_MAX``); stepping a fresh one would act on no task.
+        """
+        if self._shared is not None:
+            return self._shared
+        key = self._key(state, runtime)  # outside the lock: it may open the run's memory
+        with self._lock:
+            env = self._live.get(key)
+        if env is None:
+            raise EnvError(f"no environment was started for run {key}: the graph's reset node starts one per run")
+        return env
+
+    def finish(self, state: Any, runtime: Runtime[Any] | None = None) -> None:
+        """Drop this run's environment (nothing to drop for a shared one)."""
+        if self._shared is None:
+            key = self._key(state, runtime)
+            with self._lock:
+                self._live.pop(key, None)
+
+
+def _run_envs(env: Env | RunEnvs | Callable[[], Env]) -> RunEnvs:
+    return env if isinstance(env, RunEnvs) else RunEnvs(env)
 
 
 class ExecutorState(MemoryState, total=False):
@@ -66,17 +181,19 @@ class ExecutorState(MemoryState, total=False):
 def executor_node(executor: Executor) -> Node:
     """Node: ask the executor for its next decision, given the hints gathered so far."""
 
-    def decide(state: ExecutorState) -> dict[str, Any]:
+    def decide(state: ExecutorState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
         decision = executor.act(task_of(state), state.get("steps") or [], state.get("hints") or [])
         return {"decision": decision}
 
     return decide
 
 
-def act_node(env: Env) -> Node:
-    """Node: carry out the decision in the environment (a docs lookup costs a step too)."""
+def act_node(env: Env | RunEnvs) -> Node:
+    """Node: carry out the decision in the run's environment (a docs lookup costs a step too)."""
+    envs = _run_envs(env)
 
-    def act(state: ExecutorState) -> dict[str, Any]:
+    def act(state: ExecutorState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+        env = envs.current(state, runtime)
         decision = state.get("decision")
         steps = state.get("steps") or []
         index = len(steps)
@@ -110,14 +227,28 @@ def act_node(env: Env) -> Node:
     return act
 
 
-def reset_node(env: Env) -> Node:
-    """Node: start the task in the environment; the first observation becomes step context."""
+def reset_node(env: Env | RunEnvs) -> Node:
+    """Node: start the task in the run's environment (a fresh one when ``env`` makes one per run)."""
+    envs = _run_envs(env)
 
-    def reset(state: ExecutorState) -> dict[str, Any]:
-        env.reset(task_of(state).task_id)
+    def reset(state: ExecutorState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+        envs.start(state, runtime).reset(task_of(state).task_id)
         return {}
 
     return reset
+
+
+def judge_node(envs: RunEnvs, referee: Referee | None = None) -> Node:
+    """Node: judge the run (``referee``, or the run environment's own evaluator), then release its environment."""
+
+    def judge(state: ExecutorState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+        try:
+            judge_with = referee or DeterministicReferee(envs.current(state, runtime))
+            return {"verdict": judge_with.judge(task_of(state), state.get("steps") or [])}
+        finally:
+            envs.finish(state, runtime)
+
+    return judge
 
 
 def _after_capture(state: ExecutorState) -> Literal["on_error_retrieve", "referee", "executor"]:
@@ -129,31 +260,37 @@ def _after_capture(state: ExecutorState) -> Literal["on_error_retrieve", "refere
 
 
 def build_executor_referee_graph(
-    memory: LearningMemory,
-    env: Env,
+    memory: MemorySource,
+    env: EnvSource,
     executor: Executor,
     *,
     referee: Referee | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    context_schema: type[Any] | None = None,
 ) -> CompiledStateGraph:
-    """Compile the reference loop for one environment, executor and memory.
+    """Compile the reference loop for one executor, over a memory and an environment.
 
     Args:
-        memory: The learning memory (one namespace).
-        env: The environment tasks run in.
-        executor: Scripted, LLM-backed, or your own ``Executor``.
-        referee: Judge of each attempt; the environment's deterministic evaluator by default.
+        memory: The learning memory (one namespace), or a resolver from each run's
+            ``runtime.context`` to a memory (``MemoryResolver``): one graph, many namespaces.
+        env: An environment shared by every run (one run at a time), or a factory that
+            makes a fresh one per run, so runs may go in parallel (``RunEnvs``).
+        executor: Scripted, LLM-backed, or your own ``Executor``; shared by runs, so it
+            should keep no per-run state (both shipped ones are pure).
+        referee: Judge of each attempt; the run environment's deterministic evaluator by default.
         max_steps: Step budget per attempt.
+        context_schema: LangGraph context schema (e.g. ``MemoryContext``), declared on the graph.
     """
-    builder = StateGraph(ExecutorState)
-    builder.add_node("reset", reset_node(env))
+    envs = RunEnvs(env, memory)
+    builder = StateGraph(ExecutorState, context_schema=context_schema)
+    builder.add_node("reset", reset_node(envs))
     builder.add_node("pre_run", pre_run_node(memory))
     builder.add_node("executor", executor_node(executor))
-    builder.add_node("act", act_node(env))
+    builder.add_node("act", act_node(envs))
     builder.add_node("capture", capture_node(memory))
     builder.add_node("on_error_retrieve", on_error_retrieve_node(memory))
     builder.add_node("distill_hints", distill_hints_node(memory))
-    builder.add_node("referee", referee_node(referee or DeterministicReferee(env)))
+    builder.add_node("referee", judge_node(envs, referee))
     builder.add_node("end_of_run", end_of_run_node(memory))
     builder.add_edge(START, "reset")
     builder.add_edge("reset", "pre_run")
@@ -169,15 +306,8 @@ def build_executor_referee_graph(
     return graph.with_config({"recursion_limit": SUPERSTEPS_PER_STEP * max_steps + 10})  # type: ignore[return-value]
 
 
-def run_task(
-    graph: Any,
-    task: TaskSpec,
-    *,
-    run_id: str | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-) -> dict[str, Any]:
-    """Run one attempt of ``task`` through a compiled reference graph; returns the final state."""
-    state: ExecutorState = {
+def _first_state(task: TaskSpec, run_id: str | None, max_steps: int) -> ExecutorState:
+    return {
         "run_id": run_id or uuid.uuid4().hex[:12],
         "task": task,
         "steps": [],
@@ -188,7 +318,46 @@ def run_task(
         "done": False,
         "max_steps": max_steps,
     }
-    return dict(graph.invoke(state))
 
 
-__all__ = ["DEFAULT_MAX_STEPS", "ExecutorState", "act_node", "build_executor_referee_graph", "executor_node", "reset_node", "run_task"]
+def run_task(
+    graph: Any,
+    task: TaskSpec,
+    *,
+    run_id: str | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Run one attempt of ``task`` through a compiled reference graph; returns the final state.
+
+    ``context`` is the run's LangGraph context, e.g. ``MemoryContext(namespace=...)`` for a
+    graph built over a ``MemoryResolver``.
+    """
+    return dict(graph.invoke(_first_state(task, run_id, max_steps), context=context))
+
+
+async def arun_task(
+    graph: Any,
+    task: TaskSpec,
+    *,
+    run_id: str | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Async ``run_task`` (``graph.ainvoke``), so attempts can be gathered on one event loop."""
+    return dict(await graph.ainvoke(_first_state(task, run_id, max_steps), context=context))
+
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "EnvSource",
+    "ExecutorState",
+    "RunEnvs",
+    "act_node",
+    "arun_task",
+    "build_executor_referee_graph",
+    "executor_node",
+    "judge_node",
+    "reset_node",
+    "run_task",
+]

@@ -430,8 +430,13 @@ class LearningMemory:
         *,
         run_id: str | None = None,
         now: float | None = None,
+        k: int | None = None,
     ) -> list[ScoredItem]:
-        """Lessons worth knowing before a task starts (DESIGN §5, pre-run moment)."""
+        """Lessons worth knowing before a task starts (DESIGN §5, pre-run moment).
+
+        ``k`` replaces the difficulty budget K' (and the tool sheet): at most ``k`` items,
+        exactly ``k`` when that many pass the guards and the token cap (a retriever's ``k``).
+        """
         now = self.clock() if now is None else now
         context_runs = self._context_runs(task)
         fps = {fp for r in context_runs for fp in r.fingerprint_counts}
@@ -449,6 +454,7 @@ class LearningMemory:
             recent_actions=actions,
             known_lessons=known,
             now=now,
+            limit=k,
         )
         return self._after_retrieval("pre_run", result, run_id=run_id)
 
@@ -459,11 +465,15 @@ class LearningMemory:
         *,
         run_id: str | None = None,
         now: float | None = None,
+        k: int | None = None,
     ) -> list[ScoredItem]:
-        """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5)."""
+        """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5).
+
+        ``k``: as in ``retrieve_pre_run``.
+        """
         now = self.clock() if now is None else now
         ctx = context or WorkingContext(last_fail=event.error_text[: self.config.context_text_chars], context=event.tool or "")
-        result = self.engine.on_error(event, ctx, now=now)
+        result = self.engine.on_error(event, ctx, now=now, limit=k)
         return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
 
     def _after_retrieval(self, moment: Moment, result: Retrieval, *, run_id: str | None) -> list[ScoredItem]:

@@ -7,17 +7,39 @@ The state keys are plain TypedDict fields with reducers: ``steps``, ``events`` a
 ``activations`` accumulate; ``hints`` merge by source id. Your own act node appends
 a ``Step`` to ``steps``; ``capture`` fingerprints the steps it has not seen yet.
 
+Each factory takes a fixed ``LearningMemory`` or a resolver from the run's context to
+one (``MemoryResolver``): the nodes declare ``runtime`` and LangGraph injects its
+``Runtime``, so one compiled graph serves many users, each run in the namespace its
+``context`` names (``graph.invoke(state, context={"namespace": ("acme", "user-1")})``).
+
+Sync nodes run under ``invoke`` and, on LangGraph's worker threads, under ``ainvoke``;
+the ``a*_node`` twins are ``async def`` nodes for graphs run only with ``ainvoke`` /
+``astream``. Both run one shared body per node; the async one awaits it on a worker
+thread (``asyncio.to_thread``) because Chroma's embedded client is synchronous.
+
 Example:
+    >>> import tempfile
     >>> from langgraph.graph import StateGraph, START, END
-    >>> from langmem_plus.nodes import MemoryState, pre_run_node
-    >>> builder = StateGraph(MemoryState)  # or your own TypedDict that extends MemoryState
-    >>> # builder.add_node("pre_run", pre_run_node(memory)); builder.add_edge(START, "pre_run") ...
+    >>> from langmem_plus import TaskSpec
+    >>> resolver = MemoryResolver(tempfile.mkdtemp())
+    >>> builder = StateGraph(MemoryState, context_schema=MemoryContext)
+    >>> _ = builder.add_node("pre_run", pre_run_node(resolver)).add_edge(START, "pre_run").add_edge("pre_run", END)
+    >>> graph = builder.compile()
+    >>> out = graph.invoke({"run_id": "r1", "task": TaskSpec(task_id="t", goal="count rows")},
+    ...                    context=MemoryContext(namespace=("acme", "user-1")))
+    >>> out["retrieved"], resolver.namespaces
+    ([], [('acme', 'user-1')])
+    >>> resolver.close()
 """
 
 from __future__ import annotations
 
+import asyncio
 import operator
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Protocol, Sequence, TypedDict
+
+from langgraph.runtime import Runtime
 
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
@@ -34,11 +56,18 @@ from langmem_plus.records import (
     WorkingContext,
 )
 from langmem_plus.referee import Referee
+from langmem_plus.resolver import MemoryContext, MemoryResolver, MemorySource, resolve_memory
 
 class Node(Protocol):
-    """A LangGraph node: takes the state, returns an update."""
+    """A LangGraph node: takes the state (and the ``Runtime`` LangGraph injects), returns an update."""
 
-    def __call__(self, state: Any) -> dict[str, Any]: ...
+    def __call__(self, state: Any, runtime: Runtime[Any] | None = None) -> dict[str, Any]: ...
+
+
+class AsyncNode(Protocol):
+    """An async LangGraph node (for ``ainvoke`` / ``astream``); otherwise as ``Node``."""
+
+    def __call__(self, state: Any, runtime: Runtime[Any] | None = None) -> Awaitable[dict[str, Any]]: ...
 
 
 def merge_hints(existing: Sequence[Hint] | None, new: Sequence[Hint] | None) -> list[Hint]:
@@ -106,96 +135,183 @@ def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_C
     )
 
 
-def pre_run_node(memory: LearningMemory) -> Node:
-    """Node: retrieve lessons for the task before the first step; they become hints."""
-
-    def pre_run(state: MemoryState) -> dict[str, Any]:
-        items = memory.retrieve_pre_run(
-            task_of(state), _working(state, chars=memory.config.context_text_chars), run_id=state["run_id"]
-        )
-        step = len(state.get("steps") or [])
-        return {
-            "retrieved": items,
-            "hints": memory.hints(items),
-            "activations": memory.activations_for(items, run_id=state["run_id"], step=step, moment="pre_run"),
-            "last_event": None,
-        }
-
-    return pre_run
+# --------------------------------------------------------------------------- node cores
 
 
-def capture_node(memory: LearningMemory) -> Node:
-    """Node: fingerprint the steps appended since the last capture; sets ``last_event``."""
-
-    def capture(state: MemoryState) -> dict[str, Any]:
-        steps = state.get("steps") or []
-        events = memory.capture_steps(steps, run_id=state["run_id"], task=task_of(state), start=state.get("captured", 0))
-        return {"events": events, "last_event": events[-1] if events else None, "captured": len(steps)}
-
-    return capture
-
-
-def on_error_retrieve_node(memory: LearningMemory) -> Node:
-    """Node: retrieve lessons for ``last_event`` (exact fingerprint first)."""
-
-    def on_error_retrieve(state: MemoryState) -> dict[str, Any]:
-        event = state.get("last_event")
-        if event is None:
-            return {"retrieved": []}
-        items = memory.retrieve_on_error(
-            event, _working(state, event, memory.config.context_text_chars), run_id=state["run_id"]
-        )
-        return {"retrieved": items}
-
-    return on_error_retrieve
+def _pre_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    items = memory.retrieve_pre_run(task_of(state), _working(state, chars=memory.config.context_text_chars), run_id=state["run_id"])
+    step = len(state.get("steps") or [])
+    return {
+        "retrieved": items,
+        "hints": memory.hints(items),
+        "activations": memory.activations_for(items, run_id=state["run_id"], step=step, moment="pre_run"),
+        "last_event": None,
+    }
 
 
-def distill_hints_node(memory: LearningMemory) -> Node:
+def _capture(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    steps = state.get("steps") or []
+    events = memory.capture_steps(steps, run_id=state["run_id"], task=task_of(state), start=state.get("captured", 0))
+    return {"events": events, "last_event": events[-1] if events else None, "captured": len(steps)}
+
+
+def _on_error_retrieve(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    event = state.get("last_event")
+    if event is None:
+        return {"retrieved": []}
+    return {"retrieved": memory.retrieve_on_error(event, _working(state, event, memory.config.context_text_chars), run_id=state["run_id"])}
+
+
+def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    items = state.get("retrieved") or []
+    event = state.get("last_event")
+    hints = distill_hints(items, goal=task_of(state).goal, obs=event.error_text if event else "", llm=memory.llm)
+    step = len(state.get("steps") or [])
+    acts = memory.activations_for(
+        items, run_id=state["run_id"], step=step, moment="on_error", fingerprint_id=event.fingerprint_id if event else None
+    )
+    return {"hints": hints, "activations": acts}
+
+
+def _end_of_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    report = memory.end_run(
+        run_id=state["run_id"],
+        task=task_of(state),
+        steps=state.get("steps") or [],
+        events=state.get("events") or [],
+        activations=state.get("activations") or [],
+        verdict=state.get("verdict"),
+    )
+    return {"report": report}
+
+
+# --------------------------------------------------------------------------- sync and async nodes over one core
+
+Body = Callable[[Any, Runtime[Any] | None], dict[str, Any]]
+"""A node's whole work given the state and the runtime: what the sync node runs and the async one awaits."""
+
+
+def context_of(runtime: Runtime[Any] | None) -> Any:
+    """The run's ``runtime.context`` (None when the node is called outside a graph)."""
+    return None if runtime is None else runtime.context
+
+
+def _with_memory(core: Callable[[LearningMemory, MemoryState], dict[str, Any]], memory: MemorySource) -> Body:
+    """``core`` run on the memory of each run: ``memory`` itself, or what it resolves the run's context to."""
+    if not isinstance(memory, LearningMemory) and not callable(memory):
+        raise TypeError(f"expected a LearningMemory or a resolver (context -> LearningMemory), got {memory!r}")
+
+    def body(state: Any, runtime: Runtime[Any] | None) -> dict[str, Any]:
+        return core(resolve_memory(memory, context_of(runtime)), state)
+
+    return body
+
+
+def _sync_node(name: str, body: Body) -> Node:
+    def node(state: MemoryState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+        return body(state, runtime)
+
+    node.__name__ = node.__qualname__ = name
+    return node
+
+
+def _async_node(name: str, body: Body) -> AsyncNode:
+    async def node(state: MemoryState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+        # Chroma's embedded client (and a memory's first open) is synchronous: the same body
+        # runs on a worker thread, as LearningMemory's own async twins do, so the loop never blocks.
+        return await asyncio.to_thread(body, state, runtime)
+
+    node.__name__ = node.__qualname__ = name
+    return node
+
+
+def pre_run_node(memory: MemorySource) -> Node:
+    """Node: retrieve lessons for the task before the first step; they become hints.
+
+    Args:
+        memory: A fixed ``LearningMemory``, or a resolver from the run's ``runtime.context``
+            to one (``MemoryResolver``), so one compiled graph serves many namespaces.
+    """
+    return _sync_node("pre_run", _with_memory(_pre_run, memory))
+
+
+def apre_run_node(memory: MemorySource) -> AsyncNode:
+    """Async ``pre_run_node``, for graphs run with ``ainvoke`` / ``astream`` only."""
+    return _async_node("pre_run", _with_memory(_pre_run, memory))
+
+
+def capture_node(memory: MemorySource) -> Node:
+    """Node: fingerprint the steps appended since the last capture; sets ``last_event``. ``memory``: as in ``pre_run_node``."""
+    return _sync_node("capture", _with_memory(_capture, memory))
+
+
+def acapture_node(memory: MemorySource) -> AsyncNode:
+    """Async ``capture_node``."""
+    return _async_node("capture", _with_memory(_capture, memory))
+
+
+def on_error_retrieve_node(memory: MemorySource) -> Node:
+    """Node: retrieve lessons for ``last_event`` (exact fingerprint first). ``memory``: as in ``pre_run_node``."""
+    return _sync_node("on_error_retrieve", _with_memory(_on_error_retrieve, memory))
+
+
+def aon_error_retrieve_node(memory: MemorySource) -> AsyncNode:
+    """Async ``on_error_retrieve_node``."""
+    return _async_node("on_error_retrieve", _with_memory(_on_error_retrieve, memory))
+
+
+def distill_hints_node(memory: MemorySource) -> Node:
     """Node: turn the latest retrieval into hints (LLM with strict JSON when memory has one) and record activations."""
+    return _sync_node("distill", _with_memory(_distill, memory))
 
-    def distill(state: MemoryState) -> dict[str, Any]:
-        items = state.get("retrieved") or []
-        event = state.get("last_event")
-        hints = distill_hints(items, goal=task_of(state).goal, obs=event.error_text if event else "", llm=memory.llm)
-        step = len(state.get("steps") or [])
-        acts = memory.activations_for(
-            items, run_id=state["run_id"], step=step, moment="on_error", fingerprint_id=event.fingerprint_id if event else None
-        )
-        return {"hints": hints, "activations": acts}
 
-    return distill
+def adistill_hints_node(memory: MemorySource) -> AsyncNode:
+    """Async ``distill_hints_node``."""
+    return _async_node("distill", _with_memory(_distill, memory))
+
+
+def _judging(referee: Referee) -> Body:
+    def body(state: Any, runtime: Runtime[Any] | None) -> dict[str, Any]:
+        return {"verdict": referee.judge(task_of(state), state.get("steps") or [])}
+
+    return body
 
 
 def referee_node(referee: Referee) -> Node:
     """Node: judge the run with any Referee (deterministic, LLM or signals)."""
-
-    def judge(state: MemoryState) -> dict[str, Any]:
-        return {"verdict": referee.judge(task_of(state), state.get("steps") or [])}
-
-    return judge
+    return _sync_node("judge", _judging(referee))
 
 
-def end_of_run_node(memory: LearningMemory) -> Node:
-    """Node: lesson synthesis and utility update, inside the graph (no background race)."""
+def areferee_node(referee: Referee) -> AsyncNode:
+    """Async ``referee_node``."""
+    return _async_node("judge", _judging(referee))
 
-    def end_of_run(state: MemoryState) -> dict[str, Any]:
-        report = memory.end_run(
-            run_id=state["run_id"],
-            task=task_of(state),
-            steps=state.get("steps") or [],
-            events=state.get("events") or [],
-            activations=state.get("activations") or [],
-            verdict=state.get("verdict"),
-        )
-        return {"report": report}
 
-    return end_of_run
+def end_of_run_node(memory: MemorySource) -> Node:
+    """Node: lesson synthesis and utility update, inside the graph (no background race). ``memory``: as in ``pre_run_node``."""
+    return _sync_node("end_of_run", _with_memory(_end_of_run, memory))
+
+
+def aend_of_run_node(memory: MemorySource) -> AsyncNode:
+    """Async ``end_of_run_node``."""
+    return _async_node("end_of_run", _with_memory(_end_of_run, memory))
 
 
 __all__ = [
+    "AsyncNode",
+    "MemoryContext",
+    "MemoryResolver",
+    "MemorySource",
     "MemoryState",
     "Node",
+    "acapture_node",
+    "adistill_hints_node",
+    "aend_of_run_node",
+    "aon_error_retrieve_node",
+    "apre_run_node",
+    "areferee_node",
     "capture_node",
+    "context_of",
     "distill_hints_node",
     "end_of_run_node",
     "merge_hints",

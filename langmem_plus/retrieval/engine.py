@@ -451,14 +451,35 @@ class RetrievalEngine:
         return out
 
     def _finish(
-        self, items: list[ScoredItem], ctx: WorkingContext, query: str, *, qvec: list[float], goal: str, now: float
+        self,
+        items: list[ScoredItem],
+        ctx: WorkingContext,
+        query: str,
+        *,
+        qvec: list[float],
+        goal: str,
+        now: float,
+        limit: int | None = None,
     ) -> Retrieval:
+        """Guards, MMR and the budget over the scored lessons, the support items beside them, the token cap.
+
+        ``limit`` replaces the difficulty budget K' and caps the whole list (lessons first,
+        then episodes and skills) at that many items, e.g. a retriever's ``k``.
+
+        Raises:
+            ValueError: ``limit`` is negative.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit (k) must be a count of items >= 0, got {limit}")
         cfg = self.config
         d = difficulty(ctx, cfg)
-        k = budget(d, cfg)
+        k = budget(d, cfg) if limit is None else limit
         chosen, dropped = select_with_drops(items, vectors=None, k=k, config=cfg, vectors_of=self._content_rows)
         support = self._support(qvec, goal, now)
         chosen += choose_support(support, cfg, taken={c.item_id for c in chosen})
+        if limit is not None:
+            dropped += [(c.item_id, f"limit:{limit}") for c in chosen[limit:]]
+            chosen = chosen[:limit]
         shown, skipped, tokens, exact = self._cap(chosen)
         dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in skipped]
         return Retrieval(
@@ -491,7 +512,7 @@ class RetrievalEngine:
         return sources
 
     # ------------------------------------------------------------------ moments
-    def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
+    def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None) -> Retrieval:
         """DESIGN §5 at the moment of an error.
 
         The vector query can run on the worker thread (Chroma releases the GIL) while the
@@ -500,17 +521,19 @@ class RetrievalEngine:
         the stored-vector read of ``_score_fast``. Whether to overlap is ``self.overlap``,
         or, when None, whichever has been faster lately (``worker.StrategyTimer``): on a
         busy machine thread wake-ups cost more than the overlap saves. Either way the
-        result is ``on_error_reference``'s (tested).
+        result is ``on_error_reference``'s (tested). ``limit``: as in ``_finish``.
         """
         if not self.fast:
-            return self.on_error_reference(event, ctx, now=now)
+            return self.on_error_reference(event, ctx, now=now, limit=limit)
         overlap = self._strategy.choose() if self.overlap is None else self.overlap
         started = time.perf_counter()
-        result = self._on_error_fast(event, ctx, now=now, overlap=overlap)
+        result = self._on_error_fast(event, ctx, now=now, overlap=overlap, limit=limit)
         self._strategy.record(overlap, (time.perf_counter() - started) * 1000.0)
         return result
 
-    def _on_error_fast(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool) -> Retrieval:
+    def _on_error_fast(
+        self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool, limit: int | None = None
+    ) -> Retrieval:
         cfg = self.config
         query = _error_query(event, ctx, self.config.query_error_chars)
         qvec = self.store.embed_query(query)
@@ -525,7 +548,7 @@ class RetrievalEngine:
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
             overlap=overlap,
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now, limit=limit)
 
     def _error_seeds(self, event: ErrorEvent) -> dict[str, float]:
         """PageRank seeds of an error: its fingerprint, its tags and its tool."""
@@ -544,7 +567,9 @@ class RetrievalEngine:
             sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
         return sources
 
-    def on_error_reference(self, event: ErrorEvent, ctx: WorkingContext, *, now: float) -> Retrieval:
+    def on_error_reference(
+        self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None
+    ) -> Retrieval:
         """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
         query = _error_query(event, ctx, self.config.query_error_chars)
         qvec = self.store.embed_query(query)
@@ -556,7 +581,7 @@ class RetrievalEngine:
         items = self._score(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now)
+        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now, limit=limit)
 
     def pre_run(
         self,
@@ -568,6 +593,7 @@ class RetrievalEngine:
         recent_actions: Sequence[str] = (),
         known_lessons: Collection[str] = (),
         now: float,
+        limit: int | None = None,
     ) -> Retrieval:
         """DESIGN §5 before a run: task intent in scope, plus this task's recent failure context.
 
@@ -576,6 +602,7 @@ class RetrievalEngine:
         credit, the others keep ``rewrite_miss_factor`` of it. ``known_lessons`` were applied
         in those runs (the agent's draft matched their WRONG pattern): they count as a full
         fingerprint match, since their failures stopped showing only because they were applied.
+        ``limit`` (as in ``_finish``) also leaves out the tool sheet, so no more than ``limit`` items come back.
         """
         cfg = self.config
         query = build_query(ctx)
@@ -604,8 +631,8 @@ class RetrievalEngine:
             matcher=ActionMatcher(recent_actions),
             known=set(known_lessons),
         )
-        result = self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now)
-        extra = sheet_fill(items, result.chosen, tool=task.tool, config=cfg)
+        result = self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now, limit=limit)
+        extra = [] if limit is not None else sheet_fill(items, result.chosen, tool=task.tool, config=cfg)
         if extra:
             shown, skipped, tokens, exact_tokens = self._cap([*result.chosen, *extra])
             result.chosen, result.tokens, result.tokens_exact = shown, tokens, exact_tokens
