@@ -136,17 +136,20 @@ def applied_lessons(action: str, shown: Sequence[Lesson]) -> list[str]:
 
 
 def tool_step(
-    index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = ()
+    index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = (), *, docs: bool = False
 ) -> Step:
     """The Step of a tool call that returned a message; ``status="error"`` is a hard failure.
 
     A call that returned normally counts as a step forward (``info["success"]``), so a run of
-    ordinary tool calls is never mistaken for a stall.
+    ordinary tool calls is never mistaken for a stall. ``docs`` marks a lookup (a schema, a
+    manual): never a failure, and never taken for an attempt when a fix is paired with its error.
     """
     text = message_text(message)
     info: dict[str, Any] = {"tool_call_id": message.tool_call_id}
     if applied:
         info["applied_hints"] = list(applied)
+    if docs:
+        return Step(index=index, action=action, tool=tool, observation=text, info={**info, "kind": "docs"})
     if message.status == "error":
         return Step(index=index, action=action, tool=tool, feedback=Feedback(hard_failure=True, error_text=text), info=info)
     return Step(index=index, action=action, tool=tool, observation=text, info={**info, "success": True})

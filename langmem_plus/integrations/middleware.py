@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
@@ -109,12 +109,14 @@ class _Call:
     history: list[Step]
     shown: list[Lesson]
     budget: int | None
+    docs: bool
 
     def capture_args(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "task": self.task, "history": self.history}
 
     def step(self, message: ToolMessage) -> Step:
-        return tool_step(self.index, self.tool, self.action, message, applied_lessons(self.action, self.shown))
+        applied = applied_lessons(self.action, self.shown)
+        return tool_step(self.index, self.tool, self.action, message, applied, docs=self.docs)
 
     def failed(self, exc: BaseException) -> Step:
         return exception_step(self.index, self.tool, self.action, exc, self.tool_call_id)
@@ -153,6 +155,8 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
         task_id: Names the task for baselines and pre-run context; None derives it from the goal.
         tool: The task's tool scope (lessons scoped to another tool are not retrieved before a run).
         domain: The task's domain scope.
+        docs_tools: Names of lookup tools (a schema, a manual): their calls are recorded as
+            docs steps, never failures, so a fix after a lookup still pairs with its error.
         memory_from_context: ``runtime -> LearningMemory``, e.g. a memory per user named in
             ``runtime.context``; None uses ``memory``.
         budget_tokens: Token cap on the memory block per model call; ``DEFAULT`` takes the
@@ -178,6 +182,7 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
         task_id: str | None = None,
         tool: str | None = None,
         domain: str | None = None,
+        docs_tools: Collection[str] = (),
         memory_from_context: Callable[[Any], LearningMemory] | None = None,
         budget_tokens: int | None | _Default = DEFAULT,
         pre_run: bool = True,
@@ -188,6 +193,7 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
         super().__init__()
         self.memory = memory
         self.goal, self.task_id, self.tool, self.domain = goal, task_id, tool, domain
+        self.docs_tools = frozenset(docs_tools)
         self.memory_from_context = memory_from_context
         self.budget_tokens = budget_tokens
         self.pre_run, self.on_error, self.end_run = pre_run, on_error, end_run
@@ -246,7 +252,7 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
             memory=memory, run_id=run_id, task=_task_of(state),
             index=len(steps) + position, next_index=len(steps) + count, tool=call["name"],
             action=tool_action(call["name"], call.get("args") or {}), tool_call_id=call_id,
-            history=steps, shown=shown, budget=self._budget(memory),
+            history=steps, shown=shown, budget=self._budget(memory), docs=call["name"] in self.docs_tools,
         )
 
     def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
