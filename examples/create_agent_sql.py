@@ -31,7 +31,7 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 from pydantic import Field
@@ -140,7 +140,7 @@ def main(store: str | None = None, runs: int = 2) -> list[int]:
             system_prompt="You answer questions about the company database with SQL.",
             middleware=[memory.as_middleware(docs_tools=["describe_table"]), sql_errors],
         )
-        result = agent.invoke({"messages": [("user", QUESTION)]})
+        result = agent.invoke({"messages": [HumanMessage(QUESTION)]})
         report = result["lm_report"]
         shown = sorted(set(_LESSON_ID.findall(model.seen[0])))
         errors.append(report.tool_errors)

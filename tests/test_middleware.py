@@ -27,6 +27,7 @@ from langgraph.types import Command, interrupt
 from pydantic import Field
 
 from langmem_plus import LearningMemory, LearningMiddleware
+from langmem_plus._text import stable_id
 from langmem_plus.integrations.agent_run import MEMORY_TITLE, fit_budget, memory_line, render_memory, tool_action
 from langmem_plus.records import Lesson, ScoredItem
 
@@ -90,6 +91,18 @@ def memory(tmp_path: Path) -> Iterator[LearningMemory]:
     mem.close()
 
 
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Every agent test runs through ``invoke`` and ``ainvoke``: the hooks' sync and async twins."""
+    return str(request.param)
+
+
+def run(agent: Any, inputs: Any, mode: str, **kwargs: Any) -> dict[str, Any]:
+    if mode == "async":
+        return asyncio.run(agent.ainvoke(inputs, **kwargs))
+    return agent.invoke(inputs, **kwargs)
+
+
 def sql_errors() -> ToolErrorMiddleware:
     """Show sqlite errors to the model as error ToolMessages; everything else propagates."""
     return ToolErrorMiddleware(on_error=lambda exc, req: f"Error: {exc}" if isinstance(exc, sqlite3.Error) else None)
@@ -100,14 +113,14 @@ def agent_for(model: RecordingModel, run_sql: BaseTool, memory: LearningMemory, 
     return create_agent(model, [run_sql], system_prompt="You answer questions with SQL.", middleware=middleware)
 
 
-def learn_once(run_sql: BaseTool, memory: LearningMemory) -> dict[str, Any]:
+def learn_once(run_sql: BaseTool, memory: LearningMemory, mode: str = "sync") -> dict[str, Any]:
     """Run 1: the same wrong column twice, then the fix."""
     agent = agent_for(script(WRONG_SQL, WRONG_SQL, RIGHT_SQL), run_sql, memory)
-    return agent.invoke({"messages": [("user", GOAL)]})
+    return run(agent, {"messages": [("user", GOAL)]}, mode)
 
 
-def test_tool_errors_become_steps_and_events(run_sql: BaseTool, memory: LearningMemory) -> None:
-    result = learn_once(run_sql, memory)
+def test_tool_errors_become_steps_and_events(run_sql: BaseTool, memory: LearningMemory, mode: str) -> None:
+    result = learn_once(run_sql, memory, mode)
     steps, events = result["lm_steps"], result["lm_events"]
     assert [s.feedback.hard_failure for s in steps] == [True, True, False]
     assert steps[0].action == f"run_sql query={WRONG_SQL}" and steps[0].tool == "run_sql"
@@ -115,6 +128,7 @@ def test_tool_errors_become_steps_and_events(run_sql: BaseTool, memory: Learning
     assert [e.step for e in events] == [0, 1] and events[0].fingerprint_id == events[1].fingerprint_id
     assert "no such column" in events[0].fingerprint and events[0].channel == "hard"
     assert [r["event"]["id"] for r in captures(memory)] == [e.id for e in events]
+    assert sorted(e.id for e in memory.store.all("events")) == sorted(e.id for e in events)
     assert result["messages"][-1].content == "ada, cy"
 
 
@@ -123,15 +137,17 @@ def captures(memory: LearningMemory) -> list[dict[str, Any]]:
     return [r for r in memory.audit.read() if r["kind"] == "capture"]
 
 
-def test_lesson_learned_in_one_run_reaches_the_next_runs_system_message(run_sql: BaseTool, memory: LearningMemory) -> None:
-    first = learn_once(run_sql, memory)
+def test_lesson_learned_in_one_run_reaches_the_next_runs_system_message(
+    run_sql: BaseTool, memory: LearningMemory, mode: str
+) -> None:
+    first = learn_once(run_sql, memory, mode)
     report = first["lm_report"]
     assert report.tool_errors == 2 and report.new_lessons
     lesson = memory.get_lesson(report.new_lessons[0])
     assert lesson is not None and (lesson.wrong, lesson.correct) == ("nme", "name")
 
     model = script(RIGHT_SQL)
-    second = agent_for(model, run_sql, memory).invoke({"messages": [("user", GOAL)]})
+    second = run(agent_for(model, run_sql, memory), {"messages": [("user", GOAL)]}, mode)
     system = model.system_texts()[0]
     assert system.startswith("You answer questions with SQL.")  # the agent's own prompt is kept
     assert f"[lesson:{lesson.id}]" in system and "WRONG: nme -> CORRECT: name" in system
@@ -149,10 +165,10 @@ def test_without_memory_block_when_nothing_is_known(run_sql: BaseTool, memory: L
     assert model.system_texts() == ["You answer questions with SQL."] * 2
 
 
-def test_on_error_lessons_reach_the_next_model_call_only(run_sql: BaseTool, memory: LearningMemory) -> None:
+def test_on_error_lessons_reach_the_next_model_call_only(run_sql: BaseTool, memory: LearningMemory, mode: str) -> None:
     lesson_id = learn_once(run_sql, memory)["lm_report"].new_lessons[0]
     model = script(WRONG_SQL, RIGHT_SQL)
-    result = agent_for(model, run_sql, memory, pre_run=False).invoke({"messages": [("user", GOAL)]})
+    result = run(agent_for(model, run_sql, memory, pre_run=False), {"messages": [("user", GOAL)]}, mode)
     before, after_error, after_fix = model.system_texts()
     assert lesson_id not in before  # pre-run retrieval is off
     assert f"[lesson:{lesson_id}]" in after_error  # retrieved for the failure, shown at the next call
@@ -161,31 +177,28 @@ def test_on_error_lessons_reach_the_next_model_call_only(run_sql: BaseTool, memo
     assert [(a.moment, a.step) for a in acts] == [("on_error", 1)]
 
 
-def test_async_agent_learns_the_same_way(run_sql: BaseTool, memory: LearningMemory) -> None:
-    async def runs() -> tuple[dict[str, Any], RecordingModel]:
-        first = await agent_for(script(WRONG_SQL, WRONG_SQL, RIGHT_SQL), run_sql, memory).ainvoke(
-            {"messages": [("user", GOAL)]}
-        )
-        model = script(RIGHT_SQL)
-        await agent_for(model, run_sql, memory).ainvoke({"messages": [("user", GOAL)]})
-        return first, model
-
-    first, model = asyncio.run(runs())
-    assert len(first["lm_events"]) == 2 and first["lm_report"].new_lessons
-    lesson_id = first["lm_report"].new_lessons[0]
-    assert f"[lesson:{lesson_id}]" in model.system_texts()[0]
-
-
-def test_tool_exception_keeps_the_agents_policy(run_sql: BaseTool, memory: LearningMemory) -> None:
+def test_tool_exception_keeps_the_agents_policy(run_sql: BaseTool, memory: LearningMemory, mode: str) -> None:
     """Without an error middleware create_agent re-raises a tool's exception: so does memory, after capturing it."""
     agent = create_agent(script(WRONG_SQL), [run_sql], middleware=[memory.as_middleware()])
     with pytest.raises(sqlite3.OperationalError, match="no such column: nme"):
-        agent.invoke({"messages": [("user", GOAL)]})
+        run(agent, {"messages": [("user", GOAL)]}, mode)
     found = captures(memory)
     assert len(found) == 1 and found[0]["event"]["action"] == f"run_sql query={WRONG_SQL}"
 
 
-def test_interrupt_passes_through_untouched(memory: LearningMemory) -> None:
+def test_listed_inside_an_error_middleware_it_captures_and_reraises(
+    run_sql: BaseTool, memory: LearningMemory, mode: str
+) -> None:
+    """The documented cost of the other order: the error middleware outside makes the message, so the
+    failure is in the event store and audit log but not among the run's steps."""
+    agent = create_agent(script(WRONG_SQL, RIGHT_SQL), [run_sql], middleware=[sql_errors(), memory.as_middleware()])
+    result = run(agent, {"messages": [("user", GOAL)]}, mode)
+    assert any(isinstance(m, ToolMessage) and m.status == "error" for m in result["messages"])
+    assert len(captures(memory)) == 1
+    assert [s.action for s in result["lm_steps"]] == [f"run_sql query={RIGHT_SQL}"] and result["lm_events"] == []
+
+
+def test_interrupt_passes_through_untouched(memory: LearningMemory, mode: str) -> None:
     @tool
     def ask_human(question: str) -> str:
         """Ask a human."""
@@ -197,10 +210,10 @@ def test_interrupt_passes_through_untouched(memory: LearningMemory) -> None:
     )
     agent = create_agent(model, [ask_human], middleware=[memory.as_middleware()], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
-    paused = agent.invoke({"messages": [("user", "ask")]}, config)
+    paused = run(agent, {"messages": [("user", "ask")]}, mode, config=config)
     assert paused["__interrupt__"][0].value == "ok?"
     assert paused.get("lm_steps") == [] and captures(memory) == []
-    done = agent.invoke(Command(resume="yes"), config)
+    done = run(agent, Command(resume="yes"), mode, config=config)
     assert [s.observation for s in done["lm_steps"]] == ["yes"] and done["lm_report"].tool_errors == 0
 
 
@@ -260,10 +273,9 @@ def test_goal_from_runtime_context_and_memory_from_context(run_sql: BaseTool, tm
         model = script(WRONG_SQL, RIGHT_SQL)
         agent = create_agent(model, [run_sql], middleware=[mw, sql_errors()], context_schema=Ctx)
         out = agent.invoke({"messages": [("user", "hi")]}, context=Ctx(user="ben", goal="list adults"))
-        assert out["lm_report"].tool_errors == 1
-        assert [r.task_id for r in mems["ben"].runs] == [out["lm_report"].task_id] and mems["ann"].runs == []
+        assert out["lm_report"].tool_errors == 1 and out["lm_report"].task_id == stable_id("task", "list adults")
+        assert [r.run_id for r in mems["ben"].runs] == [out["lm_run_id"]] and mems["ann"].runs == []
         assert [e.task for e in out["lm_events"]] == [out["lm_report"].task_id]
-        assert mems["ben"].runs[0].task_id != LearningMiddleware(mems["ben"])._task({"messages": []}, None).task_id
     finally:
         for m in mems.values():
             m.close()
@@ -272,6 +284,16 @@ def test_goal_from_runtime_context_and_memory_from_context(run_sql: BaseTool, tm
 def _lesson(i: int, text: str) -> ScoredItem:
     lesson = Lesson(id=f"les_{i}", namespace=("t",), rule_text=f"WRONG: a{i} -> CORRECT: {text}", wrong=f"a{i}", correct=text)
     return ScoredItem(kind="lesson", item=lesson, score=1.0)
+
+
+def test_budget_caps_the_block(run_sql: BaseTool, memory: LearningMemory) -> None:
+    learn_once(run_sql, memory)
+    model = script(RIGHT_SQL)
+    result = agent_for(model, run_sql, memory, budget_tokens=10).invoke({"messages": [("user", GOAL)]})
+    assert MEMORY_TITLE not in model.system_texts()[0] and result["lm_activations"] == []
+    model = script(RIGHT_SQL)
+    agent_for(model, run_sql, memory, budget_tokens=None).invoke({"messages": [("user", GOAL)]})
+    assert MEMORY_TITLE in model.system_texts()[0]
 
 
 def test_budget_keeps_order_and_drops_what_does_not_fit() -> None:

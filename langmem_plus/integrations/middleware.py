@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
+    AgentState,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
@@ -145,7 +146,7 @@ class _Call:
         return Command(update=update)
 
 
-class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
+class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """An ``AgentMiddleware`` that makes a ``create_agent`` agent learn from its tool errors.
 
     Args:
@@ -172,7 +173,7 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
         >>> agent.invoke({"messages": [("user", "names of people over 30")]})["lm_report"]  # doctest: +SKIP
     """
 
-    state_schema = LearningState
+    state_schema = LearningState  # type: ignore[assignment]  # its own keys, as langchain's middleware declare theirs
 
     def __init__(
         self,
@@ -273,25 +274,25 @@ class LearningMiddleware(AgentMiddleware[LearningState, Any, Any]):
         return self.end_run and bool(state.get("lm_run_id")) and state.get("lm_task") is not None
 
     # ------------------------------------------------------------------ before / after the agent
-    def before_agent(self, state: LearningState, runtime: Any) -> dict[str, Any] | None:
+    def before_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Open a run and retrieve the lessons for its goal."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
         items = memory.retrieve_pre_run(task, run_id=run_id) if self.pre_run else []
         return self._opened(memory, task, run_id, items)
 
-    async def abefore_agent(self, state: LearningState, runtime: Any) -> dict[str, Any] | None:
+    async def abefore_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``before_agent``."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
         items = await memory.aretrieve_pre_run(task, run_id=run_id) if self.pre_run else []
         return self._opened(memory, task, run_id, items)
 
-    def after_agent(self, state: LearningState, runtime: Any) -> dict[str, Any] | None:
+    def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """``end_run`` inside the graph; its report goes into ``lm_report``."""
         if not self._ends(state):
             return None
         return {"lm_report": self._memory(runtime).end_run(**self._end_args(state))}
 
-    async def aafter_agent(self, state: LearningState, runtime: Any) -> dict[str, Any] | None:
+    async def aafter_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``after_agent``."""
         if not self._ends(state):
             return None
