@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import ToolErrorMiddleware
+from langchain.agents.middleware import ToolErrorMiddleware, ToolRetryMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
@@ -184,6 +184,16 @@ def test_tool_exception_keeps_the_agents_policy(run_sql: BaseTool, memory: Learn
         run(agent, {"messages": [("user", GOAL)]}, mode)
     found = captures(memory)
     assert len(found) == 1 and found[0]["event"]["action"] == f"run_sql query={WRONG_SQL}"
+
+
+def test_outside_tool_retry_one_step_per_call_after_its_retries(run_sql: BaseTool, memory: LearningMemory) -> None:
+    """Listed first, memory sees each call's final outcome: ToolRetryMiddleware's error message after its retries."""
+    retry = ToolRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    agent = create_agent(script(WRONG_SQL, RIGHT_SQL), [run_sql], middleware=[memory.as_middleware(), retry])
+    result = agent.invoke({"messages": [("user", GOAL)]})
+    steps = result["lm_steps"]
+    assert [s.feedback.hard_failure for s in steps] == [True, False]
+    assert "no such column: nme" in steps[0].feedback.error_text and len(result["lm_events"]) == 1
 
 
 def test_listed_inside_an_error_middleware_it_captures_and_reraises(
