@@ -36,7 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 from pydantic import Field
 
-from langmem_plus import LearningMemory
+from langmem_plus import LearningMemory, LearningMiddleware
 
 QUESTION = "Which employees earn more than 50000?"
 HABIT = "SELECT name FROM employees WHERE salary > 50000 ORDER BY name"
@@ -141,7 +141,8 @@ def main(store: str | None = None, runs: int = 2) -> list[int]:
             middleware=[memory.as_middleware(docs_tools=["describe_table"]), sql_errors],
         )
         result = agent.invoke({"messages": [HumanMessage(QUESTION)]})
-        report = result["lm_report"]
+        report = LearningMiddleware.report(result)
+        assert report is not None  # set by the middleware when the agent ends
         shown = sorted(set(_LESSON_ID.findall(model.seen[0])))
         errors.append(report.tool_errors)
         print(f"run {r + 1}: tool errors {report.tool_errors}, tool calls {report.steps}, "

@@ -23,13 +23,21 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command, interrupt
 from pydantic import Field
 
 from langmem_plus import LearningMemory, LearningMiddleware
 from langmem_plus._text import stable_id
-from langmem_plus.integrations.agent_run import MEMORY_TITLE, fit_budget, memory_line, render_memory, tool_action
-from langmem_plus.records import Lesson, ScoredItem
+from langmem_plus.integrations.agent_run import (
+    MEMORY_TITLE,
+    fit_budget,
+    memory_line,
+    read_records,
+    render_memory,
+    tool_action,
+)
+from langmem_plus.records import Activation, ErrorEvent, Lesson, RunReport, ScoredItem, Step
 
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_SQL = "SELECT nme FROM people WHERE age > 30"
@@ -103,6 +111,11 @@ def run(agent: Any, inputs: Any, mode: str, **kwargs: Any) -> dict[str, Any]:
     return agent.invoke(inputs, **kwargs)
 
 
+def strict_saver() -> InMemorySaver:
+    """A checkpointer that, like ``LANGGRAPH_STRICT_MSGPACK=true``, restores only LangGraph's safe types."""
+    return InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+
+
 def sql_errors() -> ToolErrorMiddleware:
     """Show sqlite errors to the model as error ToolMessages; everything else propagates."""
     return ToolErrorMiddleware(on_error=lambda exc, req: f"Error: {exc}" if isinstance(exc, sqlite3.Error) else None)
@@ -121,15 +134,33 @@ def learn_once(run_sql: BaseTool, memory: LearningMemory, mode: str = "sync") ->
 
 def test_tool_errors_become_steps_and_events(run_sql: BaseTool, memory: LearningMemory, mode: str) -> None:
     result = learn_once(run_sql, memory, mode)
-    steps, events = result["lm_steps"], result["lm_events"]
-    assert [s.feedback.hard_failure for s in steps] == [True, True, False]
-    assert steps[0].action == f"run_sql query={WRONG_SQL}" and steps[0].tool == "run_sql"
-    assert "no such column: nme" in steps[0].feedback.error_text
-    assert [e.step for e in events] == [0, 1] and events[0].fingerprint_id == events[1].fingerprint_id
-    assert "no such column" in events[0].fingerprint and events[0].channel == "hard"
-    assert [r["event"]["id"] for r in captures(memory)] == [e.id for e in events]
-    assert sorted(e.id for e in memory.store.all("events")) == sorted(e.id for e in events)
+    done, failures = steps(result), events(result)
+    assert [s.feedback.hard_failure for s in done] == [True, True, False]
+    assert done[0].action == f"run_sql query={WRONG_SQL}" and done[0].tool == "run_sql"
+    assert "no such column: nme" in done[0].feedback.error_text
+    assert [e.step for e in failures] == [0, 1] and failures[0].fingerprint_id == failures[1].fingerprint_id
+    assert "no such column" in failures[0].fingerprint and failures[0].channel == "hard"
+    assert [r["event"]["id"] for r in captures(memory)] == [e.id for e in failures]
+    assert sorted(e.id for e in memory.store.all("events")) == sorted(e.id for e in failures)
     assert result["messages"][-1].content == "ada, cy"
+
+
+def report(result: dict[str, Any]) -> RunReport:
+    found = LearningMiddleware.report(result)
+    assert found is not None, "the run did not end"
+    return found
+
+
+def steps(result: dict[str, Any]) -> list[Step]:
+    return read_records(result, "lm_steps", Step)
+
+
+def events(result: dict[str, Any]) -> list[ErrorEvent]:
+    return read_records(result, "lm_events", ErrorEvent)
+
+
+def activations(result: dict[str, Any]) -> list[Activation]:
+    return read_records(result, "lm_activations", Activation)
 
 
 def captures(memory: LearningMemory) -> list[dict[str, Any]]:
@@ -141,9 +172,9 @@ def test_lesson_learned_in_one_run_reaches_the_next_runs_system_message(
     run_sql: BaseTool, memory: LearningMemory, mode: str
 ) -> None:
     first = learn_once(run_sql, memory, mode)
-    report = first["lm_report"]
-    assert report.tool_errors == 2 and report.new_lessons
-    lesson = memory.get_lesson(report.new_lessons[0])
+    learned = report(first)
+    assert learned.tool_errors == 2 and learned.new_lessons
+    lesson = memory.get_lesson(learned.new_lessons[0])
     assert lesson is not None and (lesson.wrong, lesson.correct) == ("nme", "name")
 
     model = script(RIGHT_SQL)
@@ -151,8 +182,8 @@ def test_lesson_learned_in_one_run_reaches_the_next_runs_system_message(
     system = model.system_texts()[0]
     assert system.startswith("You answer questions with SQL.")  # the agent's own prompt is kept
     assert f"[lesson:{lesson.id}]" in system and "WRONG: nme -> CORRECT: name" in system
-    assert lesson.id in second["lm_report"].activated_lesson_ids
-    assert second["lm_report"].tool_errors == 0
+    assert lesson.id in report(second).activated_lesson_ids
+    assert report(second).tool_errors == 0
     # Memory lives in the request only: the history the agent returns has none of it.
     history = " ".join(str(m.content) for m in second["messages"])
     assert MEMORY_TITLE not in history and lesson.id not in history
@@ -166,14 +197,14 @@ def test_without_memory_block_when_nothing_is_known(run_sql: BaseTool, memory: L
 
 
 def test_on_error_lessons_reach_the_next_model_call_only(run_sql: BaseTool, memory: LearningMemory, mode: str) -> None:
-    lesson_id = learn_once(run_sql, memory)["lm_report"].new_lessons[0]
+    lesson_id = report(learn_once(run_sql, memory)).new_lessons[0]
     model = script(WRONG_SQL, RIGHT_SQL)
     result = run(agent_for(model, run_sql, memory, pre_run=False), {"messages": [("user", GOAL)]}, mode)
     before, after_error, after_fix = model.system_texts()
     assert lesson_id not in before  # pre-run retrieval is off
     assert f"[lesson:{lesson_id}]" in after_error  # retrieved for the failure, shown at the next call
     assert lesson_id not in after_fix  # the latest round succeeded: nothing to add
-    acts = [a for a in result["lm_activations"] if a.lesson_id == lesson_id]
+    acts = [a for a in activations(result) if a.lesson_id == lesson_id]
     assert [(a.moment, a.step) for a in acts] == [("on_error", 1)]
 
 
@@ -191,9 +222,9 @@ def test_outside_tool_retry_one_step_per_call_after_its_retries(run_sql: BaseToo
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
     agent = create_agent(script(WRONG_SQL, RIGHT_SQL), [run_sql], middleware=[memory.as_middleware(), retry])
     result = agent.invoke({"messages": [("user", GOAL)]})
-    steps = result["lm_steps"]
-    assert [s.feedback.hard_failure for s in steps] == [True, False]
-    assert "no such column: nme" in steps[0].feedback.error_text and len(result["lm_events"]) == 1
+    done = steps(result)
+    assert [s.feedback.hard_failure for s in done] == [True, False]
+    assert "no such column: nme" in done[0].feedback.error_text and len(events(result)) == 1
 
 
 def test_listed_inside_an_error_middleware_it_captures_and_reraises(
@@ -205,7 +236,7 @@ def test_listed_inside_an_error_middleware_it_captures_and_reraises(
     result = run(agent, {"messages": [("user", GOAL)]}, mode)
     assert any(isinstance(m, ToolMessage) and m.status == "error" for m in result["messages"])
     assert len(captures(memory)) == 1
-    assert [s.action for s in result["lm_steps"]] == [f"run_sql query={RIGHT_SQL}"] and result["lm_events"] == []
+    assert [s.action for s in steps(result)] == [f"run_sql query={RIGHT_SQL}"] and events(result) == []
 
 
 def test_interrupt_passes_through_untouched(memory: LearningMemory, mode: str) -> None:
@@ -218,13 +249,13 @@ def test_interrupt_passes_through_untouched(memory: LearningMemory, mode: str) -
         responses=[AIMessage(content="", tool_calls=[{"name": "ask_human", "args": {"question": "ok?"}, "id": "c0"}]),
                    AIMessage(content="done")]
     )
-    agent = create_agent(model, [ask_human], middleware=[memory.as_middleware()], checkpointer=InMemorySaver())
+    agent = create_agent(model, [ask_human], middleware=[memory.as_middleware()], checkpointer=strict_saver())
     config = {"configurable": {"thread_id": "t1"}}
     paused = run(agent, {"messages": [("user", "ask")]}, mode, config=config)
     assert paused["__interrupt__"][0].value == "ok?"
-    assert paused.get("lm_steps") == [] and captures(memory) == []
+    assert steps(paused) == [] and captures(memory) == []
     done = run(agent, Command(resume="yes"), mode, config=config)
-    assert [s.observation for s in done["lm_steps"]] == ["yes"] and done["lm_report"].tool_errors == 0
+    assert [s.observation for s in steps(done)] == ["yes"] and report(done).tool_errors == 0
 
 
 def test_a_tools_command_is_returned_as_is(memory: LearningMemory) -> None:
@@ -234,7 +265,7 @@ def test_a_tools_command_is_returned_as_is(memory: LearningMemory) -> None:
     )
     result = create_agent(model, [set_flag_tool], middleware=[memory.as_middleware()]).invoke({"messages": [("user", "go")]})
     assert any(isinstance(m, ToolMessage) and m.content == "flag set" for m in result["messages"])
-    assert result["lm_steps"] == []  # control flow is not a step, and never a failure
+    assert steps(result) == []  # control flow is not a step, and never a failure
 
 
 def _command_tool() -> BaseTool:
@@ -253,20 +284,20 @@ def test_parallel_calls_get_consecutive_steps(run_sql: BaseTool, memory: Learnin
     ])
     model = RecordingModel(responses=[both, AIMessage(content="ada, cy")])
     result = agent_for(model, run_sql, memory).invoke({"messages": [("user", GOAL)]})
-    steps = sorted(result["lm_steps"], key=lambda s: s.index)
-    assert [(s.index, s.feedback.hard_failure) for s in steps] == [(0, True), (1, False)]
-    assert [e.step for e in result["lm_events"]] == [0]
+    done = sorted(steps(result), key=lambda s: s.index)
+    assert [(s.index, s.feedback.hard_failure) for s in done] == [(0, True), (1, False)]
+    assert [e.step for e in events(result)] == [0]
 
 
 def test_a_thread_run_again_starts_a_fresh_run(run_sql: BaseTool, memory: LearningMemory) -> None:
     model = RecordingModel(responses=[call(WRONG_SQL, 0), AIMessage(content="x"), call(RIGHT_SQL, 1), AIMessage(content="y")])
-    agent = create_agent(model, [run_sql], middleware=[memory.as_middleware(), sql_errors()], checkpointer=InMemorySaver())
+    agent = create_agent(model, [run_sql], middleware=[memory.as_middleware(), sql_errors()], checkpointer=strict_saver())
     config = {"configurable": {"thread_id": "t"}}
     one = agent.invoke({"messages": [("user", GOAL)]}, config)
     two = agent.invoke({"messages": [("user", "and again")]}, config)
     assert one["lm_run_id"] != two["lm_run_id"]
-    assert [s.action for s in two["lm_steps"]] == [f"run_sql query={RIGHT_SQL}"] and two["lm_events"] == []
-    assert two["lm_report"].steps == 1
+    assert [s.action for s in steps(two)] == [f"run_sql query={RIGHT_SQL}"] and events(two) == []
+    assert report(two).steps == 1
 
 
 def test_goal_from_runtime_context_and_memory_from_context(run_sql: BaseTool, tmp_path: Path) -> None:
@@ -283,9 +314,9 @@ def test_goal_from_runtime_context_and_memory_from_context(run_sql: BaseTool, tm
         model = script(WRONG_SQL, RIGHT_SQL)
         agent = create_agent(model, [run_sql], middleware=[mw, sql_errors()], context_schema=Ctx)
         out = agent.invoke({"messages": [("user", "hi")]}, context=Ctx(user="ben", goal="list adults"))
-        assert out["lm_report"].tool_errors == 1 and out["lm_report"].task_id == stable_id("task", "list adults")
+        assert report(out).tool_errors == 1 and report(out).task_id == stable_id("task", "list adults")
         assert [r.run_id for r in mems["ben"].runs] == [out["lm_run_id"]] and mems["ann"].runs == []
-        assert [e.task for e in out["lm_events"]] == [out["lm_report"].task_id]
+        assert [e.task for e in events(out)] == [report(out).task_id]
     finally:
         for m in mems.values():
             m.close()
@@ -300,7 +331,7 @@ def test_budget_caps_the_block(run_sql: BaseTool, memory: LearningMemory) -> Non
     learn_once(run_sql, memory)
     model = script(RIGHT_SQL)
     result = agent_for(model, run_sql, memory, budget_tokens=10).invoke({"messages": [("user", GOAL)]})
-    assert MEMORY_TITLE not in model.system_texts()[0] and result["lm_activations"] == []
+    assert MEMORY_TITLE not in model.system_texts()[0] and activations(result) == []
     model = script(RIGHT_SQL)
     agent_for(model, run_sql, memory, budget_tokens=None).invoke({"messages": [("user", GOAL)]})
     assert MEMORY_TITLE in model.system_texts()[0]

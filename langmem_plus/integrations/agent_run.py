@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
@@ -34,8 +34,6 @@ from typing_extensions import NotRequired
 from langmem_plus._llm import message_text
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
 from langmem_plus.records import (
-    Activation,
-    ErrorEvent,
     Feedback,
     Lesson,
     RunReport,
@@ -50,6 +48,10 @@ MEMORY_TITLE = "## Memory notes (langmem_plus)"
 """First line of the block added to the system message; a model (or a test) can find the block by it."""
 
 
+Json = dict[str, Any]
+"""A record as JSON (``model_dump(mode="json")``): what the state holds."""
+
+
 class OnErrorNote(BaseModel):
     """Lessons retrieved for one failed tool call, shown at the model call that follows it."""
 
@@ -60,24 +62,53 @@ class OnErrorNote(BaseModel):
 
 
 class LearningState(AgentState[Any]):
-    """The keys ``LearningMiddleware`` adds to the agent state (per run; reset when a run opens)."""
+    """The keys ``LearningMiddleware`` adds to the agent state (per run; reset when a run opens).
+
+    Records are kept as JSON (``read_records`` parses them back): a checkpointer stores
+    them as plain data, so a thread resumes under LangGraph's strict msgpack allowlist
+    (``LANGGRAPH_STRICT_MSGPACK``), which refuses unregistered classes.
+    """
 
     lm_run_id: NotRequired[Annotated[str, OmitFromInput]]
     """This run's id in events, activations and the audit log."""
-    lm_task: NotRequired[Annotated[TaskSpec, PrivateStateAttr]]
-    """What memory knows of the task: the goal and its scope."""
-    lm_pre_run: NotRequired[Annotated[list[ScoredItem], PrivateStateAttr]]
-    """Pre-run lessons, shown at every model call of the run."""
-    lm_hints: NotRequired[Annotated[list[OnErrorNote], PrivateStateAttr, operator.add]]
-    """On-error lessons by failed tool call; the latest round's are shown at the next model call."""
-    lm_steps: NotRequired[Annotated[list[Step], OmitFromInput, operator.add]]
+    lm_task: NotRequired[Annotated[Json, PrivateStateAttr]]
+    """The TaskSpec: what memory knows of the task, its goal and scope."""
+    lm_pre_run: NotRequired[Annotated[list[Json], PrivateStateAttr]]
+    """Pre-run ScoredItems, shown at every model call of the run."""
+    lm_hints: NotRequired[Annotated[list[Json], PrivateStateAttr, operator.add]]
+    """OnErrorNotes by failed tool call; the latest round's are shown at the next model call."""
+    lm_steps: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
     """Every tool call of the run as a Step."""
-    lm_events: NotRequired[Annotated[list[ErrorEvent], OmitFromInput, operator.add]]
-    """The run's fingerprinted failures."""
-    lm_activations: NotRequired[Annotated[list[Activation], OmitFromInput, operator.add]]
-    """Every lesson shown to the model, with the step and moment."""
-    lm_report: NotRequired[Annotated[RunReport | None, OmitFromInput]]
-    """What ``end_run`` changed in memory, set when the agent ends."""
+    lm_events: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """The run's fingerprinted failures (ErrorEvents)."""
+    lm_activations: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """Every lesson shown to the model (Activations), with the step and moment."""
+    lm_report: NotRequired[Annotated[Json | None, OmitFromInput]]
+    """The RunReport: what ``end_run`` changed in memory, set when the agent ends."""
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def as_json(records: Sequence[BaseModel]) -> list[Json]:
+    """Records as the JSON the state holds."""
+    return [r.model_dump(mode="json") for r in records]
+
+
+def read_records(state: Mapping[str, Any], key: str, cls: type[R]) -> list[R]:
+    """The records under ``key`` of an agent state (or an agent's result), typed.
+
+    Example:
+        >>> read_records({"lm_steps": [{"index": 0, "action": "ls"}]}, "lm_steps", Step)[0].action
+        'ls'
+    """
+    return [r if isinstance(r, cls) else cls.model_validate(r) for r in state.get(key) or []]
+
+
+def read_report(state: Mapping[str, Any]) -> RunReport | None:
+    """The run's ``RunReport`` from an agent's result, None before the run ended (or with ``end_run`` off)."""
+    report = state.get("lm_report")
+    return None if report is None else RunReport.model_validate(report)
 
 
 # --------------------------------------------------------------------------- the task
@@ -232,8 +263,9 @@ def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredIt
 def shown_items(state: Mapping[str, Any], messages: Sequence[AnyMessage], budget: int | None) -> list[ScoredItem]:
     """What a model call shows: the latest round's on-error lessons first, then the pre-run ones, within budget."""
     latest = latest_round_ids(messages)
-    on_error = [i for note in state.get("lm_hints") or [] if note.tool_call_id in latest for i in note.items]
-    return fit_budget([*on_error, *(state.get("lm_pre_run") or [])], budget)
+    notes = read_records(state, "lm_hints", OnErrorNote)
+    on_error = [i for note in notes if note.tool_call_id in latest for i in note.items]
+    return fit_budget([*on_error, *read_records(state, "lm_pre_run", ScoredItem)], budget)
 
 
 def with_memory(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -262,11 +294,13 @@ def agent_verdict(messages: Sequence[AnyMessage], steps: Sequence[Step]) -> Verd
 
 
 __all__ = [
+    "Json",
     "LearningState",
     "MEMORY_TITLE",
     "OnErrorNote",
     "agent_verdict",
     "applied_lessons",
+    "as_json",
     "context_value",
     "error_text_of",
     "exception_step",
@@ -274,6 +308,8 @@ __all__ = [
     "fit_budget",
     "latest_round_ids",
     "memory_line",
+    "read_records",
+    "read_report",
     "render_memory",
     "round_position",
     "shown_items",

@@ -60,10 +60,13 @@ from langmem_plus.integrations.agent_run import (
     OnErrorNote,
     agent_verdict,
     applied_lessons,
+    as_json,
     context_value,
     exception_step,
     first_human_text,
     fit_budget,
+    read_records,
+    read_report,
     render_memory,
     round_position,
     shown_items,
@@ -71,7 +74,17 @@ from langmem_plus.integrations.agent_run import (
     tool_step,
     with_memory,
 )
-from langmem_plus.records import ErrorEvent, Lesson, ScoredItem, Step, TaskSpec, Verdict, WorkingContext
+from langmem_plus.records import (
+    Activation,
+    ErrorEvent,
+    Lesson,
+    RunReport,
+    ScoredItem,
+    Step,
+    TaskSpec,
+    Verdict,
+    WorkingContext,
+)
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
@@ -90,9 +103,8 @@ GoalOption = Union[str, Callable[[Mapping[str, Any], Any], str], None]
 
 
 def _task_of(state: Mapping[str, Any]) -> TaskSpec:
-    """The run's task (a checkpoint or a deployment server may hand it back as a plain dict)."""
-    task = state["lm_task"]
-    return task if isinstance(task, TaskSpec) else TaskSpec.model_validate(task)
+    """The run's task, parsed from the state's JSON."""
+    return TaskSpec.model_validate(state["lm_task"])
 
 
 @dataclass(frozen=True)
@@ -134,15 +146,15 @@ class _Call:
     def update(self, message: ToolMessage, step: Step, event: ErrorEvent | None, items: list[ScoredItem]) -> Command[Any]:
         """The ToolMessage plus the run's new step, event, on-error note and activations, as one Command."""
         items = fit_budget(items, self.budget)
-        update: dict[str, Any] = {"messages": [message], "lm_steps": [step]}
+        update: dict[str, Any] = {"messages": [message], "lm_steps": as_json([step])}
         if event is not None:
-            update["lm_events"] = [event]
+            update["lm_events"] = as_json([event])
         if items:
-            update["lm_hints"] = [OnErrorNote(tool_call_id=self.tool_call_id, items=items)]
-            update["lm_activations"] = self.memory.activations_for(
+            update["lm_hints"] = as_json([OnErrorNote(tool_call_id=self.tool_call_id, items=items)])
+            update["lm_activations"] = as_json(self.memory.activations_for(
                 items, run_id=self.run_id, step=self.next_index, moment="on_error",
                 fingerprint_id=event.fingerprint_id if event else None,
-            )
+            ))
         return Command(update=update)
 
 
@@ -170,7 +182,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
-        >>> agent.invoke({"messages": [("user", "names of people over 30")]})["lm_report"]  # doctest: +SKIP
+        >>> result = agent.invoke({"messages": [("user", "names of people over 30")]})  # doctest: +SKIP
+        >>> LearningMiddleware.report(result).new_lessons  # doctest: +SKIP
     """
 
     state_schema = LearningState  # type: ignore[assignment]  # its own keys, as langchain's middleware declare theirs
@@ -200,6 +213,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.pre_run, self.on_error, self.end_run = pre_run, on_error, end_run
         self.referee = referee
 
+    @staticmethod
+    def report(result: Mapping[str, Any]) -> RunReport | None:
+        """The ``RunReport`` in an agent's result (the state keeps it as JSON); None before the run ended."""
+        return read_report(result)
+
     # ------------------------------------------------------------------ shared core
     def _memory(self, runtime: Any) -> LearningMemory:
         return self.memory_from_context(runtime) if self.memory_from_context is not None else self.memory
@@ -219,14 +237,15 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
         """The state update that opens a run: fresh lists, the pre-run lessons and their activations."""
         items = fit_budget(items, self._budget(memory))
+        activations = memory.activations_for(items, run_id=run_id, step=0, moment="pre_run")
         return {
             "lm_run_id": run_id,
-            "lm_task": task,
-            "lm_pre_run": items,
+            "lm_task": task.model_dump(mode="json"),
+            "lm_pre_run": as_json(items),
             "lm_hints": Overwrite([]),
             "lm_steps": Overwrite([]),
             "lm_events": Overwrite([]),
-            "lm_activations": Overwrite(memory.activations_for(items, run_id=run_id, step=0, moment="pre_run")),
+            "lm_activations": Overwrite(as_json(activations)),
             "lm_report": None,
         }
 
@@ -243,11 +262,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not run_id or task is None:
             return None
         memory = self._memory(request.runtime)
-        steps: list[Step] = sorted(state.get("lm_steps") or [], key=lambda s: s.index)
+        steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
         call = request.tool_call
         call_id = str(call.get("id") or "")
         position, count = round_position(state.get("messages") or [], call_id)
-        shown_ids = dict.fromkeys(a.lesson_id for a in state.get("lm_activations") or [])
+        shown_ids = dict.fromkeys(a.lesson_id for a in read_records(state, "lm_activations", Activation))
         shown = [l for l in map(memory.get_lesson, shown_ids) if l is not None]
         return _Call(
             memory=memory, run_id=run_id, task=_task_of(state),
@@ -258,7 +277,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """``end_run``'s arguments from the state: the run's steps in order, events, activations, verdict."""
-        steps = sorted(state.get("lm_steps") or [], key=lambda s: s.index)
+        steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
         task = _task_of(state)
         verdict: Verdict | None
         if self.referee is DEFAULT:
@@ -267,7 +286,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             verdict = self.referee.judge(task, steps) if self.referee is not None else None
         return {
             "run_id": state["lm_run_id"], "task": task, "steps": steps,
-            "events": state.get("lm_events") or [], "activations": state.get("lm_activations") or [], "verdict": verdict,
+            "events": read_records(state, "lm_events", ErrorEvent),
+            "activations": read_records(state, "lm_activations", Activation), "verdict": verdict,
         }
 
     def _ends(self, state: Mapping[str, Any]) -> bool:
@@ -290,13 +310,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """``end_run`` inside the graph; its report goes into ``lm_report``."""
         if not self._ends(state):
             return None
-        return {"lm_report": self._memory(runtime).end_run(**self._end_args(state))}
+        return {"lm_report": self._memory(runtime).end_run(**self._end_args(state)).model_dump(mode="json")}
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``after_agent``."""
         if not self._ends(state):
             return None
-        return {"lm_report": await self._memory(runtime).aend_run(**self._end_args(state))}
+        report = await self._memory(runtime).aend_run(**self._end_args(state))
+        return {"lm_report": report.model_dump(mode="json")}
 
     # ------------------------------------------------------------------ around model and tool calls
     def wrap_model_call(
