@@ -39,7 +39,6 @@ from langmem_plus.records import (
     RunReport,
     ScoredItem,
     Step,
-    TaskSpec,
     Verdict,
 )
 from langmem_plus.tokens import count_tokens
