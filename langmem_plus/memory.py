@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -79,6 +79,9 @@ from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.mapping import KIND_SPECS
 from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, SnapshotDir, snapshot_dir
+
+if TYPE_CHECKING:
+    from langmem_plus.integrations.middleware import LearningMiddleware
 
 logger = logging.getLogger("langmem_plus")
 T = TypeVar("T")
@@ -867,6 +870,12 @@ class LearningMemory:
         from langmem_plus.retrieval.retrievers import lesson_lookup_tool
 
         return lesson_lookup_tool(self)
+
+    def as_middleware(self, **options: Any) -> "LearningMiddleware":
+        """A LangChain 1.x ``AgentMiddleware`` that makes a ``create_agent`` agent learn (``LearningMiddleware``)."""
+        from langmem_plus.integrations.middleware import LearningMiddleware
+
+        return LearningMiddleware(self, **options)
 
     # ------------------------------------------------------------------ async twins
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -1,0 +1,318 @@
+"""The pure core of ``LearningMiddleware``: its state keys, tool calls as steps, the memory block.
+
+Everything here takes plain data and returns plain data (a state update, a step, a
+string); the middleware's sync and async hooks call these and differ only where they
+await memory or the handler.
+
+- ``LearningState``: the keys the middleware adds to a ``create_agent`` state. Lists
+  accumulate through reducers (parallel tool calls each add their step); the run's
+  opening resets them with ``Overwrite``, so a thread that runs the agent again starts
+  a fresh run.
+- ``tool_action`` / ``tool_step`` / ``exception_step``: one tool call becomes one
+  ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
+  failure carrying the error text.
+- ``render_memory`` / ``fit_budget``: lessons as quoted data lines with their ids, under
+  a header saying they are data, never instructions, within a token budget.
+
+Example:
+    >>> tool_action("run_sql", {"query": "SELECT nme FROM people", "limit": 5})
+    'run_sql query=SELECT nme FROM people limit=5'
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel
+from typing_extensions import NotRequired
+
+from langmem_plus._llm import message_text
+from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
+from langmem_plus.records import (
+    Feedback,
+    Lesson,
+    RunReport,
+    ScoredItem,
+    Step,
+    Verdict,
+)
+from langmem_plus.tokens import count_tokens
+
+MEMORY_TITLE = "## Memory notes (langmem_plus)"
+"""First line of the block added to the system message; a model (or a test) can find the block by it."""
+
+
+Json = dict[str, Any]
+"""A record as JSON (``model_dump(mode="json")``): what the state holds."""
+
+
+class OnErrorNote(BaseModel):
+    """Lessons retrieved for one failed tool call, shown at the model call that follows it."""
+
+    tool_call_id: str
+    """The failed call; the note applies while that call's round is the latest."""
+    items: list[ScoredItem]
+    """The retrieved items, already fitted to the budget."""
+
+
+class LearningState(AgentState[Any]):
+    """The keys ``LearningMiddleware`` adds to the agent state (per run; reset when a run opens).
+
+    Records are kept as JSON (``read_records`` parses them back): a checkpointer stores
+    them as plain data, so a thread resumes under LangGraph's strict msgpack allowlist
+    (``LANGGRAPH_STRICT_MSGPACK``), which refuses unregistered classes.
+    """
+
+    lm_run_id: NotRequired[Annotated[str, OmitFromInput]]
+    """This run's id in events, activations and the audit log."""
+    lm_task: NotRequired[Annotated[Json, PrivateStateAttr]]
+    """The TaskSpec: what memory knows of the task, its goal and scope."""
+    lm_pre_run: NotRequired[Annotated[list[Json], PrivateStateAttr]]
+    """Pre-run ScoredItems, shown at every model call of the run."""
+    lm_hints: NotRequired[Annotated[list[Json], PrivateStateAttr, operator.add]]
+    """OnErrorNotes by failed tool call; the latest round's are shown at the next model call."""
+    lm_steps: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """Every tool call of the run as a Step."""
+    lm_events: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """The run's fingerprinted failures (ErrorEvents)."""
+    lm_activations: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """Every lesson shown to the model (Activations), with the step and moment."""
+    lm_report: NotRequired[Annotated[Json | None, OmitFromInput]]
+    """The RunReport: what ``end_run`` changed in memory, set when the agent ends."""
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def as_json(records: Sequence[BaseModel]) -> list[Json]:
+    """Records as the JSON the state holds."""
+    return [r.model_dump(mode="json") for r in records]
+
+
+def read_records(state: Mapping[str, Any], key: str, cls: type[R]) -> list[R]:
+    """The records under ``key`` of an agent state (or an agent's result), typed.
+
+    Example:
+        >>> read_records({"lm_steps": [{"index": 0, "action": "ls"}]}, "lm_steps", Step)[0].action
+        'ls'
+    """
+    return [r if isinstance(r, cls) else cls.model_validate(r) for r in state.get(key) or []]
+
+
+def read_report(state: Mapping[str, Any]) -> RunReport | None:
+    """The run's ``RunReport`` from an agent's result, None before the run ended (or with ``end_run`` off)."""
+    report = state.get("lm_report")
+    return None if report is None else RunReport.model_validate(report)
+
+
+# --------------------------------------------------------------------------- the task
+
+
+def first_human_text(messages: Sequence[AnyMessage]) -> str:
+    """The text of the first human message: the goal of a run when the caller names none."""
+    return next((message_text(m) for m in messages if isinstance(m, HumanMessage)), "")
+
+
+def context_value(runtime: Any, key: str) -> Any:
+    """``runtime.context[key]`` (a mapping) or ``runtime.context.key`` (a dataclass), else None."""
+    context = getattr(runtime, "context", None)
+    if isinstance(context, Mapping):
+        return context.get(key)
+    return getattr(context, key, None)
+
+
+# --------------------------------------------------------------------------- tool calls as steps
+
+
+def tool_action(name: str, args: Mapping[str, Any]) -> str:
+    """A tool call as one action line: the tool's name, then ``key=value`` per argument.
+
+    String values stay unquoted, so lesson synthesis compares the tokens inside them (a
+    column name inside a query) rather than the whole string; other values are JSON.
+    """
+    parts = [name]
+    for key, value in args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
+
+
+def error_text_of(exc: BaseException) -> str:
+    """An exception as its qualified type and message, e.g. ``sqlite3.OperationalError: no such column: nme``."""
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return f"{name}: {exc}"
+
+
+def applied_lessons(action: str, shown: Sequence[Lesson]) -> list[str]:
+    """Ids of shown rewrite lessons the action follows: their CORRECT text is in it and their WRONG text is not.
+
+    Literal containment only (wildcard patterns never count): the mark feeds a run's
+    ``applied`` list, the pre-run context of later runs of the task.
+    """
+    out = []
+    for lesson in shown:
+        wrong, correct = lesson.wrong, lesson.correct
+        if not wrong or not correct or "*" in wrong or "*" in correct:
+            continue
+        if correct in action and wrong not in action:
+            out.append(lesson.id)
+    return out
+
+
+def tool_step(
+    index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = (), *, docs: bool = False
+) -> Step:
+    """The Step of a tool call that returned a message; ``status="error"`` is a hard failure.
+
+    A call that returned normally counts as a step forward (``info["success"]``), so a run of
+    ordinary tool calls is never mistaken for a stall. ``docs`` marks a lookup (a schema, a
+    manual): never a failure, and never taken for an attempt when a fix is paired with its error.
+    """
+    text = message_text(message)
+    info: dict[str, Any] = {"tool_call_id": message.tool_call_id}
+    if applied:
+        info["applied_hints"] = list(applied)
+    if docs:
+        return Step(index=index, action=action, tool=tool, observation=text, info={**info, "kind": "docs"})
+    if message.status == "error":
+        return Step(index=index, action=action, tool=tool, feedback=Feedback(hard_failure=True, error_text=text), info=info)
+    return Step(index=index, action=action, tool=tool, observation=text, info={**info, "success": True})
+
+
+def exception_step(index: int, tool: str, action: str, exc: BaseException, tool_call_id: str) -> Step:
+    """The Step of a tool call that raised: a hard failure with the exception's text."""
+    feedback = Feedback(hard_failure=True, error_text=error_text_of(exc))
+    return Step(index=index, action=action, tool=tool, feedback=feedback, info={"tool_call_id": tool_call_id})
+
+
+def round_position(messages: Sequence[AnyMessage], tool_call_id: str) -> tuple[int, int]:
+    """This call's position among the tool calls of the latest AI message, and how many it has.
+
+    Parallel tool calls of one round get consecutive step indices in the model's order.
+    """
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            ids = [c.get("id") for c in message.tool_calls]
+            if tool_call_id in ids:
+                return ids.index(tool_call_id), len(ids)
+            break
+    return 0, 1
+
+
+def latest_round_ids(messages: Sequence[AnyMessage]) -> set[str]:
+    """Tool call ids of the latest AI message: the round whose failures the next model call should hear of."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return {str(c.get("id")) for c in message.tool_calls}
+    return set()
+
+
+# --------------------------------------------------------------------------- the memory block
+
+
+def memory_line(item: ScoredItem) -> str:
+    """One item as a quoted data line with its id; a lesson also carries its rule text.
+
+    Values are JSON strings (quotes, backslashes and newlines escaped), so text from tools
+    or models cannot leave its quotes or start a line of its own.
+    """
+    hint = hint_from_item(item)
+    line = f"- [{item.kind}:{item.item_id}] {json.dumps(hint.text, ensure_ascii=False)}"
+    if isinstance(item.item, Lesson):
+        line += f" rule={json.dumps(item.item.rule_text, ensure_ascii=False)}"
+    if hint.precondition:
+        line += f" precondition={json.dumps(hint.precondition, ensure_ascii=False)}"
+    return line
+
+
+def render_memory(items: Sequence[ScoredItem]) -> str:
+    """The memory block for a system message: title, data-not-instructions header, one line per item."""
+    if not items:
+        return ""
+    return "\n".join([MEMORY_TITLE, HINTS_HEADER, *(memory_line(i) for i in items)])
+
+
+def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredItem]:
+    """The items, in order and without repeated ids, whose block fits ``budget`` tokens (None: no cap).
+
+    Greedy: an item whose line does not fit is skipped and a shorter later one may still fit.
+    """
+    first: dict[str, ScoredItem] = {}
+    for item in items:
+        first.setdefault(item.item_id, item)
+    unique = list(first.values())
+    if budget is None:
+        return unique
+    used = count_tokens(f"{MEMORY_TITLE}\n{HINTS_HEADER}").n
+    out = []
+    for item in unique:
+        cost = count_tokens(memory_line(item)).n + 1
+        if used + cost <= budget:
+            out.append(item)
+            used += cost
+    return out
+
+
+def shown_items(state: Mapping[str, Any], messages: Sequence[AnyMessage], budget: int | None) -> list[ScoredItem]:
+    """What a model call shows: the latest round's on-error lessons first, then the pre-run ones, within budget."""
+    latest = latest_round_ids(messages)
+    notes = read_records(state, "lm_hints", OnErrorNote)
+    on_error = [i for note in notes if note.tool_call_id in latest for i in note.items]
+    return fit_budget([*on_error, *read_records(state, "lm_pre_run", ScoredItem)], budget)
+
+
+def with_memory(system: SystemMessage | None, block: str) -> SystemMessage:
+    """The system message with the memory block appended (a new message; the original is untouched)."""
+    if system is None:
+        return SystemMessage(content=block)
+    content = system.content
+    if isinstance(content, str):
+        return system.model_copy(update={"content": f"{content}\n\n{block}" if content else block})
+    return system.model_copy(update={"content": [*content, {"type": "text", "text": block}]})
+
+
+# --------------------------------------------------------------------------- the end of a run
+
+
+def agent_verdict(messages: Sequence[AnyMessage], steps: Sequence[Step]) -> Verdict:
+    """The agent's own signals as a verdict: it answered (a final AI message without tool calls)
+    and its last tool call did not fail; the score is the share of tool calls that did not fail."""
+    last = messages[-1] if messages else None
+    answered = isinstance(last, AIMessage) and not last.tool_calls
+    passed = answered and not (steps and steps[-1].feedback.failed)
+    failed = sum(1 for s in steps if s.feedback.failed)
+    score = (1.0 - failed / len(steps) if steps else 1.0) if passed else 0.0
+    reason = "answered after a successful last tool call" if passed else "no final answer, or the last tool call failed"
+    return Verdict(passed=passed, score=score, reasons=[reason], source="signals")
+
+
+__all__ = [
+    "Json",
+    "LearningState",
+    "MEMORY_TITLE",
+    "OnErrorNote",
+    "agent_verdict",
+    "applied_lessons",
+    "as_json",
+    "context_value",
+    "error_text_of",
+    "exception_step",
+    "first_human_text",
+    "fit_budget",
+    "latest_round_ids",
+    "memory_line",
+    "read_records",
+    "read_report",
+    "render_memory",
+    "round_position",
+    "shown_items",
+    "tool_action",
+    "tool_step",
+    "with_memory",
+]
