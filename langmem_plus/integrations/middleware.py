@@ -139,7 +139,7 @@ class _Call:
         return WorkingContext(
             goal=self.task.goal,
             context=event.tool or "",
-            last_fail=event.error_text[:300],
+            last_fail=event.error_text[: self.memory.config.context_text_chars],
             recent_failures=1 + sum(1 for s in recent if s.feedback.failed),
         )
 
