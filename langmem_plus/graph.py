@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -94,15 +95,22 @@ def act_node(env: Env) -> Node:
                 info={"kind": "docs", "topic": decision.topic},
             )
         else:
+            before = env_state(env)
             obs, fb = env.step(decision.action)
             fb = fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)})
+            info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
+            valid = getattr(env, "valid_actions", None)
+            if valid is not None:
+                info["valid_actions"] = [str(a) for a in valid]
             step = Step(
                 index=index,
                 action=decision.action,
                 observation=obs,
                 feedback=fb,
                 tool=env.name,
-                info={"applied_hints": list(decision.applied_hints)},
+                state_before=before,
+                state_after=env_state(env),
+                info=info,
             )
         budget = state.get("max_steps", DEFAULT_MAX_STEPS)
         return {"steps": [step], "done": bool(env.done) or index + 1 >= budget}
@@ -110,12 +118,48 @@ def act_node(env: Env) -> Node:
     return act
 
 
+def env_state(env: Env) -> dict[str, Any] | None:
+    """The env's optional structured ``state`` (room, inventory, score), copied; None when it has none."""
+    state = getattr(env, "state", None)
+    return dict(state) if isinstance(state, Mapping) else None
+
+
+def env_view(env: Env, observation: str) -> dict[str, Any]:
+    """What an env that exposes ``goal`` / ``valid_actions`` / ``state`` shows at the start of a task.
+
+    Empty for envs without those optional attributes (gridtool, fluxtool).
+    """
+    view: dict[str, Any] = {}
+    goal = getattr(env, "goal", None)
+    if isinstance(goal, str) and goal:
+        view["goal"] = goal
+    valid = getattr(env, "valid_actions", None)
+    if valid is not None:
+        view["valid_actions"] = [str(a) for a in valid]
+    state = env_state(env)
+    if state is not None:
+        view["state"] = state
+    if view:
+        view["observation"] = observation
+    return view
+
+
 def reset_node(env: Env) -> Node:
-    """Node: start the task in the environment; the first observation becomes step context."""
+    """Node: start the task in the environment.
+
+    When the env exposes ``goal``, ``valid_actions`` or ``state`` (the text games),
+    they and the first observation go into ``task.context`` so the executor can read
+    them before its first step; later steps carry them in ``Step.info`` and
+    ``Step.state_after``.
+    """
 
     def reset(state: ExecutorState) -> dict[str, Any]:
-        env.reset(task_of(state).task_id)
-        return {}
+        task = task_of(state)
+        observation = env.reset(task.task_id)
+        view = env_view(env, observation)
+        if not view:
+            return {}
+        return {"task": task.model_copy(update={"context": {**task.context, **view}})}
 
     return reset
 
@@ -191,4 +235,14 @@ def run_task(
     return dict(graph.invoke(state))
 
 
-__all__ = ["DEFAULT_MAX_STEPS", "ExecutorState", "act_node", "build_executor_referee_graph", "executor_node", "reset_node", "run_task"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "ExecutorState",
+    "act_node",
+    "build_executor_referee_graph",
+    "env_state",
+    "env_view",
+    "executor_node",
+    "reset_node",
+    "run_task",
+]
