@@ -228,6 +228,12 @@ class TextGameEnv:
         t = self._turn
         return {"location": t.location, "inventory": list(t.inventory), "score": round(t.score, 4)}
 
+    def fold_seeds(self, fold: str) -> tuple[int, ...]:
+        """Every seed (or variation) of ``fold`` (``train``, ``dev``, ``test``), as the game defines it."""
+        if fold not in FOLDS:
+            raise EnvError(f"{self.name}: unknown fold {fold!r}; choose one of: {', '.join(FOLDS)}")
+        return self._fold_seeds(fold)
+
     # ---- protocol ------------------------------------------------------------
 
     def tasks(self) -> list[TaskSpec]:
