@@ -249,6 +249,20 @@ def test_sciworld_channels_on_real_messages(sciworld: TextGameEnv) -> None:
     assert sciworld.done and not sciworld.evaluate().passed
 
 
+def test_sciworld_win_passes_and_progress_follows_the_score(sciworld: TextGameEnv) -> None:
+    steps = _play(sciworld, SCI_TEST, [
+        "teleport to outside",
+        "focus on baby baby wolf",
+        "pick up baby baby wolf",
+        "teleport to living room",
+        "move baby baby wolf in inventory to orange box",
+    ])
+    progress = [fb.progress for _, fb in steps]  # type: ignore[attr-defined]
+    assert progress == sorted(progress) and progress[-1] == 1.0
+    assert not any(fb.failed for _, fb in steps)  # type: ignore[attr-defined]
+    assert sciworld.won and sciworld.evaluate().passed and sciworld.evaluate().score == 1.0
+
+
 def test_sciworld_tasks_folds_and_determinism(sciworld: TextGameEnv) -> None:
     tasks = sciworld.tasks()
     assert len(tasks) == 30 and tasks[0].task_id == "train-0" and "living thing" in tasks[0].goal
