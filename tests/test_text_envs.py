@@ -17,7 +17,7 @@ import pytest
 from langmem_plus import LearningMemory
 from langmem_plus.envs.base import Env
 from langmem_plus.envs.registry import ENV_NAMES, OPTIONAL_ENV_NAMES, make_env, optional_settings
-from langmem_plus.envs.textgame import FOLDS, TextGameEnv, Turn, fatal_text, map_feedback
+from langmem_plus.envs.textgame import FOLDS, TextGameEnv, Turn, fatal_text, first_line, map_feedback
 from langmem_plus.errors import EnvError
 from langmem_plus.executors.base import Decision
 from langmem_plus.graph import build_executor_referee_graph, run_task
@@ -66,14 +66,16 @@ def _play(env: TextGameEnv, task_id: str, actions: Sequence[str]) -> list[tuple[
 
 def test_registry_keeps_bundled_names_and_lists_the_optional_ones() -> None:
     assert ENV_NAMES == ("gridtool", "fluxtool")
-    assert OPTIONAL_ENV_NAMES == ("twx-cooking", "twx-coin", "twx-twc", "sciworld")
+    assert OPTIONAL_ENV_NAMES == ("twx-cooking", "twx-coin", "twx-twc", "sciworld", "tw-cooking", "tw-treasure")
     assert optional_settings("twx-coin") == ("easy", "medium", "rooms3", "default")
+    assert optional_settings("tw-treasure") == ("easy", "medium", "rooms6", "default")
 
 
 @pytest.mark.parametrize(
     ("name", "needle"),
     [
         ("twx-cooking:hard", "unknown setting 'hard'"),
+        ("tw-cooking:rooms3", "unknown setting 'rooms3'"),
         ("twx-chess:easy", "unknown environment"),
         ("nethack", "unknown environment"),
         ("sciworld", "needs a task name"),
@@ -111,6 +113,13 @@ def test_fatal_text_keeps_the_verb_and_quotes_the_literals() -> None:
     roast = fatal_text("cook chicken wing in oven", "You roast the chicken wing with the oven.")
     assert "eat 'salt'" in salt and "You eat the salt." in salt
     assert fingerprint(salt) == fingerprint(pepper) != fingerprint(roast)
+
+
+def test_parenthesised_asides_are_skipped_when_reading_the_answer() -> None:
+    assert first_line("(with the knife)\n\nYou can't see any such thing.") == "You can't see any such thing."
+    assert first_line("(disconnecting wire)") == "(disconnecting wire)"
+    fb = map_feedback("cut apple", Turn("x"), Turn("(with the knife)\nYou can't see any such thing."), ())
+    assert fb.hard_failure and fb.error_text == "You can't see any such thing."
 
 
 def test_a_loss_outranks_a_rejection_line_and_reward_is_the_score_change() -> None:
@@ -274,6 +283,46 @@ def test_sciworld_tasks_folds_and_determinism(sciworld: TextGameEnv) -> None:
     again = [obs for obs, _ in _play(sciworld, "dev-150", actions)]
     assert first == again
     assert sciworld.state["location"] == "kitchen" and "Possible actions" in sciworld.docs()  # type: ignore[index]
+
+
+# --------------------------------------------------------------------------- TextWorld (tw-make)
+
+
+@pytest.fixture(scope="module")
+def tw_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("textworld")
+    return tmp_path_factory.mktemp("tw-games")
+
+
+def test_tw_cooking_channels_on_real_inform7_messages(tw_cache: Path) -> None:
+    from langmem_plus.envs.tw import TwEnv
+
+    with TwEnv("cooking", "easy", cache=tw_cache) as env:  # generates one game (a few seconds)
+        steps = _play(env, "test-20001", ["dance", "eat cookbook", "open fridge", "take egg from fridge", "eat egg"])
+        (_, dance), (_, book), (_, fridge), (_, egg), (_, eat) = steps
+        assert dance.hard_failure and dance.error_text == "That's not a verb I recognise."
+        assert book.hard_failure and book.error_text == "That's plainly inedible."
+        assert fridge.hard_failure and fridge.error_text == "That's already open."
+        assert not egg.failed and egg.progress == pytest.approx(1 / 3) and egg.reward > 0
+        assert eat.constraint_failure and "eat 'egg'" in eat.error_text and "You lost" in eat.error_text
+        assert env.done and not env.evaluate().passed
+        assert env.state["location"] == "Kitchen" and env.state["score"] == pytest.approx(1 / 3, abs=1e-3)  # type: ignore[index]
+
+
+def test_tw_treasure_win_determinism_and_folds(tw_cache: Path) -> None:
+    from langmem_plus.envs.tw import TwEnv
+
+    with TwEnv("treasure", "easy", cache=tw_cache) as env:
+        first = env.reset("test-20001")
+        assert "carrot" in env.goal and env.goal in first
+        steps = [env.step(a) for a in ("look", "take unicorn", "take carrot")]
+        assert steps[1][1].hard_failure and steps[1][1].error_text == "You can't see any such thing."
+        assert env.won and env.evaluate().passed and env.state["inventory"] == ["carrot"]  # type: ignore[index]
+        assert env.reset("test-20001") == first  # the cached game replays identically
+        assert [env.step(a)[0] for a in ("look", "take unicorn", "take carrot")] == [o for o, _ in steps]
+        folds = {f: set(env.fold_seeds(f)) for f in FOLDS}
+        assert not (folds["train"] & folds["dev"] or folds["dev"] & folds["test"] or folds["train"] & folds["test"])
+        assert len(list(tw_cache.glob("tw-treasure-easy-test-20001.z8"))) == 1
 
 
 # --------------------------------------------------------------------------- the reference graph

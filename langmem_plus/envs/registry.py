@@ -10,7 +10,9 @@ Two kinds of names:
 - text games written by others, ``OPTIONAL_ENV_NAMES`` (the ``envs`` extra and a
   Java 17 runtime): ``twx-cooking``, ``twx-coin``, ``twx-twc`` with a setting as
   ``NAME:SETTING`` (``easy``, ``medium``, ``rooms3``, ``default``), and
-  ``sciworld:<task-name>``. Their game packages are imported only when built.
+  ``sciworld:<task-name>``; ``tw-cooking`` and ``tw-treasure`` (TextWorld games made
+  with tw-make, the ``textworld`` extra). Their game packages are imported only when
+  a game starts.
 
 Example:
     >>> env = make_env("gridtool")
@@ -19,7 +21,7 @@ Example:
     >>> ENV_NAMES
     ('gridtool', 'fluxtool')
     >>> OPTIONAL_ENV_NAMES
-    ('twx-cooking', 'twx-coin', 'twx-twc', 'sciworld')
+    ('twx-cooking', 'twx-coin', 'twx-twc', 'sciworld', 'tw-cooking', 'tw-treasure')
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ _FACTORIES: Mapping[str, Callable[[], Env]] = {
 ENV_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 """Names of the bundled environments (no extra needed), in a stable order."""
 
-OPTIONAL_ENV_NAMES: tuple[str, ...] = ("twx-cooking", "twx-coin", "twx-twc", "sciworld")
-"""Text-game environments behind the ``envs`` extra; settings or tasks follow a colon."""
+OPTIONAL_ENV_NAMES: tuple[str, ...] = ("twx-cooking", "twx-coin", "twx-twc", "sciworld", "tw-cooking", "tw-treasure")
+"""Text-game environments behind the ``envs`` extra (``tw-*``: the ``textworld`` extra); settings or tasks follow a colon."""
 
 
 def _make_twx(game: str, setting: str | None) -> Env:
@@ -59,6 +61,12 @@ def _make_sciworld(task: str | None) -> Env:
     return SciWorldEnv(task)
 
 
+def _make_tw(game: str, setting: str | None) -> Env:
+    from langmem_plus.envs.tw import TwEnv
+
+    return TwEnv(game, setting or "default")
+
+
 def optional_settings(name: str) -> tuple[str, ...]:
     """The settings (TextWorldExpress) or tasks (ScienceWorld) an optional env accepts after the colon.
 
@@ -69,6 +77,10 @@ def optional_settings(name: str) -> tuple[str, ...]:
         from langmem_plus.envs.twx import SETTINGS
 
         return tuple(SETTINGS[key.removeprefix("twx-")])
+    if key.startswith("tw-") and key in OPTIONAL_ENV_NAMES:
+        from langmem_plus.envs.tw import SETTINGS as TW_SETTINGS
+
+        return tuple(TW_SETTINGS[key.removeprefix("tw-")])
     if key == "sciworld":
         from langmem_plus.envs.sciworld import task_names
 
@@ -93,6 +105,8 @@ def make_env(name: str) -> Env:
     base, _, option = key.partition(":")
     if base.startswith("twx-") and base in OPTIONAL_ENV_NAMES:
         return _make_twx(base.removeprefix("twx-"), option or None)
+    if base.startswith("tw-") and base in OPTIONAL_ENV_NAMES:
+        return _make_tw(base.removeprefix("tw-"), option or None)
     if base == "sciworld":
         return _make_sciworld(option or None)
     choices = ", ".join((*ENV_NAMES, *(f"{n}:..." for n in OPTIONAL_ENV_NAMES)))

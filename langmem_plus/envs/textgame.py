@@ -71,6 +71,9 @@ COMMON_REJECTIONS: tuple[str, ...] = (
 """Rejection lines shared by the games (regexes, matched on the first line of the answer)."""
 
 
+_ASIDE = re.compile(r"^\(.*\)$")
+
+
 @dataclass(frozen=True)
 class Turn:
     """What a game reported after one command (or after a reset)."""
@@ -92,8 +95,17 @@ class Turn:
 
 
 def first_line(text: str) -> str:
-    """The first non-empty line of ``text``, stripped."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+    """The first non-empty line of ``text`` that is not a parenthesised aside, stripped.
+
+    Games print asides before their answer ("(with the knife)", "(disconnecting
+    wire)"); the answer is the line after them.
+
+    Example:
+        >>> first_line("(with the knife)\nYou can't see any such thing.")
+        "You can't see any such thing."
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if not _ASIDE.match(line)), lines[0] if lines else "")
 
 
 def is_rejection(observation: str, patterns: Sequence[str]) -> bool:
@@ -129,12 +141,12 @@ def map_feedback(action: str, before: Turn, after: Turn, rejections: Sequence[st
     return Feedback(**common)
 
 
-def require_module(module: str, package: str) -> ModuleType:
+def require_module(module: str, package: str, hint: str = INSTALL_HINT) -> ModuleType:
     """Import an optional game package, or raise EnvError naming what to install."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise EnvError(f"the game package {package!r} is not installed ({exc}); {INSTALL_HINT}") from exc
+        raise EnvError(f"the game package {package!r} is not installed ({exc}); {hint}") from exc
 
 
 def require_java(game: str) -> None:
@@ -184,6 +196,8 @@ class TextGameEnv:
     domain: str = DOMAIN
     family: str = ""
     """Task family of every task (e.g. ``"twx-cooking:easy"``, ``"boil"``)."""
+    goal_needs_game: bool = True
+    """Whether ``_goal_of`` starts a game (then ``tasks()`` replays a game in progress)."""
 
     def __init__(self, backend: GameBackend, *, tasks_per_fold: int = TASKS_PER_FOLD) -> None:
         if tasks_per_fold < 1:
@@ -244,7 +258,7 @@ class TextGameEnv:
                 for seed in self._fold_seeds(fold)[: self._tasks_per_fold]:
                     listed.append(self._spec(fold, seed, self._goal_of(fold, seed)))
             self._task_list = listed
-            if self._task_id is not None:
+            if self._task_id is not None and self.goal_needs_game:
                 self._replay()
         return [t.model_copy(deep=True) for t in self._task_list]
 
@@ -366,7 +380,7 @@ def parse_inventory(text: str, header: str) -> tuple[str, ...]:
         item = line.strip()
         if not item or "empty" in item.lower():
             continue
-        items.append(re.sub(r"^(a|an|the|some)\s+", "", item, flags=re.IGNORECASE))
+        items.append(re.sub(r"^(a|an|the|some)\s+", "", item.rstrip("."), flags=re.IGNORECASE))
     return tuple(sorted(items))
 
 
