@@ -1,7 +1,7 @@
 """Text games written by others, behind the ``Env`` protocol (DESIGN §11).
 
-TextWorldExpress and ScienceWorld run in a JVM and differ in API, but once a
-backend has turned one game command into a ``Turn`` (what the game printed, its
+TextWorldExpress and ScienceWorld run in a JVM, TextWorld games in Jericho, and
+their APIs differ, but once a backend has turned one game command into a ``Turn`` (what the game printed, its
 normalised score, won/lost, the valid actions, where the player is and what it
 carries) everything else is shared here: task ids and folds, reset/step, the
 mapping onto the four feedback channels, the deterministic evaluator.
@@ -18,8 +18,9 @@ Feedback mapping (the same for every text game):
   so a score increase is progress;
 - ``efficiency.steps`` is 1 per command.
 
-The game packages are optional (``pip install -e ".[envs]"``) and need a Java 17
-runtime; they are imported only when a game starts, so the core never needs them.
+The game packages are optional (``pip install -e ".[envs]"``, which also needs a
+Java 17 runtime; ``".[textworld]"`` for TextWorld) and are imported only when a
+game starts, so the core never needs them.
 
 Example:
     >>> before = Turn("You are in the kitchen.", score=0.2)
@@ -101,7 +102,7 @@ def first_line(text: str) -> str:
     wire)"); the answer is the line after them.
 
     Example:
-        >>> first_line("(with the knife)\nYou can't see any such thing.")
+        >>> first_line("(with the knife)\\nYou can't see any such thing.")
         "You can't see any such thing."
     """
     lines = [line.strip() for line in text.splitlines() if line.strip()]
