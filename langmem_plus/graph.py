@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from langgraph.graph import END, START, StateGraph
@@ -134,9 +134,13 @@ class RunEnvs:
         with self._lock:
             self._live[key] = env
             self._live.move_to_end(key)
+            dropped = []
             while len(self._live) > LIVE_ENVS_MAX:
-                old, _ = self._live.popitem(last=False)
+                old, old_env = self._live.popitem(last=False)
+                dropped.append(old_env)
                 logger.warning("langmem_plus: dropped the environment of unfinished run %s (over %d live)", old, LIVE_ENVS_MAX)
+        for old_env in dropped:
+            _close(old_env)
         return env
 
     def current(self, state: Any, runtime: Runtime[Any] | None = None) -> Env:
@@ -156,11 +160,23 @@ class RunEnvs:
         return env
 
     def finish(self, state: Any, runtime: Runtime[Any] | None = None) -> None:
-        """Drop this run's environment (nothing to drop for a shared one)."""
+        """Drop this run's environment and close it if it can be (nothing to drop for a shared one)."""
         if self._shared is None:
             key = self._key(state, runtime)
             with self._lock:
-                self._live.pop(key, None)
+                env = self._live.pop(key, None)
+            if env is not None:
+                _close(env)
+
+
+def _close(env: Env) -> None:
+    """Release a per-run environment that has a ``close`` (a text game's JVM); a failure is logged, not raised."""
+    close = getattr(env, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:  # a run's end must not fail on its environment's cleanup
+            logger.warning("langmem_plus: closing environment %s failed: %s", getattr(env, "name", env), exc)
 
 
 def _run_envs(env: Env | RunEnvs | Callable[[], Env]) -> RunEnvs:
@@ -211,15 +227,22 @@ def act_node(env: Env | RunEnvs) -> Node:
                 info={"kind": "docs", "topic": decision.topic},
             )
         else:
+            before = env_state(env)
             obs, fb = env.step(decision.action)
             fb = fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)})
+            info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
+            valid = getattr(env, "valid_actions", None)
+            if valid is not None:
+                info["valid_actions"] = [str(a) for a in valid]
             step = Step(
                 index=index,
                 action=decision.action,
                 observation=obs,
                 feedback=fb,
                 tool=env.name,
-                info={"applied_hints": list(decision.applied_hints)},
+                state_before=before,
+                state_after=env_state(env),
+                info=info,
             )
         budget = state.get("max_steps", DEFAULT_MAX_STEPS)
         return {"steps": [step], "done": bool(env.done) or index + 1 >= budget}
@@ -227,13 +250,50 @@ def act_node(env: Env | RunEnvs) -> Node:
     return act
 
 
+def env_state(env: Env) -> dict[str, Any] | None:
+    """The env's optional structured ``state`` (room, inventory, score), copied; None when it has none."""
+    state = getattr(env, "state", None)
+    return dict(state) if isinstance(state, Mapping) else None
+
+
+def env_view(env: Env, observation: str) -> dict[str, Any]:
+    """What an env that exposes ``goal`` / ``valid_actions`` / ``state`` shows at the start of a task.
+
+    Empty for envs without those optional attributes (gridtool, fluxtool).
+    """
+    view: dict[str, Any] = {}
+    goal = getattr(env, "goal", None)
+    if isinstance(goal, str) and goal:
+        view["goal"] = goal
+    valid = getattr(env, "valid_actions", None)
+    if valid is not None:
+        view["valid_actions"] = [str(a) for a in valid]
+    state = env_state(env)
+    if state is not None:
+        view["state"] = state
+    if view:
+        view["observation"] = observation
+    return view
+
+
 def reset_node(env: Env | RunEnvs) -> Node:
-    """Node: start the task in the run's environment (a fresh one when ``env`` makes one per run)."""
+    """Node: start the task in the run's environment (a fresh one when ``env`` makes one per run).
+
+    When the env exposes ``goal``, ``valid_actions`` or ``state`` (the text games),
+    they and the first observation go into ``task.context`` so the executor can read
+    them before its first step; later steps carry them in ``Step.info`` and
+    ``Step.state_after``.
+    """
     envs = _run_envs(env)
 
     def reset(state: ExecutorState, runtime: Runtime[Any] | None = None) -> dict[str, Any]:
-        envs.start(state, runtime).reset(task_of(state).task_id)
-        return {}
+        task = task_of(state)
+        run_env = envs.start(state, runtime)
+        observation = run_env.reset(task.task_id)
+        view = env_view(run_env, observation)
+        if not view:
+            return {}
+        return {"task": task.model_copy(update={"context": {**task.context, **view}})}
 
     return reset
 
@@ -356,6 +416,8 @@ __all__ = [
     "act_node",
     "arun_task",
     "build_executor_referee_graph",
+    "env_state",
+    "env_view",
     "executor_node",
     "judge_node",
     "reset_node",

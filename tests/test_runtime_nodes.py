@@ -280,6 +280,38 @@ def test_run_envs_bound_what_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
         envs.current({"run_id": "r0"})
 
 
+def test_run_envs_close_what_they_drop_but_never_a_shared_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-run environment may hold a process (a text game's JVM): finishing or dropping it closes it."""
+    closed: list[str] = []
+
+    class Closing:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def reset(self, task_id: str) -> str:
+            return ""
+
+        def step(self, action: str) -> Any:
+            raise NotImplementedError
+
+        def close(self) -> None:
+            closed.append(self.name)
+
+    monkeypatch.setattr("langmem_plus.graph.LIVE_ENVS_MAX", 2)
+    counter = iter(range(100))
+    envs = RunEnvs(lambda: Closing(f"e{next(counter)}"))
+    for run in ("a", "b", "c"):  # the third start drops the first run's environment
+        envs.start({"run_id": run})
+    assert closed == ["e0"]
+    envs.finish({"run_id": "b"})
+    assert closed == ["e0", "e1"] and len(envs) == 1
+    shared = Closing("shared")
+    one = RunEnvs(shared)
+    one.start({"run_id": "a"})
+    one.finish({"run_id": "a"})
+    assert "shared" not in closed
+
+
 def test_run_envs_refuse_what_is_not_an_environment() -> None:
     with pytest.raises(TypeError):
         RunEnvs(42)  # type: ignore[arg-type]

@@ -15,7 +15,14 @@ from langmem_plus.records import Feedback, TaskSpec, Verdict
 
 @runtime_checkable
 class Env(Protocol):
-    """A task environment. ``reset`` starts a task, ``step`` runs one action."""
+    """A task environment. ``reset`` starts a task, ``step`` runs one action.
+
+    Optional attributes, read with ``getattr`` by the reference graph when present
+    (the text games have them; gridtool and fluxtool do not): ``goal`` (str),
+    ``valid_actions`` (sequence of str) and ``state`` (a small dict such as
+    location, inventory, score). The graph copies them into ``task.context`` at reset,
+    ``Step.info["valid_actions"]`` and ``Step.state_before`` / ``state_after``.
+    """
 
     name: str
     """Tool name, e.g. ``"gridtool"``; used as the tool scope of lessons."""

@@ -1,8 +1,18 @@
-"""Environment registry: build a bundled environment by name.
+"""Environment registry: build an environment by name.
 
 The CLI, the bench harness and the examples name environments by their tool
 name; this module maps the name to a fresh instance so they never import the
 environment classes themselves.
+
+Two kinds of names:
+
+- bundled tools, ``ENV_NAMES`` (no extra needed): ``gridtool``, ``fluxtool``;
+- text games written by others, ``OPTIONAL_ENV_NAMES`` (the ``envs`` extra and a
+  Java 17 runtime): ``twx-cooking``, ``twx-coin``, ``twx-twc`` with a setting as
+  ``NAME:SETTING`` (``easy``, ``medium``, ``rooms3``, ``default``), and
+  ``sciworld:<task-name>``; ``tw-cooking`` and ``tw-treasure`` (TextWorld games made
+  with tw-make, the ``textworld`` extra). Their game packages are imported only when
+  a game starts.
 
 Example:
     >>> env = make_env("gridtool")
@@ -10,6 +20,8 @@ Example:
     ('gridtool', 'table-cli')
     >>> ENV_NAMES
     ('gridtool', 'fluxtool')
+    >>> OPTIONAL_ENV_NAMES
+    ('twx-cooking', 'twx-coin', 'twx-twc', 'sciworld', 'tw-cooking', 'tw-treasure')
 """
 
 from __future__ import annotations
@@ -27,19 +39,78 @@ _FACTORIES: Mapping[str, Callable[[], Env]] = {
 }
 
 ENV_NAMES: tuple[str, ...] = tuple(_FACTORIES)
-"""Names of the bundled environments, in a stable order."""
+"""Names of the bundled environments (no extra needed), in a stable order."""
+
+OPTIONAL_ENV_NAMES: tuple[str, ...] = ("twx-cooking", "twx-coin", "twx-twc", "sciworld", "tw-cooking", "tw-treasure")
+"""Text-game environments behind the ``envs`` extra (``tw-*``: the ``textworld`` extra); settings or tasks follow a colon."""
+
+
+def _make_twx(game: str, setting: str | None) -> Env:
+    from langmem_plus.envs.twx import DEFAULT_SETTING, TwxEnv, game_params
+
+    setting = setting or DEFAULT_SETTING
+    game_params(game, setting)  # validates before any JVM starts
+    return TwxEnv(game, setting)
+
+
+def _make_sciworld(task: str | None) -> Env:
+    from langmem_plus.envs.sciworld import SciWorldEnv
+
+    if not task:
+        raise EnvError("sciworld needs a task name, e.g. 'sciworld:boil' (see langmem_plus.envs.sciworld.task_names())")
+    return SciWorldEnv(task)
+
+
+def _make_tw(game: str, setting: str | None) -> Env:
+    from langmem_plus.envs.tw import TwEnv
+
+    return TwEnv(game, setting or "default")
+
+
+def optional_settings(name: str) -> tuple[str, ...]:
+    """The settings (TextWorldExpress) or tasks (ScienceWorld) an optional env accepts after the colon.
+
+    ScienceWorld's task list comes from its package, so it raises EnvError when the extra is missing.
+    """
+    key = str(name).strip().lower()
+    if key.startswith("twx-") and key in OPTIONAL_ENV_NAMES:
+        from langmem_plus.envs.twx import SETTINGS
+
+        return tuple(SETTINGS[key.removeprefix("twx-")])
+    if key.startswith("tw-") and key in OPTIONAL_ENV_NAMES:
+        from langmem_plus.envs.tw import SETTINGS as TW_SETTINGS
+
+        return tuple(TW_SETTINGS[key.removeprefix("tw-")])
+    if key == "sciworld":
+        from langmem_plus.envs.sciworld import task_names
+
+        return tuple(task_names())
+    raise EnvError(f"{name!r} is not an optional environment; choose one of: {', '.join(OPTIONAL_ENV_NAMES)}")
 
 
 def make_env(name: str) -> Env:
     """A fresh environment for ``name`` (case and surrounding space ignored).
 
+    Args:
+        name: A bundled name (``"gridtool"``) or an optional one with its setting or
+            task after a colon (``"twx-cooking:easy"``, ``"sciworld:boil"``).
+
     Raises:
-        EnvError: ``name`` is not one of ``ENV_NAMES``.
+        EnvError: unknown name, setting or task; or an optional env whose extra or Java is missing.
     """
-    factory = _FACTORIES.get(str(name).strip().lower())
-    if factory is None:
-        raise EnvError(f"unknown environment {name!r}; choose one of: {', '.join(ENV_NAMES)}")
-    return factory()
+    key = str(name).strip().lower()
+    factory = _FACTORIES.get(key)
+    if factory is not None:
+        return factory()
+    base, _, option = key.partition(":")
+    if base.startswith("twx-") and base in OPTIONAL_ENV_NAMES:
+        return _make_twx(base.removeprefix("twx-"), option or None)
+    if base.startswith("tw-") and base in OPTIONAL_ENV_NAMES:
+        return _make_tw(base.removeprefix("tw-"), option or None)
+    if base == "sciworld":
+        return _make_sciworld(option or None)
+    choices = ", ".join((*ENV_NAMES, *(f"{n}:..." for n in OPTIONAL_ENV_NAMES)))
+    raise EnvError(f"unknown environment {name!r}; choose one of: {choices}")
 
 
-__all__ = ["ENV_NAMES", "make_env"]
+__all__ = ["ENV_NAMES", "OPTIONAL_ENV_NAMES", "make_env", "optional_settings"]
