@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "Env": "langmem_plus.envs.base",
     "make_env": "langmem_plus.envs.registry",
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
+    "LangGraphChromaStore": "langmem_plus.integrations.store",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.executors.llm import LLMExecutor
     from langmem_plus.executors.scripted import ScriptedExecutor
     from langmem_plus.graph import build_executor_referee_graph, run_task
+    from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
     from langmem_plus.nodes import (
         MemoryState,
@@ -130,6 +132,7 @@ __all__ = [
     "InvalidRecord",
     "LLMExecutor",
     "LLMJudge",
+    "LangGraphChromaStore",
     "LangmemPlusError",
     "LearningMemory",
     "Lesson",

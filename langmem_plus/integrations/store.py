@@ -1,0 +1,527 @@
+"""LangGraphChromaStore: a LangGraph ``BaseStore`` on the Chroma langmem_plus uses (DESIGN §8).
+
+So ``create_agent(store=...)``, ``StateGraph.compile(store=...)`` and LangMem's memory
+tools can persist on the same embedded or served Chroma as a ``LearningMemory``.
+
+Layout. Each LangGraph namespace gets its own collections, named like langmem_plus's
+(``lmp_<hash>_lgitems`` and, with an index, ``lmp_<hash>_lgvectors``), where the hash
+covers the store's ``root`` and the namespace. A read of one namespace therefore
+cannot see another's entries, and every entry also carries its namespace in metadata,
+checked on read. An item is one ``lgitems`` entry: the value as JSON in the document,
+``key``, ``created_at``, ``updated_at``, an insertion ``seq`` and its vector ids as
+scalar metadata, and a one-number placeholder embedding (Chroma needs a vector per
+entry; items are found by id, never by similarity). Each embedded field is one
+``lgvectors`` entry. Embeddings are always computed here and passed to Chroma.
+
+Semantics follow the installed ``InMemoryStore`` (``integrations._store_rules``):
+reads in a batch see the state before its writes, the last write to a key wins,
+searches list namespaces in creation order and items in insertion order, and
+``list_namespaces`` sorts. Differences: ``created_at`` survives an overwrite (as in
+PostgresStore); namespaces without items are not listed; values are stored as JSON
+(tuples come back as lists; NaN and non-JSON values raise ``InvalidRecord``); TTLs are
+not supported (``supports_ttl = False``, ``refresh_ttl`` is ignored). Searches read a
+namespace's items and filter and score them in Python (exact; Chroma's ``where`` does
+not scale, DESIGN §4), so a search costs one round trip per namespace under its prefix.
+
+Example:
+    >>> import tempfile
+    >>> from langmem_plus.embeddings import HashingEmbeddings
+    >>> store = LangGraphChromaStore.open(
+    ...     path=tempfile.mkdtemp(), index={"dims": 256, "embed": HashingEmbeddings(), "fields": ["text"]})
+    >>> store.put(("users", "u1"), "pref", {"text": "likes dark mode"})
+    >>> [item.key for item in store.search(("users",), query="dark mode")]
+    ['pref']
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    ensure_embeddings,
+    validate_op_namespace,
+)
+
+from langmem_plus._text import stable_hash
+from langmem_plus.errors import InvalidRecord
+from langmem_plus.integrations._store_rules import (
+    cosine_scores,
+    index_paths,
+    matches_filter,
+    namespace_matches,
+    rank_page,
+    texts_to_embed,
+)
+from langmem_plus.store.chroma import PAGE_SIZE, _close_quietly, _connect_embedded, _connect_http
+from langmem_plus.store.mapping import namespace_key
+
+logger = logging.getLogger("langmem_plus")
+
+ITEMS_KIND = "lgitems"
+"""Collection-name suffix and ``lmp_kind`` of a namespace's items."""
+VECTORS_KIND = "lgvectors"
+"""Collection-name suffix of a namespace's field vectors (only with an index)."""
+_PLACEHOLDER = [1.0]
+"""The embedding of an item entry: Chroma needs one, items are only ever read by id."""
+
+Namespace = tuple[str, ...]
+
+
+@dataclass
+class _Space:
+    """One namespace's collections, and its creation order among namespaces."""
+
+    namespace: Namespace
+    items: Any
+    seq: int
+    vectors: Any | None = None
+
+
+@dataclass
+class _Plan:
+    """A validated batch: its reads, its last write per key, and what to embed."""
+
+    ops: list[Op]
+    puts: dict[tuple[Namespace, str], PutOp] = field(default_factory=dict)
+    queries: list[str] = field(default_factory=list)
+    texts: list[tuple[Namespace, str, str, str]] = field(default_factory=list)
+    """(namespace, key, path, text) for every field vector the writes need."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _encode_value(value: Any) -> str:
+    """The JSON document of an item value, or InvalidRecord for what JSON cannot hold."""
+    if not isinstance(value, Mapping):
+        raise InvalidRecord(f"a store value must be a dict, got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRecord(f"a store value must be JSON without NaN or infinity: {exc}") from exc
+
+
+class LangGraphChromaStore(BaseStore):
+    """A LangGraph ``BaseStore`` persisted in Chroma collections (DESIGN §8).
+
+    Args:
+        client: A chromadb client (``PersistentClient``, ``HttpClient``, or the one a
+            ``LearningMemory`` holds). Use ``open`` to make one from a path or URL.
+        index: Optional LangGraph ``IndexConfig`` (``dims``, ``embed``: any LangChain
+            ``Embeddings``, an embedding function or a provider string, ``fields``);
+            without it ``query`` is ignored, as in InMemoryStore.
+        root: Namespace this store lives under: stores with different roots on one
+            Chroma never see each other's items (``LearningMemory.as_store`` uses the
+            memory's namespace).
+        location: The path or URL, for messages.
+        owns_client: Whether ``close`` closes the client.
+
+    Example:
+        >>> import tempfile
+        >>> with LangGraphChromaStore.open(path=tempfile.mkdtemp()) as store:
+        ...     store.put(("a", "b"), "k", {"n": 1})
+        ...     store.get(("a", "b"), "k").value, store.list_namespaces(prefix=("a",))
+        ({'n': 1}, [('a', 'b')])
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        index: IndexConfig | None = None,
+        root: Namespace = (),
+        location: str = "chromadb client",
+        owns_client: bool = False,
+    ) -> None:
+        self.client = client
+        self.index_config = index
+        self.embeddings: Embeddings | None = ensure_embeddings(index.get("embed")) if index else None
+        self.root: Namespace = tuple(root)
+        self.location = location
+        self._paths = index_paths(index.get("fields")) if index else []
+        self._owns_client = owns_client
+        self._root_key = namespace_key(self.root)
+        self._spaces: dict[Namespace, _Space] = {}
+        self._lock = threading.RLock()
+        self._last_seq = 0
+        self._max_batch = max(1, int(client.get_max_batch_size()))
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        index: IndexConfig | None = None,
+        root: Namespace = (),
+    ) -> LangGraphChromaStore:
+        """Open the embedded Chroma at ``path`` or the ``chroma run`` server at ``url``.
+
+        Raises:
+            StoreUnavailable: The path cannot be used or the server does not answer.
+            ValueError: Both ``path`` and ``url`` given.
+        """
+        if path is not None and url is not None:
+            raise ValueError("pass either path= (embedded store) or url= (Chroma server), not both")
+        client, location = _connect_http(url) if url is not None else _connect_embedded(path)
+        return cls(client, index=index, root=root, location=location, owns_client=True)
+
+    def close(self) -> None:
+        """Forget cached collections; close the client if ``open`` made it."""
+        with self._lock:
+            self._spaces.clear()
+        if self._owns_client:
+            _close_quietly(self.client)
+
+    def __enter__(self) -> LangGraphChromaStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LangGraphChromaStore(location={self.location!r}, root={self.root!r})"
+
+    # ------------------------------------------------------------------ the batch core
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order: every read sees the state before the batch's writes."""
+        plan = self._plan(ops)
+        queries, vectors = self._embed(plan)
+        return self._execute(plan, queries, vectors)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async ``batch``: embeds with the embedder's async methods, runs Chroma in a thread."""
+        plan = self._plan(ops)
+        queries: dict[str, list[float]] = {}
+        vectors: list[list[float]] = []
+        if self.embeddings is not None:
+            if plan.queries:
+                found = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in plan.queries))
+                queries = dict(zip(plan.queries, found))
+            if plan.texts:
+                vectors = await self.embeddings.aembed_documents([t for *_, t in plan.texts])
+        return await asyncio.to_thread(self._execute, plan, queries, vectors)
+
+    def _plan(self, ops: Iterable[Op]) -> _Plan:
+        """Validate every op and gather the texts and queries to embed (pure, no I/O)."""
+        plan = _Plan(ops=list(ops))
+        for op in plan.ops:
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op)}")
+            validate_op_namespace(op)
+            if isinstance(op, PutOp):
+                self._check_put(op)
+                plan.puts[(tuple(op.namespace), op.key)] = op
+            elif isinstance(op, SearchOp) and op.query and self.embeddings is not None and op.query not in plan.queries:
+                plan.queries.append(op.query)
+        for (namespace, key), op in plan.puts.items():
+            if op.value is None or op.index is False or self.embeddings is None:
+                continue
+            paths = self._paths if op.index is None else index_paths(op.index)
+            plan.texts.extend((namespace, key, path, text) for path, text in texts_to_embed(op.value, paths))
+        return plan
+
+    def _check_put(self, op: PutOp) -> None:
+        if not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        if op.ttl is not None:
+            raise NotImplementedError(f"TTL is not supported by {type(self).__name__}; put with ttl=None")
+        if op.value is not None:
+            _encode_value(op.value)
+
+    def _embed(self, plan: _Plan) -> tuple[dict[str, list[float]], list[list[float]]]:
+        if self.embeddings is None:
+            return {}, []
+        queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
+        vectors = self.embeddings.embed_documents([t for *_, t in plan.texts]) if plan.texts else []
+        return queries, vectors
+
+    def _execute(self, plan: _Plan, queries: dict[str, list[float]], vectors: list[list[float]]) -> list[Result]:
+        """Answer the reads, then apply the writes (the shared core of ``batch`` and ``abatch``)."""
+        if len(vectors) != len(plan.texts):
+            raise InvalidRecord(f"the embedder returned {len(vectors)} vectors for {len(plan.texts)} texts")
+        with self._lock:
+            results: list[Result] = []
+            for op in plan.ops:
+                if isinstance(op, GetOp):
+                    results.append(self._get(tuple(op.namespace), op.key))
+                elif isinstance(op, SearchOp):
+                    results.append(self._search(op, queries.get(op.query or "")))
+                elif isinstance(op, ListNamespacesOp):
+                    results.append(self._list_namespaces(op))
+                else:
+                    results.append(None)
+            self._write(plan, vectors)
+            return results
+
+    # ------------------------------------------------------------------ collections
+
+    def _name(self, namespace: Namespace, kind: str) -> str:
+        return f"lmp_{stable_hash(self._root_key, namespace_key(namespace))}_{kind}"
+
+    def _metadata(self, namespace: Namespace, kind: str, seq: int) -> dict[str, Any]:
+        return {"lmp_ns": namespace_key(namespace), "lmp_root": self._root_key, "lmp_kind": kind, "lmp_seq": seq}
+
+    def _space(self, namespace: Namespace, *, create: bool = False) -> _Space | None:
+        """A namespace's collections: cached, looked up, or (for a write) created."""
+        space = self._spaces.get(namespace)
+        if space is not None:
+            return space
+        from chromadb.errors import NotFoundError
+
+        try:
+            coll = self.client.get_collection(self._name(namespace, ITEMS_KIND), embedding_function=None)
+        except (NotFoundError, ValueError):
+            if not create:
+                return None
+            coll = self.client.get_or_create_collection(
+                self._name(namespace, ITEMS_KIND),
+                embedding_function=None,
+                metadata=self._metadata(namespace, ITEMS_KIND, self._next_seq()),
+            )
+        return self._remember(namespace, coll)
+
+    def _remember(self, namespace: Namespace, coll: Any) -> _Space | None:
+        meta = coll.metadata or {}
+        if meta.get("lmp_ns") != namespace_key(namespace) or meta.get("lmp_root") != self._root_key:
+            logger.warning("langmem_plus: collection %s belongs to another namespace; skipped", coll.name)
+            return None
+        space = _Space(namespace, coll, int(meta.get("lmp_seq", 0)))
+        self._spaces[namespace] = space
+        return space
+
+    def _vectors(self, space: _Space, *, create: bool = False) -> Any | None:
+        if space.vectors is None:
+            from chromadb.errors import NotFoundError
+
+            name = self._name(space.namespace, VECTORS_KIND)
+            try:
+                space.vectors = self.client.get_collection(name, embedding_function=None)
+            except (NotFoundError, ValueError):
+                if create:
+                    space.vectors = self.client.get_or_create_collection(
+                        name,
+                        embedding_function=None,
+                        configuration={"hnsw": {"space": "cosine"}},
+                        metadata=self._metadata(space.namespace, VECTORS_KIND, space.seq),
+                    )
+        return space.vectors
+
+    def _all_spaces(self) -> list[_Space]:
+        """Every namespace of this root that was ever written, in creation order."""
+        spaces = []
+        for coll in self.client.list_collections():
+            meta = coll.metadata or {}
+            if meta.get("lmp_kind") != ITEMS_KIND or meta.get("lmp_root") != self._root_key:
+                continue
+            namespace = tuple(json.loads(str(meta.get("lmp_ns", "[]"))))
+            space = self._spaces.get(namespace) or self._remember(namespace, coll)
+            if space is not None:
+                spaces.append(space)
+        return sorted(spaces, key=lambda s: (s.seq, s.namespace))
+
+    def _next_seq(self) -> int:
+        """A per-process increasing, roughly time-ordered insertion number."""
+        self._last_seq = max(self._last_seq + 1, time.time_ns())
+        return self._last_seq
+
+    # ------------------------------------------------------------------ reads
+
+    def _decode(self, space: _Space, rid: str, document: str | None, meta: Mapping[str, Any] | None) -> tuple[Item, int, list[str]] | None:
+        """An entry as (item, seq, vector ids); None (logged) if it is foreign or unreadable."""
+        if not meta or meta.get("ns") != namespace_key(space.namespace):
+            logger.warning("langmem_plus: skipped store entry %r of a foreign namespace", rid)
+            return None
+        try:
+            item = Item(
+                value=json.loads(document or ""),
+                key=str(meta["key"]),
+                namespace=space.namespace,
+                created_at=datetime.fromisoformat(str(meta["created_at"])),
+                updated_at=datetime.fromisoformat(str(meta["updated_at"])),
+            )
+            return item, int(meta["seq"]), list(json.loads(str(meta.get("vectors", "[]"))))
+        except (KeyError, TypeError, ValueError) as exc:
+            logger.warning("langmem_plus: skipped unreadable store entry %r: %s", rid, exc)
+            return None
+
+    def _get(self, namespace: Namespace, key: str) -> Item | None:
+        space = self._space(namespace)
+        if space is None:
+            return None
+        res = space.items.get(ids=["k" + key], include=["documents", "metadatas"])
+        for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
+            decoded = self._decode(space, rid, doc, meta)
+            if decoded is not None:
+                return decoded[0]
+        return None
+
+    def _items(self, space: _Space) -> list[tuple[Item, int, list[str]]]:
+        """Every item of one namespace, in insertion order."""
+        out = []
+        offset = 0
+        while True:
+            res = space.items.get(limit=PAGE_SIZE, offset=offset, include=["documents", "metadatas"])
+            for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
+                decoded = self._decode(space, rid, doc, meta)
+                if decoded is not None:
+                    out.append(decoded)
+            if len(res["ids"]) < PAGE_SIZE:
+                return sorted(out, key=lambda entry: entry[1])
+            offset += PAGE_SIZE
+
+    def _search(self, op: SearchOp, query: list[float] | None) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        candidates: list[tuple[Item, list[float]]] = []
+        for space in self._all_spaces():
+            if space.namespace[: len(prefix)] != prefix:
+                continue
+            found = [(item, vids) for item, _, vids in self._items(space) if matches_filter(item.value, op.filter)]
+            scores = self._field_scores(space, query, [v for _, vids in found for v in vids]) if query else {}
+            candidates.extend((item, [scores[v] for v in vids if v in scores]) for item, vids in found)
+        page: list[tuple[Item, float | None]]
+        if query is None:
+            page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
+        else:
+            page = rank_page(candidates, offset=op.offset, limit=op.limit)
+        return [
+            SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score=score)
+            for item, score in page
+        ]
+
+    def _field_scores(self, space: _Space, query: list[float], vector_ids: list[str]) -> dict[str, float]:
+        """Cosine similarity of the query to each stored field vector, by vector id."""
+        coll = self._vectors(space)
+        if coll is None or not vector_ids:
+            return {}
+        ids: list[str] = []
+        embeddings: list[Sequence[float]] = []
+        for start in range(0, len(vector_ids), self._max_batch):
+            res = coll.get(ids=vector_ids[start : start + self._max_batch], include=["embeddings"])
+            ids.extend(res["ids"])
+            embeddings.extend(res["embeddings"] if res["embeddings"] is not None else [])
+        return dict(zip(ids, cosine_scores(query, embeddings)))
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
+        conditions = op.match_conditions or ()
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), None)
+        suffix = next((tuple(c.path) for c in conditions if c.match_type == "suffix"), None)
+        found = {
+            space.namespace[: op.max_depth] if op.max_depth is not None else space.namespace
+            for space in self._all_spaces()
+            if namespace_matches(space.namespace, prefix=prefix, suffix=suffix) and space.items.count() > 0
+        }
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    # ------------------------------------------------------------------ writes
+
+    def _write(self, plan: _Plan, vectors: list[list[float]]) -> None:
+        """Apply the batch's last write per key, namespace by namespace."""
+        fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]] = {}
+        for (namespace, key, path, _), vector in zip(plan.texts, vectors):
+            fields.setdefault((namespace, key), []).append((path, list(vector)))
+        by_space: dict[Namespace, list[PutOp]] = {}
+        for (namespace, _), op in plan.puts.items():
+            by_space.setdefault(namespace, []).append(op)
+        for namespace, ops in by_space.items():
+            self._write_space(namespace, ops, fields)
+
+    def _write_space(self, namespace: Namespace, ops: list[PutOp], fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]]) -> None:
+        space = self._space(namespace, create=any(op.value is not None for op in ops))
+        if space is None:
+            return  # only deletes, in a namespace that never existed
+        old = {}
+        res = space.items.get(ids=["k" + op.key for op in ops], include=["documents", "metadatas"])
+        for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
+            decoded = self._decode(space, rid, doc, meta)
+            if decoded is not None:
+                old[decoded[0].key] = decoded
+        stale = [v for _, _, vids in old.values() for v in vids]
+        if stale and (coll := self._vectors(space)) is not None:
+            coll.delete(ids=stale)
+        gone = [op.key for op in ops if op.value is None and op.key in old]
+        if gone:
+            space.items.delete(ids=["k" + key for key in gone])
+        kept = [op for op in ops if op.value is not None]
+        if kept:
+            self._upsert(space, kept, old, fields)
+
+    def _upsert(
+        self,
+        space: _Space,
+        ops: list[PutOp],
+        old: dict[str, tuple[Item, int, list[str]]],
+        fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]],
+    ) -> None:
+        now = _now().isoformat()
+        ns_key = namespace_key(space.namespace)
+        vec_ids: list[str] = []
+        vec_embs: list[list[float]] = []
+        vec_metas: list[dict[str, Any]] = []
+        metas: list[dict[str, Any]] = []
+        for op in ops:
+            prior = old.get(op.key)
+            ids = [json.dumps([op.key, path]) for path, _ in fields.get((space.namespace, op.key), [])]
+            for vid, (path, vector) in zip(ids, fields.get((space.namespace, op.key), [])):
+                vec_ids.append(vid)
+                vec_embs.append(vector)
+                vec_metas.append({"ns": ns_key, "key": op.key, "path": path})
+            metas.append({
+                "ns": ns_key,
+                "key": op.key,
+                "created_at": prior[0].created_at.isoformat() if prior else now,
+                "updated_at": now,
+                "seq": prior[1] if prior else self._next_seq(),
+                "vectors": json.dumps(ids),
+            })
+        if vec_ids:
+            self._check_dims(vec_embs)
+            coll = self._vectors(space, create=True)
+            if coll is None:  # pragma: no cover - create=True always gives one
+                raise InvalidRecord(f"no vector collection for {space.namespace!r}")
+            for start in range(0, len(vec_ids), self._max_batch):
+                end = start + self._max_batch
+                coll.upsert(ids=vec_ids[start:end], embeddings=vec_embs[start:end], metadatas=vec_metas[start:end])
+        for start in range(0, len(ops), self._max_batch):
+            chunk = ops[start : start + self._max_batch]
+            space.items.upsert(
+                ids=["k" + op.key for op in chunk],
+                embeddings=[_PLACEHOLDER] * len(chunk),
+                documents=[_encode_value(op.value) for op in chunk],
+                metadatas=metas[start : start + self._max_batch],
+            )
+
+    def _check_dims(self, vectors: list[list[float]]) -> None:
+        dims = (self.index_config or {}).get("dims")
+        bad = next((len(v) for v in vectors if dims is not None and len(v) != dims), None)
+        if bad is not None:
+            raise InvalidRecord(f"the embedder returned {bad}-dimensional vectors; the index says dims={dims}")
+
+
+__all__ = ["LangGraphChromaStore"]
