@@ -1,0 +1,369 @@
+"""LangGraphChromaStore behaves like LangGraph's InMemoryStore, persists, and serves real agents.
+
+The conformance tests drive LangGraph's own ``InMemoryStore`` (the oracle) and ours
+through the same operations and compare every result. Two InMemoryStore quirks are
+stepped around rather than copied: a ``get`` or ``delete`` in a namespace that was
+never written creates it there (so it would be listed and ordered from then on), and
+``list_namespaces`` lists namespaces whose items were all deleted. The driver keeps
+those operations from the oracle (their answer, None, is known) and keeps only
+namespaces that hold items from the oracle's listing. A third is avoided: InMemoryStore
+(langgraph 1.2.22) raises when one batch embeds the same text twice, so random texts
+are unique.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.base import (
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plus.embeddings import HashingEmbeddings
+from langmem_plus.errors import InvalidRecord
+from langmem_plus.integrations import LangGraphChromaStore
+
+DIM = 64
+BIG = 10**6
+Namespace = tuple[str, ...]
+
+
+def _index() -> IndexConfig:
+    return {"dims": DIM, "embed": HashingEmbeddings(dim=DIM), "fields": ["text", "notes[*]"]}
+
+
+@pytest.fixture(params=["plain", "indexed"])
+def index(request: pytest.FixtureRequest) -> IndexConfig | None:
+    return _index() if request.param == "indexed" else None
+
+
+# --------------------------------------------------------------------------- the twin driver
+
+
+class Twin:
+    """Runs each batch on our store and on InMemoryStore and asserts the results agree."""
+
+    def __init__(self, ours: LangGraphChromaStore, index: IndexConfig | None, *, use_async: bool = False) -> None:
+        self.ours = ours
+        self.oracle = InMemoryStore(index=index)
+        self.indexed = index is not None
+        self.use_async = use_async
+        self.written: set[Namespace] = set()
+        self.compared = 0
+
+    def _phantom(self, op: Op) -> bool:
+        """A get or delete in a namespace never written (InMemoryStore would create it)."""
+        return isinstance(op, (GetOp, PutOp)) and op.namespace not in self.written and (
+            isinstance(op, GetOp) or op.value is None
+        )
+
+    def _expected_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
+        """The oracle's listing, keeping namespaces that hold items, then depth, sort, page."""
+        conditions = op.match_conditions or ()
+        prefix = next((c.path for c in conditions if c.match_type == "prefix"), None)
+        suffix = next((c.path for c in conditions if c.match_type == "suffix"), None)
+        matching = self.oracle.list_namespaces(prefix=prefix, suffix=suffix, limit=BIG)
+        held = [ns for ns in matching if any(i.namespace == ns for i in self.oracle.search(ns, limit=BIG))]
+        cut = {ns[: op.max_depth] if op.max_depth is not None else ns for ns in held}
+        return sorted(cut)[op.offset : op.offset + op.limit]
+
+    def run(self, ops: Sequence[Op]) -> list[Any]:
+        expected_lists = {i: self._expected_namespaces(op) for i, op in enumerate(ops) if isinstance(op, ListNamespacesOp)}
+        got = asyncio.run(self.ours.abatch(ops)) if self.use_async else self.ours.batch(ops)
+        kept = [op for op in ops if not self._phantom(op)]
+        want_iter = iter(self.oracle.batch(kept))
+        for i, (op, result) in enumerate(zip(ops, got, strict=True)):
+            want = None if self._phantom(op) else next(want_iter)
+            if isinstance(op, ListNamespacesOp):
+                want = expected_lists[i]
+            self._compare(op, result, want)
+        self.written.update(tuple(op.namespace) for op in ops if isinstance(op, PutOp) and op.value is not None)
+        return got
+
+    def _compare(self, op: Op, got: Any, want: Any) -> None:
+        self.compared += 1
+        if isinstance(op, GetOp):
+            assert _plain(got) == _plain(want), op
+        elif isinstance(op, SearchOp):
+            assert [_plain(i) for i in got] == [_plain(i) for i in want], op
+            for g, w in zip(got, want):
+                if w.score is None:
+                    assert g.score is None, op
+                else:  # Chroma keeps float32 vectors: scores agree to float32 precision
+                    assert g.score is not None and math.isclose(g.score, w.score, abs_tol=1e-5), op
+        elif isinstance(op, ListNamespacesOp):
+            assert got == want, op
+        else:
+            assert got is None
+
+
+def _plain(item: Item | None) -> tuple[Namespace, str, dict[str, Any]] | None:
+    return None if item is None else (item.namespace, item.key, item.value)
+
+
+def _search(ns: Namespace, **kwargs: Any) -> SearchOp:
+    return SearchOp(ns, kwargs.pop("filter", None), kwargs.pop("limit", 10), kwargs.pop("offset", 0), kwargs.pop("query", None))
+
+
+def _list(prefix: Namespace | None = None, suffix: Namespace | None = None, **kwargs: Any) -> ListNamespacesOp:
+    conditions = []
+    if prefix:
+        conditions.append(MatchCondition("prefix", prefix))
+    if suffix:
+        conditions.append(MatchCondition("suffix", suffix))
+    return ListNamespacesOp(tuple(conditions), kwargs.get("max_depth"), kwargs.get("limit", 100), kwargs.get("offset", 0))
+
+
+def _value(n: int, text: str, **extra: Any) -> dict[str, Any]:
+    return {"n": n, "text": text, **extra}
+
+
+U1, U1P, U2, DOCS, DEEP = ("users", "u1"), ("users", "u1", "prefs"), ("users", "u2"), ("docs",), ("docs", "a", "b", "c")
+
+SCENARIO: list[list[Op]] = [
+    [PutOp(U1, "k1", _value(1, "likes dark mode", tag="ui", meta={"color": "blue"}))],
+    [PutOp(U1, "k2", _value(5, "prefers tea over coffee", tag="food", notes=["green tea", "no sugar"]))],
+    [PutOp(U1P, "p1", _value(3, "font size large", tag="ui", meta={"color": "red"}))],
+    [PutOp(U2, "k1", _value(7, "dark chocolate lover", tag="food"))],
+    [PutOp(DOCS, "d1", _value(2, "python tutorial", tags=["py", "intro"])), PutOp(DEEP, "d2", _value(9, "deep nested doc"))],
+    [GetOp(U1, "k1"), GetOp(U1, "nope"), GetOp(U1P, "p1"), GetOp(("users",), "k1")],
+    [_search(("users",)), _search(U1), _search(U1P), _search(DOCS), _search(("nobody",))],
+    [_search(("users",), filter={"tag": "ui"}), _search(("users",), filter={"tag": {"$eq": "food"}})],
+    [_search(("users",), filter={"tag": {"$ne": "ui"}}), _search(("users",), filter={"n": {"$gt": 3}})],
+    [_search(("users",), filter={"n": {"$gte": 5}}), _search(("users",), filter={"n": {"$lt": 5}})],
+    [_search(("users",), filter={"n": {"$lte": 3, "$gt": 1}}), _search(("users",), filter={"meta": {"color": "red"}})],
+    [_search((), filter={"tags": ["py", "intro"]}), _search((), filter={"tags": ["py"]})],
+    [_search((), limit=2), _search((), limit=2, offset=2), _search((), limit=3, offset=4), _search((), limit=0)],
+    [_search((), query="dark"), _search(("users",), query="tea", limit=2), _search((), query="doc", offset=1, limit=2)],
+    [_search((), query="dark", filter={"tag": "food"}), _search(U1, query="sugar")],
+    [_list(), _list(prefix=("users",)), _list(suffix=("prefs",)), _list(prefix=("*", "u1"))],
+    [_list(max_depth=1), _list(max_depth=2), _list(prefix=("docs",), max_depth=3), _list(limit=2, offset=1)],
+    [_list(prefix=("users", "*"), suffix=("*",)), _list(suffix=("u1", "*")), _list(prefix=("a",))],
+    [PutOp(U1, "k1", _value(11, "now likes light mode", tag="ui")), GetOp(U1, "k1")],
+    [GetOp(U1, "k1"), _search(U1, filter={"n": 11})],
+    [PutOp(U1, "k2", None), PutOp(U1P, "p1", None), PutOp(DEEP, "missing", None)],
+    [GetOp(U1, "k2"), _search(("users",)), _list(), _list(prefix=("users",), max_depth=3)],
+    [PutOp(U1, "k2", _value(4, "back again")), PutOp(U1, "k2", _value(6, "last write wins")), _search(U1)],
+    [_search(U1), PutOp(U2, "k9", _value(1, "unindexed text"), index=False), PutOp(U2, "k8", _value(1, "x", title="by title"), index=["title"])],
+    [_search(U2, query="unindexed text"), _search(U2, query="title", limit=1, offset=3), _search(U2, query="lover")],
+    [PutOp(("ghost",), "g", None), GetOp(("ghost",), "g"), _list(prefix=("ghost",))],
+]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["batch", "abatch"])
+def test_scenario_matches_in_memory_store(tmp_path: Path, index: IndexConfig | None, use_async: bool) -> None:
+    twin = Twin(LangGraphChromaStore.open(path=tmp_path, index=index), index, use_async=use_async)
+    for ops in SCENARIO:
+        twin.run(ops)
+    assert twin.compared == sum(len(ops) for ops in SCENARIO)
+    scored = twin.ours.search(("users",), query="dark")
+    assert any(i.score is not None for i in scored) == (index is not None)
+
+
+# --------------------------------------------------------------------------- seeded random sequences
+
+LABELS = ["a", "b", "c"]
+KEY_INDEX: dict[str, Any] = {"k1": None, "k2": False, "k3": ["text"]}
+WORDS = ["apple", "banana", "cherry", "delta", "echo", "fox", "golf"]
+
+
+def _random_ns(rng: random.Random) -> Namespace:
+    return tuple(rng.choice(LABELS) for _ in range(rng.randint(1, 3)))
+
+
+def _random_op(rng: random.Random) -> Op:
+    roll = rng.random()
+    ns, key = _random_ns(rng), rng.choice(["k1", "k2", "k3"])
+    if roll < 0.35:
+        # Every text is unique (InMemoryStore fails a batch that embeds one text twice), and
+        # a key always embeds the same fields (InMemoryStore keeps the vectors of fields an
+        # overwrite no longer embeds; test_overwrite_drops_vectors_of_fields_gone covers ours).
+        uid = rng.getrandbits(32)
+        text = f"{' '.join(rng.sample(WORDS, 2))} t{uid}"
+        notes = [f"{word} n{uid}{j}" for j, word in enumerate(rng.sample(WORDS, 2))]
+        value = {"n": rng.randint(0, 9), "text": text, "tag": rng.choice(["x", "y"]), "notes": notes}
+        return PutOp(ns, key, value, index=KEY_INDEX[key])
+    if roll < 0.45:
+        return PutOp(ns, key, None)
+    if roll < 0.6:
+        return GetOp(ns, key)
+    if roll < 0.9:
+        op, bound = rng.choice(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), rng.randint(0, 9)
+        filters = [None, {"tag": rng.choice(["x", "y"])}, {"n": {op: bound if op not in ("$eq", "$ne") else bound}}]
+        prefix = ns[: rng.randint(0, len(ns))]
+        query = rng.choice([None, rng.choice(WORDS)])
+        return _search(prefix, filter=rng.choice(filters), limit=rng.randint(0, 5), offset=rng.randint(0, 3), query=query)
+    pattern = tuple(rng.choice(LABELS + ["*"]) for _ in range(rng.randint(0, 2)))
+    prefix, suffix = (pattern, None) if rng.random() < 0.5 else (None, pattern)
+    return _list(prefix, suffix, max_depth=rng.choice([None, 1, 2]), limit=rng.randint(1, 6), offset=rng.randint(0, 2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_sequences_match_in_memory_store(tmp_path: Path, index: IndexConfig | None, seed: int) -> None:
+    rng = random.Random(seed)
+    twin = Twin(LangGraphChromaStore.open(path=tmp_path, index=index), index)
+    batches = [[_random_op(rng) for _ in range(rng.randint(1, 4))] for _ in range(40)]
+    for ops in batches:
+        twin.run(ops)
+    listed = twin.ours.list_namespaces(limit=BIG)
+    assert listed and all(twin.ours.search(ns, limit=BIG) for ns in listed)
+
+
+# --------------------------------------------------------------------------- async, persistence, timestamps
+
+
+def test_async_methods_answer_like_sync(tmp_path: Path) -> None:
+    sync = LangGraphChromaStore.open(path=tmp_path / "s", index=_index())
+    asyn = LangGraphChromaStore.open(path=tmp_path / "a", index=_index())
+
+    async def drive() -> tuple[Any, ...]:
+        await asyn.aput(U1, "k1", _value(1, "likes dark mode"))
+        await asyn.aput(U1, "k2", _value(2, "tea please"))
+        await asyn.adelete(U1, "k2")
+        await asyn.aput(U2, "k3", _value(3, "dark roast coffee"))
+        return (
+            await asyn.aget(U1, "k1"),
+            await asyn.asearch(("users",), query="dark", limit=5),
+            await asyn.alist_namespaces(prefix=("users",)),
+        )
+
+    got = asyncio.run(drive())
+    sync.put(U1, "k1", _value(1, "likes dark mode"))
+    sync.put(U1, "k2", _value(2, "tea please"))
+    sync.delete(U1, "k2")
+    sync.put(U2, "k3", _value(3, "dark roast coffee"))
+    want = (sync.get(U1, "k1"), sync.search(("users",), query="dark", limit=5), sync.list_namespaces(prefix=("users",)))
+    assert _plain(got[0]) == _plain(want[0])
+    assert [(_plain(i), round(i.score or 0, 5)) for i in got[1]] == [(_plain(i), round(i.score or 0, 5)) for i in want[1]]
+    assert got[2] == want[2] == [U1, U2]
+
+
+def test_reopen_reads_back_and_keeps_created_at(tmp_path: Path) -> None:
+    store = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    store.put(U1, "k1", _value(1, "likes dark mode"))
+    store.put(DEEP, "d", _value(2, "deep nested doc"))
+    first = store.get(U1, "k1")
+    store.put(U1, "k1", _value(3, "likes light mode"))
+    store.close()
+
+    again = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    item = again.get(U1, "k1")
+    assert item is not None and first is not None
+    assert item.value == _value(3, "likes light mode")
+    assert item.created_at == first.created_at and item.updated_at > first.updated_at
+    assert again.list_namespaces() == [DEEP, U1]
+    hits = again.search((), query="light mode", limit=1)
+    assert [(h.key, h.score is not None) for h in hits] == [("k1", True)]
+    again.put(U2, "k", _value(4, "later"))  # a namespace created after reopening comes after older ones
+    assert [i.namespace for i in again.search(())] == [U1, DEEP, U2]
+
+
+@pytest.mark.server
+def test_http_client_store(chroma_server: str) -> None:
+    store = LangGraphChromaStore.open(url=chroma_server, index=_index(), root=("http-test",))
+    store.put(U1, "k1", _value(1, "served by chroma run"))
+    assert _plain(store.get(U1, "k1")) == (U1, "k1", _value(1, "served by chroma run"))
+    assert [h.key for h in store.search(U1, query="chroma")] == ["k1"]
+    store.close()
+
+
+# --------------------------------------------------------------------------- isolation and bad input
+
+
+def test_namespaces_and_roots_never_mix(tmp_path: Path) -> None:
+    store = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    store.put(("a",), "k", _value(1, "secret of a"))
+    store.put(("a", "b"), "k", _value(2, "nested under a"))
+    store.put(("ab",), "k", _value(3, "a lookalike label"))
+    store.put(("b",), "k", _value(4, "public b"))
+    assert {i.namespace for i in store.search(("b",), query="secret of a", limit=BIG)} == {("b",)}
+    assert {i.namespace for i in store.search(("a",), limit=BIG)} == {("a",), ("a", "b")}
+    assert store.get(("b",), "k") is not None and store.get(("b",), "k").value["n"] == 4  # type: ignore[union-attr]
+    other = LangGraphChromaStore(store.client, index=_index(), root=("tenant-2",))
+    assert other.get(("a",), "k") is None and other.search((), limit=BIG) == [] and other.list_namespaces() == []
+    other.put(("a",), "k", _value(9, "tenant two"))
+    assert store.get(("a",), "k").value["n"] == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("call", "in_memory_too"),
+    [
+        (lambda s: s.put((), "k", {"n": 1}), True),
+        (lambda s: s.put(("a.b",), "k", {"n": 1}), True),
+        (lambda s: s.put(("a", ""), "k", {"n": 1}), True),
+        (lambda s: s.put(("langgraph",), "k", {"n": 1}), True),
+        (lambda s: s.search(("a.b",)), True),
+        (lambda s: s.list_namespaces(prefix=("x.y",)), True),
+        (lambda s: s.batch([PutOp((), "k", {"n": 1})]), False),  # InMemoryStore's batch checks nothing
+        (lambda s: s.batch([GetOp(("a.b",), "k")]), False),
+    ],
+    ids=["empty", "dot", "empty-label", "reserved-root", "search-dot", "list-dot", "batch-empty", "batch-get-dot"],
+)
+def test_bad_namespaces_raise_like_langgraph(tmp_path: Path, call: Any, in_memory_too: bool) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path)
+    with pytest.raises(InvalidNamespaceError):
+        call(ours)
+    if in_memory_too:
+        with pytest.raises(InvalidNamespaceError):
+            call(InMemoryStore())
+    assert ours.list_namespaces() == []
+
+
+@pytest.mark.parametrize("value", [["not", "a", "dict"], 42, {"x": float("nan")}, {"x": float("inf")}, {"x": object()}])
+def test_bad_values_raise_and_write_nothing(tmp_path: Path, value: Any) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path)
+    with pytest.raises(InvalidRecord):
+        ours.batch([PutOp(("a",), "ok", {"n": 1}), PutOp(("a",), "bad", value)])
+    assert ours.get(("a",), "ok") is None  # the batch is validated before any write
+
+
+def test_unsupported_operations_raise(tmp_path: Path) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path)
+    assert ours.supports_ttl is False
+    with pytest.raises(NotImplementedError):
+        ours.put(("a",), "k", {"n": 1}, ttl=5)
+    with pytest.raises(NotImplementedError):
+        ours.batch([PutOp(("a",), "k", {"n": 1}, ttl=5)])
+    ours.put(("a",), "k", {"n": 1})
+    with pytest.raises(ValueError, match="Unsupported operator"):
+        ours.search(("a",), filter={"n": {"$in": [1]}})
+    with pytest.raises(ValueError, match="Unknown operation"):
+        ours.batch(["not an op"])  # type: ignore[list-item]
+
+
+def test_overwrite_drops_vectors_of_fields_gone(tmp_path: Path) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    ours.put(U1, "k", _value(1, "fox", notes=["fox den", "fox tail"]))
+    assert ours.search(U1, query="fox")[0].score is not None
+    ours.put(U1, "k", _value(1, "fox"), index=False)  # InMemoryStore would still score it by the old vectors
+    assert [(h.key, h.score) for h in ours.search(U1, query="fox")] == [("k", None)]
+    ours.put(U1, "k", _value(1, "cherry", notes=["fox"]))
+    ours.put(U1, "k", _value(1, "cherry", notes=[]))
+    (hit,) = ours.search(U1, query="fox")
+    assert hit.score is not None and hit.score < 0.5  # only the "cherry" text is left
+
+
+def test_search_items_carry_timestamps(tmp_path: Path) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path)
+    ours.put(("a",), "k", {"n": 1})
+    (hit,) = ours.search(("a",))
+    assert isinstance(hit, SearchItem) and hit.score is None
+    assert hit.created_at == hit.updated_at and hit.created_at.tzinfo is not None
