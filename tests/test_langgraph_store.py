@@ -17,12 +17,18 @@ import asyncio
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.config import get_store
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import (
     GetOp,
     IndexConfig,
@@ -379,3 +385,138 @@ def test_search_items_carry_timestamps(tmp_path: Path) -> None:
     (hit,) = ours.search(("a",))
     assert isinstance(hit, SearchItem) and hit.score is None
     assert hit.created_at == hit.updated_at and hit.created_at.tzinfo is not None
+
+
+# --------------------------------------------------------------------------- real use: agents, graphs, LangMem
+
+
+class _ToolCallingFake(GenericFakeChatModel):
+    """GenericFakeChatModel that accepts ``bind_tools`` (create_agent binds the tools)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def _calls(*calls: tuple[str, dict[str, Any]]) -> Any:
+    """Scripted model turns: one tool call per turn, then a final answer."""
+    turns = [AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": f"call-{i}"}]) for i, (n, a) in enumerate(calls)]
+    return iter([*turns, AIMessage(content="done")])
+
+
+@dataclass
+class _Ctx:
+    user_id: str
+
+
+@tool
+def remember(fact: str, runtime: ToolRuntime[_Ctx]) -> str:
+    """Save a fact about the current user."""
+    assert runtime.store is not None
+    namespace = ("facts", runtime.context.user_id)
+    runtime.store.put(namespace, "fact-1", {"text": fact})
+    item = runtime.store.get(namespace, "fact-1")
+    return f"saved: {item.value['text'] if item else 'nothing'}"
+
+
+@tool
+def recall(query: str) -> str:
+    """Recall facts about user u1."""
+    return "; ".join(h.value["text"] for h in get_store().search(("facts", "u1"), query=query))
+
+
+def _tool_outputs(result: dict[str, Any]) -> list[str]:
+    return [str(m.content) for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+def test_create_agent_tools_reach_the_store(tmp_path: Path) -> None:
+    store = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    model = _ToolCallingFake(messages=_calls(("remember", {"fact": "likes green tea"}), ("recall", {"query": "tea"})))
+    agent = create_agent(model, tools=[remember, recall], store=store, context_schema=_Ctx)
+    result = agent.invoke({"messages": [HumanMessage("remember that I like green tea")]}, context=_Ctx(user_id="u1"))
+    assert _tool_outputs(result) == ["saved: likes green tea", "likes green tea"]
+    assert result["messages"][-1].content == "done"
+    store.close()
+    reopened = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    assert _plain(reopened.get(("facts", "u1"), "fact-1")) == (("facts", "u1"), "fact-1", {"text": "likes green tea"})
+
+
+class _Visits(TypedDict):
+    visits: int
+
+
+def _count(state: _Visits, runtime: Runtime[None]) -> dict[str, int]:
+    assert runtime.store is not None
+    item = runtime.store.get(("counters",), "visits")
+    visits = (item.value["n"] if item else 0) + 1
+    runtime.store.put(("counters",), "visits", {"n": visits})
+    return {"visits": visits}
+
+
+async def _acount(state: _Visits, runtime: Runtime[None]) -> dict[str, int]:
+    assert runtime.store is not None
+    item = await runtime.store.aget(("counters",), "visits")
+    visits = (item.value["n"] if item else 0) + 1
+    await runtime.store.aput(("counters",), "visits", {"n": visits})
+    return {"visits": visits}
+
+
+def test_compiled_graph_nodes_read_and_write_the_store(tmp_path: Path) -> None:
+    store = LangGraphChromaStore.open(path=tmp_path)
+    sync_graph = StateGraph(_Visits).add_node("count", _count).add_edge(START, "count").compile(store=store)
+    async_graph = StateGraph(_Visits).add_node("count", _acount).add_edge(START, "count").compile(store=store)
+    assert sync_graph.invoke({"visits": 0}) == {"visits": 1}
+    assert sync_graph.invoke({"visits": 0}) == {"visits": 2}
+    assert asyncio.run(async_graph.ainvoke({"visits": 0})) == {"visits": 3}
+    item = LangGraphChromaStore.open(path=tmp_path).get(("counters",), "visits")
+    assert item is not None and item.value == {"n": 3}
+
+
+def test_learning_memory_as_store_keeps_to_its_namespace(tmp_path: Path) -> None:
+    from langmem_plus import LearningMemory
+
+    mem = LearningMemory.open(tmp_path, namespace=("acme", "agent-7"))
+    other = LearningMemory.open(tmp_path, namespace=("acme", "agent-8"))
+    store = mem.as_store(index={"dims": mem.config.embedding_dim, "embed": mem.store.embeddings})
+    store.put(("prefs",), "theme", {"text": "dark mode"})
+    assert [h.key for h in store.search(("prefs",), query="dark")] == ["theme"]
+    assert other.as_store().search((), limit=BIG) == [] and other.as_store().list_namespaces() == []
+    assert mem.store.count("lessons") == 0  # the LangGraph items live in collections of their own
+    mem.close()
+    other.close()
+    again = LearningMemory.open(tmp_path, namespace=("acme", "agent-7"))
+    assert _plain(again.as_store().get(("prefs",), "theme")) == (("prefs",), "theme", {"text": "dark mode"})
+    again.close()
+
+
+def test_langmem_tools_in_an_agent_on_our_store(tmp_path: Path) -> None:
+    langmem = pytest.importorskip("langmem")
+    store = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    manage = langmem.create_manage_memory_tool(namespace=("memories", "{user_id}"))
+    search = langmem.create_search_memory_tool(namespace=("memories", "{user_id}"))
+    model = _ToolCallingFake(
+        messages=_calls(
+            ("manage_memory", {"content": "User prefers green tea", "action": "create"}),
+            ("search_memory", {"query": "tea"}),
+        )
+    )
+    agent = create_agent(model, tools=[manage, search], store=store)
+    result = agent.invoke({"messages": [HumanMessage("I like green tea")]}, {"configurable": {"user_id": "u1"}})
+    created, found = _tool_outputs(result)
+    assert created.startswith("created memory ")
+    (item,) = store.search(("memories", "u1"))
+    assert item.key == created.removeprefix("created memory ") and item.value == {"content": "User prefers green tea"}
+    assert "User prefers green tea" in found and item.key in found
+    assert store.search(("memories", "u2")) == []
+
+
+def test_langmem_tools_with_the_store_passed_in(tmp_path: Path) -> None:
+    langmem = pytest.importorskip("langmem")
+    store = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    manage = langmem.create_manage_memory_tool(namespace=("memories", "team"), store=store)
+    search = langmem.create_search_memory_tool(namespace=("memories", "team"), store=store, response_format="content_and_artifact")
+    memory_id = manage.invoke({"content": "deploys happen on Fridays", "action": "create"}).removeprefix("created memory ")
+    assert manage.invoke({"content": "deploys happen on Tuesdays", "action": "update", "id": memory_id}) == f"updated memory {memory_id}"
+    hits = search.invoke({"type": "tool_call", "id": "s1", "name": search.name, "args": {"query": "when are deploys"}}).artifact
+    assert [(h.key, h.value["content"]) for h in hits] == [(memory_id, "deploys happen on Tuesdays")]
+    assert asyncio.run(manage.ainvoke({"action": "delete", "id": memory_id})) == f"Deleted memory {memory_id}"
+    assert store.get(("memories", "team"), memory_id) is None
