@@ -86,10 +86,7 @@ class Twin:
 
     def _expected_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
         """The oracle's listing, keeping namespaces that hold items, then depth, sort, page."""
-        conditions = op.match_conditions or ()
-        prefix = next((c.path for c in conditions if c.match_type == "prefix"), None)
-        suffix = next((c.path for c in conditions if c.match_type == "suffix"), None)
-        matching = self.oracle.list_namespaces(prefix=prefix, suffix=suffix, limit=BIG)
+        matching = self.oracle.batch([ListNamespacesOp(op.match_conditions, None, BIG, 0)])[0]
         held = [ns for ns in matching if any(i.namespace == ns for i in self.oracle.search(ns, limit=BIG))]
         cut = {ns[: op.max_depth] if op.max_depth is not None else ns for ns in held}
         return sorted(cut)[op.offset : op.offset + op.limit]
@@ -175,6 +172,8 @@ SCENARIO: list[list[Op]] = [
     [_search(U1), PutOp(U2, "k9", _value(1, "unindexed text"), index=False), PutOp(U2, "k8", _value(1, "x", title="by title"), index=["title"])],
     [_search(U2, query="unindexed text"), _search(U2, query="title", limit=1, offset=3), _search(U2, query="lover")],
     [PutOp(("ghost",), "g", None), GetOp(("ghost",), "g"), _list(prefix=("ghost",))],
+    [ListNamespacesOp((MatchCondition("prefix", ("users",)), MatchCondition("prefix", ("*", "u1"))), None, 100, 0)],
+    [ListNamespacesOp((MatchCondition("suffix", ("u1",)), MatchCondition("suffix", ("*",))), 1, 100, 0)],
 ]
 
 

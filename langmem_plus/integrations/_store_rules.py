@@ -11,7 +11,7 @@ non-numeric value does not match, where InMemoryStore raises ``TypeError``.
 Example:
     >>> matches_filter({"n": 3, "tag": "x"}, {"n": {"$gte": 2, "$lt": 5}, "tag": "x"})
     True
-    >>> namespace_matches(("users", "u1", "prefs"), prefix=("users", "*"), suffix=("prefs",))
+    >>> namespace_matches(("users", "u1", "prefs"), [("prefix", ("users", "*")), ("suffix", ("prefs",))])
     True
 """
 
@@ -87,22 +87,22 @@ def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -
     return not filter or all(_compare(value.get(key), wanted) for key, wanted in filter.items())
 
 
-def _path_matches(labels: Iterable[str], pattern: Iterable[str]) -> bool:
-    return all(p == "*" or label == p for label, p in zip(labels, pattern))
+def namespace_matches(namespace: tuple[str, ...], conditions: Iterable[tuple[str, Sequence[str]]]) -> bool:
+    """Whether a namespace meets every ``(match_type, path)`` condition (LangGraph's ``MatchCondition``).
 
+    ``"prefix"`` compares the first labels and ``"suffix"`` the last ones; ``*`` matches
+    any one label, and a path longer than the namespace never matches.
 
-def namespace_matches(
-    namespace: tuple[str, ...],
-    *,
-    prefix: Sequence[str] | None = None,
-    suffix: Sequence[str] | None = None,
-) -> bool:
-    """Whether a namespace starts with ``prefix`` and ends with ``suffix`` (``*`` matches one label)."""
-    for pattern, labels in ((prefix, namespace), (suffix, namespace[::-1])):
-        if pattern is None:
-            continue
-        ordered = list(pattern) if pattern is prefix else list(pattern)[::-1]
-        if len(namespace) < len(ordered) or not _path_matches(labels, ordered):
+    Raises:
+        ValueError: A match type other than ``prefix`` or ``suffix``.
+    """
+    for match_type, path in conditions:
+        if match_type not in ("prefix", "suffix"):
+            raise ValueError(f"Unsupported match type: {match_type}")
+        if len(namespace) < len(path):
+            return False
+        labels = namespace[: len(path)] if match_type == "prefix" else namespace[len(namespace) - len(path) :]
+        if not all(p == "*" or label == p for label, p in zip(labels, path)):
             return False
     return True
 

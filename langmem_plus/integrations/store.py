@@ -37,11 +37,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -64,8 +61,17 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langmem_plus._text import stable_hash
 from langmem_plus.errors import InvalidRecord
+from langmem_plus.integrations._store_layout import (
+    PLACEHOLDER,
+    Collections,
+    Entry,
+    Namespace,
+    Space,
+    encode_value,
+    item_id,
+    vector_id,
+)
 from langmem_plus.integrations._store_rules import (
     cosine_scores,
     index_paths,
@@ -74,29 +80,11 @@ from langmem_plus.integrations._store_rules import (
     rank_page,
     texts_to_embed,
 )
-from langmem_plus.store.chroma import PAGE_SIZE, _close_quietly, _connect_embedded, _connect_http
+from langmem_plus.store.chroma import _close_quietly, _connect_embedded, _connect_http
 from langmem_plus.store.mapping import namespace_key
 
-logger = logging.getLogger("langmem_plus")
-
-ITEMS_KIND = "lgitems"
-"""Collection-name suffix and ``lmp_kind`` of a namespace's items."""
-VECTORS_KIND = "lgvectors"
-"""Collection-name suffix of a namespace's field vectors (only with an index)."""
-_PLACEHOLDER = [1.0]
-"""The embedding of an item entry: Chroma needs one, items are only ever read by id."""
-
-Namespace = tuple[str, ...]
-
-
-@dataclass
-class _Space:
-    """One namespace's collections, and its creation order among namespaces."""
-
-    namespace: Namespace
-    items: Any
-    seq: int
-    vectors: Any | None = None
+Fields = dict[tuple[Namespace, str], list[tuple[str, list[float]]]]
+"""The embedded fields of each written item: (namespace, key) -> [(path, vector)]."""
 
 
 @dataclass
@@ -108,20 +96,6 @@ class _Plan:
     queries: list[str] = field(default_factory=list)
     texts: list[tuple[Namespace, str, str, str]] = field(default_factory=list)
     """(namespace, key, path, text) for every field vector the writes need."""
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _encode_value(value: Any) -> str:
-    """The JSON document of an item value, or InvalidRecord for what JSON cannot hold."""
-    if not isinstance(value, Mapping):
-        raise InvalidRecord(f"a store value must be a dict, got {type(value).__name__}")
-    try:
-        return json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidRecord(f"a store value must be JSON without NaN or infinity: {exc}") from exc
 
 
 class LangGraphChromaStore(BaseStore):
@@ -165,10 +139,8 @@ class LangGraphChromaStore(BaseStore):
         self.location = location
         self._paths = index_paths(index.get("fields")) if index else []
         self._owns_client = owns_client
-        self._root_key = namespace_key(self.root)
-        self._spaces: dict[Namespace, _Space] = {}
+        self._layout = Collections(client, self.root)
         self._lock = threading.RLock()
-        self._last_seq = 0
         self._max_batch = max(1, int(client.get_max_batch_size()))
 
     @classmethod
@@ -194,7 +166,7 @@ class LangGraphChromaStore(BaseStore):
     def close(self) -> None:
         """Forget cached collections; close the client if ``open`` made it."""
         with self._lock:
-            self._spaces.clear()
+            self._layout.clear()
         if self._owns_client:
             _close_quietly(self.client)
 
@@ -253,7 +225,7 @@ class LangGraphChromaStore(BaseStore):
         if op.ttl is not None:
             raise NotImplementedError(f"TTL is not supported by {type(self).__name__}; put with ttl=None")
         if op.value is not None:
-            _encode_value(op.value)
+            encode_value(op.value)
 
     def _embed(self, plan: _Plan) -> tuple[dict[str, list[float]], list[list[float]]]:
         if self.embeddings is None:
@@ -266,6 +238,7 @@ class LangGraphChromaStore(BaseStore):
         """Answer the reads, then apply the writes (the shared core of ``batch`` and ``abatch``)."""
         if len(vectors) != len(plan.texts):
             raise InvalidRecord(f"the embedder returned {len(vectors)} vectors for {len(plan.texts)} texts")
+        self._check_dims(vectors)
         with self._lock:
             results: list[Result] = []
             for op in plan.ops:
@@ -280,131 +253,22 @@ class LangGraphChromaStore(BaseStore):
             self._write(plan, vectors)
             return results
 
-    # ------------------------------------------------------------------ collections
-
-    def _name(self, namespace: Namespace, kind: str) -> str:
-        return f"lmp_{stable_hash(self._root_key, namespace_key(namespace))}_{kind}"
-
-    def _metadata(self, namespace: Namespace, kind: str, seq: int) -> dict[str, Any]:
-        return {"lmp_ns": namespace_key(namespace), "lmp_root": self._root_key, "lmp_kind": kind, "lmp_seq": seq}
-
-    def _space(self, namespace: Namespace, *, create: bool = False) -> _Space | None:
-        """A namespace's collections: cached, looked up, or (for a write) created."""
-        space = self._spaces.get(namespace)
-        if space is not None:
-            return space
-        from chromadb.errors import NotFoundError
-
-        try:
-            coll = self.client.get_collection(self._name(namespace, ITEMS_KIND), embedding_function=None)
-        except (NotFoundError, ValueError):
-            if not create:
-                return None
-            coll = self.client.get_or_create_collection(
-                self._name(namespace, ITEMS_KIND),
-                embedding_function=None,
-                metadata=self._metadata(namespace, ITEMS_KIND, self._next_seq()),
-            )
-        return self._remember(namespace, coll)
-
-    def _remember(self, namespace: Namespace, coll: Any) -> _Space | None:
-        meta = coll.metadata or {}
-        if meta.get("lmp_ns") != namespace_key(namespace) or meta.get("lmp_root") != self._root_key:
-            logger.warning("langmem_plus: collection %s belongs to another namespace; skipped", coll.name)
-            return None
-        space = _Space(namespace, coll, int(meta.get("lmp_seq", 0)))
-        self._spaces[namespace] = space
-        return space
-
-    def _vectors(self, space: _Space, *, create: bool = False) -> Any | None:
-        if space.vectors is None:
-            from chromadb.errors import NotFoundError
-
-            name = self._name(space.namespace, VECTORS_KIND)
-            try:
-                space.vectors = self.client.get_collection(name, embedding_function=None)
-            except (NotFoundError, ValueError):
-                if create:
-                    space.vectors = self.client.get_or_create_collection(
-                        name,
-                        embedding_function=None,
-                        configuration={"hnsw": {"space": "cosine"}},
-                        metadata=self._metadata(space.namespace, VECTORS_KIND, space.seq),
-                    )
-        return space.vectors
-
-    def _all_spaces(self) -> list[_Space]:
-        """Every namespace of this root that was ever written, in creation order."""
-        spaces = []
-        for coll in self.client.list_collections():
-            meta = coll.metadata or {}
-            if meta.get("lmp_kind") != ITEMS_KIND or meta.get("lmp_root") != self._root_key:
-                continue
-            namespace = tuple(json.loads(str(meta.get("lmp_ns", "[]"))))
-            space = self._spaces.get(namespace) or self._remember(namespace, coll)
-            if space is not None:
-                spaces.append(space)
-        return sorted(spaces, key=lambda s: (s.seq, s.namespace))
-
-    def _next_seq(self) -> int:
-        """A per-process increasing, roughly time-ordered insertion number."""
-        self._last_seq = max(self._last_seq + 1, time.time_ns())
-        return self._last_seq
-
     # ------------------------------------------------------------------ reads
 
-    def _decode(self, space: _Space, rid: str, document: str | None, meta: Mapping[str, Any] | None) -> tuple[Item, int, list[str]] | None:
-        """An entry as (item, seq, vector ids); None (logged) if it is foreign or unreadable."""
-        if not meta or meta.get("ns") != namespace_key(space.namespace):
-            logger.warning("langmem_plus: skipped store entry %r of a foreign namespace", rid)
-            return None
-        try:
-            item = Item(
-                value=json.loads(document or ""),
-                key=str(meta["key"]),
-                namespace=space.namespace,
-                created_at=datetime.fromisoformat(str(meta["created_at"])),
-                updated_at=datetime.fromisoformat(str(meta["updated_at"])),
-            )
-            return item, int(meta["seq"]), list(json.loads(str(meta.get("vectors", "[]"))))
-        except (KeyError, TypeError, ValueError) as exc:
-            logger.warning("langmem_plus: skipped unreadable store entry %r: %s", rid, exc)
-            return None
-
     def _get(self, namespace: Namespace, key: str) -> Item | None:
-        space = self._space(namespace)
-        if space is None:
-            return None
-        res = space.items.get(ids=["k" + key], include=["documents", "metadatas"])
-        for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
-            decoded = self._decode(space, rid, doc, meta)
-            if decoded is not None:
-                return decoded[0]
-        return None
-
-    def _items(self, space: _Space) -> list[tuple[Item, int, list[str]]]:
-        """Every item of one namespace, in insertion order."""
-        out = []
-        offset = 0
-        while True:
-            res = space.items.get(limit=PAGE_SIZE, offset=offset, include=["documents", "metadatas"])
-            for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
-                decoded = self._decode(space, rid, doc, meta)
-                if decoded is not None:
-                    out.append(decoded)
-            if len(res["ids"]) < PAGE_SIZE:
-                return sorted(out, key=lambda entry: entry[1])
-            offset += PAGE_SIZE
+        space = self._layout.space(namespace)
+        found = self._layout.entries(space, [key]) if space is not None else []
+        return found[0].item if found else None
 
     def _search(self, op: SearchOp, query: list[float] | None) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         candidates: list[tuple[Item, list[float]]] = []
-        for space in self._all_spaces():
+        for space in self._layout.all_spaces():
             if space.namespace[: len(prefix)] != prefix:
                 continue
-            found = [(item, vids) for item, _, vids in self._items(space) if matches_filter(item.value, op.filter)]
-            scores = self._field_scores(space, query, [v for _, vids in found for v in vids]) if query else {}
-            candidates.extend((item, [scores[v] for v in vids if v in scores]) for item, vids in found)
+            found = [e for e in self._layout.entries(space) if matches_filter(e.item.value, op.filter)]
+            scores = self._field_scores(space, query, [v for e in found for v in e.vector_ids]) if query else {}
+            candidates.extend((e.item, [scores[v] for v in e.vector_ids if v in scores]) for e in found)
         page: list[tuple[Item, float | None]]
         if query is None:
             page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
@@ -415,9 +279,9 @@ class LangGraphChromaStore(BaseStore):
             for item, score in page
         ]
 
-    def _field_scores(self, space: _Space, query: list[float], vector_ids: list[str]) -> dict[str, float]:
+    def _field_scores(self, space: Space, query: list[float], vector_ids: list[str]) -> dict[str, float]:
         """Cosine similarity of the query to each stored field vector, by vector id."""
-        coll = self._vectors(space)
+        coll = self._layout.vectors(space)
         if coll is None or not vector_ids:
             return {}
         ids: list[str] = []
@@ -429,13 +293,11 @@ class LangGraphChromaStore(BaseStore):
         return dict(zip(ids, cosine_scores(query, embeddings)))
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
-        conditions = op.match_conditions or ()
-        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), None)
-        suffix = next((tuple(c.path) for c in conditions if c.match_type == "suffix"), None)
+        conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
         found = {
             space.namespace[: op.max_depth] if op.max_depth is not None else space.namespace
-            for space in self._all_spaces()
-            if namespace_matches(space.namespace, prefix=prefix, suffix=suffix) and space.items.count() > 0
+            for space in self._layout.all_spaces()
+            if namespace_matches(space.namespace, conditions) and space.items.count() > 0
         }
         return sorted(found)[op.offset : op.offset + op.limit]
 
@@ -443,7 +305,7 @@ class LangGraphChromaStore(BaseStore):
 
     def _write(self, plan: _Plan, vectors: list[list[float]]) -> None:
         """Apply the batch's last write per key, namespace by namespace."""
-        fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]] = {}
+        fields: Fields = {}
         for (namespace, key, path, _), vector in zip(plan.texts, vectors):
             fields.setdefault((namespace, key), []).append((path, list(vector)))
         by_space: dict[Namespace, list[PutOp]] = {}
@@ -452,34 +314,25 @@ class LangGraphChromaStore(BaseStore):
         for namespace, ops in by_space.items():
             self._write_space(namespace, ops, fields)
 
-    def _write_space(self, namespace: Namespace, ops: list[PutOp], fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]]) -> None:
-        space = self._space(namespace, create=any(op.value is not None for op in ops))
+    def _write_space(self, namespace: Namespace, ops: list[PutOp], fields: Fields) -> None:
+        """Drop the replaced items' vectors and the deleted items, then upsert the rest."""
+        space = self._layout.space(namespace, create=any(op.value is not None for op in ops))
         if space is None:
             return  # only deletes, in a namespace that never existed
-        old = {}
-        res = space.items.get(ids=["k" + op.key for op in ops], include=["documents", "metadatas"])
-        for rid, doc, meta in zip(res["ids"], res["documents"] or [], res["metadatas"] or []):
-            decoded = self._decode(space, rid, doc, meta)
-            if decoded is not None:
-                old[decoded[0].key] = decoded
-        stale = [v for _, _, vids in old.values() for v in vids]
-        if stale and (coll := self._vectors(space)) is not None:
+        old = {e.item.key: e for e in self._layout.entries(space, [op.key for op in ops])}
+        stale = [v for e in old.values() for v in e.vector_ids]
+        if stale and (coll := self._layout.vectors(space)) is not None:
             coll.delete(ids=stale)
-        gone = [op.key for op in ops if op.value is None and op.key in old]
+        gone = [item_id(op.key) for op in ops if op.value is None and op.key in old]
         if gone:
-            space.items.delete(ids=["k" + key for key in gone])
+            space.items.delete(ids=gone)
         kept = [op for op in ops if op.value is not None]
         if kept:
             self._upsert(space, kept, old, fields)
 
-    def _upsert(
-        self,
-        space: _Space,
-        ops: list[PutOp],
-        old: dict[str, tuple[Item, int, list[str]]],
-        fields: dict[tuple[Namespace, str], list[tuple[str, list[float]]]],
-    ) -> None:
-        now = _now().isoformat()
+    def _upsert(self, space: Space, ops: list[PutOp], old: dict[str, Entry], fields: Fields) -> None:
+        """Write items and their field vectors; an overwrite keeps ``created_at`` and its order."""
+        now = datetime.now(timezone.utc).isoformat()
         ns_key = namespace_key(space.namespace)
         vec_ids: list[str] = []
         vec_embs: list[list[float]] = []
@@ -487,33 +340,26 @@ class LangGraphChromaStore(BaseStore):
         metas: list[dict[str, Any]] = []
         for op in ops:
             prior = old.get(op.key)
-            ids = [json.dumps([op.key, path]) for path, _ in fields.get((space.namespace, op.key), [])]
-            for vid, (path, vector) in zip(ids, fields.get((space.namespace, op.key), [])):
-                vec_ids.append(vid)
+            ids = []
+            for path, vector in fields.get((space.namespace, op.key), []):
+                ids.append(vector_id(op.key, path))
                 vec_embs.append(vector)
                 vec_metas.append({"ns": ns_key, "key": op.key, "path": path})
-            metas.append({
-                "ns": ns_key,
-                "key": op.key,
-                "created_at": prior[0].created_at.isoformat() if prior else now,
-                "updated_at": now,
-                "seq": prior[1] if prior else self._next_seq(),
-                "vectors": json.dumps(ids),
-            })
+            vec_ids.extend(ids)
+            created = prior.item.created_at.isoformat() if prior else now
+            seq = prior.seq if prior else self._layout.next_seq()
+            metas.append(self._layout.item_metadata(space, op.key, created_at=created, updated_at=now, seq=seq, vector_ids=ids))
         if vec_ids:
-            self._check_dims(vec_embs)
-            coll = self._vectors(space, create=True)
-            if coll is None:  # pragma: no cover - create=True always gives one
-                raise InvalidRecord(f"no vector collection for {space.namespace!r}")
+            coll = self._layout.ensure_vectors(space)
             for start in range(0, len(vec_ids), self._max_batch):
                 end = start + self._max_batch
                 coll.upsert(ids=vec_ids[start:end], embeddings=vec_embs[start:end], metadatas=vec_metas[start:end])
         for start in range(0, len(ops), self._max_batch):
             chunk = ops[start : start + self._max_batch]
             space.items.upsert(
-                ids=["k" + op.key for op in chunk],
-                embeddings=[_PLACEHOLDER] * len(chunk),
-                documents=[_encode_value(op.value) for op in chunk],
+                ids=[item_id(op.key) for op in chunk],
+                embeddings=[PLACEHOLDER] * len(chunk),
+                documents=[encode_value(op.value) for op in chunk],
                 metadatas=metas[start : start + self._max_batch],
             )
 
