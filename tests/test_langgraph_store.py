@@ -378,6 +378,34 @@ def _stored_vectors(store: LangGraphChromaStore) -> int:
     return sum(c.count() for c in store.client.list_collections() if (c.metadata or {}).get("lmp_kind") == "lgvectors")
 
 
+def test_unfiltered_query_reads_only_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_plus.integrations._store_layout import Collections
+
+    ours = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    oracle = InMemoryStore(index=_index())
+    ops: list[Op] = [PutOp(("docs",), f"d{i}", _value(i, f"{WORDS[i % 7]} {WORDS[i % 5]} doc {i}")) for i in range(200)]
+    ops += [PutOp(("docs", "raw"), f"r{i}", _value(i, f"raw {i}"), index=False) for i in range(10)]
+    ours.batch(ops)
+    oracle.batch(ops)
+    reads: list[int | None] = []
+    entries = Collections.entries
+    monkeypatch.setattr(Collections, "entries", lambda self, space, keys=None: reads.append(None if keys is None else len(keys)) or entries(self, space, keys))
+
+    def same(**kwargs: Any) -> None:
+        got, want = ours.search(("docs",), **kwargs), oracle.search(("docs",), **kwargs)
+        assert [(_plain(g), round(g.score or -9, 4)) for g in got] == [(_plain(w), round(w.score or -9, 4)) for w in want]
+
+    same(query="apple doc", limit=5)
+    same(query="fox golf", limit=4, offset=6)
+    assert None not in reads and sum(r or 0 for r in reads) <= 5 + 10  # never a full scan, at most offset+limit read
+    reads.clear()
+    same(query="echo", limit=10, offset=195)  # the page needs the unscored raw items: the reference path answers
+    assert None in reads
+    reads.clear()
+    same(query="echo", filter={"n": {"$lt": 50}}, limit=3)  # filters take the reference path
+    assert None in reads
+
+
 def test_search_items_carry_timestamps(tmp_path: Path) -> None:
     ours = LangGraphChromaStore.open(path=tmp_path)
     ours.put(("a",), "k", {"n": 1})

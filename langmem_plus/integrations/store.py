@@ -262,22 +262,65 @@ class LangGraphChromaStore(BaseStore):
 
     def _search(self, op: SearchOp, query: list[float] | None) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        candidates: list[tuple[Item, list[float]]] = []
-        for space in self._layout.all_spaces():
-            if space.namespace[: len(prefix)] != prefix:
-                continue
-            found = [e for e in self._layout.entries(space) if matches_filter(e.item.value, op.filter)]
-            scores = self._field_scores(space, query, [v for e in found for v in e.vector_ids]) if query else {}
-            candidates.extend((e.item, [scores[v] for v in e.vector_ids if v in scores]) for e in found)
-        page: list[tuple[Item, float | None]]
-        if query is None:
-            page = [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
-        else:
-            page = rank_page(candidates, offset=op.offset, limit=op.limit)
+        spaces = [s for s in self._layout.all_spaces() if s.namespace[: len(prefix)] == prefix]
+        page = self._nearest_page(spaces, op, query) if query is not None and not op.filter else None
+        if page is None:
+            page = self._exact_page(spaces, op, query)
         return [
             SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score=score)
             for item, score in page
         ]
+
+    def _exact_page(self, spaces: list[Space], op: SearchOp, query: list[float] | None) -> list[tuple[Item, float | None]]:
+        """The reference path: read every item under the prefix, filter and score in Python."""
+        candidates: list[tuple[Item, list[float]]] = []
+        for space in spaces:
+            found = [e for e in self._layout.entries(space) if matches_filter(e.item.value, op.filter)]
+            scores = self._field_scores(space, query, [v for e in found for v in e.vector_ids]) if query else {}
+            candidates.extend((e.item, [scores[v] for v in e.vector_ids if v in scores]) for e in found)
+        if query is None:
+            return [(item, None) for item, _ in candidates[op.offset : op.offset + op.limit]]
+        return rank_page(candidates, offset=op.offset, limit=op.limit)
+
+    def _nearest_page(self, spaces: list[Space], op: SearchOp, query: list[float]) -> list[tuple[Item, float | None]] | None:
+        """The fast path of an unfiltered query: Chroma's nearest field vectors, best per item.
+
+        Reads at most ``offset + limit`` items per namespace instead of all of them.
+        Returns None (use ``_exact_page``) when the scored items cannot fill the page,
+        which is when unscored items pad it. HNSW is approximate on large collections,
+        so a far page may differ from the exact ranking where scores are close.
+        """
+        want = op.offset + op.limit
+        if op.offset < 0 or op.limit <= 0:
+            return None
+        ranked: list[tuple[float, int, int, Item]] = []
+        for space in spaces:
+            coll = self._layout.vectors(space)
+            best = self._nearest_keys(coll, space, query, want) if coll is not None else {}
+            found = self._layout.entries(space, list(best)) if best else []
+            if len(found) < len(best):
+                return None  # a vector outlived its item (an interrupted write): let the reference path answer
+            ranked.extend((best[e.item.key], space.seq, e.seq, e.item) for e in found)
+        ranked.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties in store order, as in the reference path
+        if len(ranked) < want:
+            return None
+        return [(item, score) for score, _, _, item in ranked[op.offset : want]]
+
+    def _nearest_keys(self, coll: Any, space: Space, query: list[float], want: int) -> dict[str, float]:
+        """The ``want`` best-scoring keys of one namespace's vectors (or all, if fewer)."""
+        ns_key = namespace_key(space.namespace)
+        total = int(coll.count())
+        n = min(want, total)
+        while n > 0:
+            res = coll.query(query_embeddings=[query], n_results=n, include=["metadatas", "distances"])
+            best: dict[str, float] = {}
+            for meta, dist in zip((res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0]):
+                if meta and meta.get("ns") == ns_key:
+                    best.setdefault(str(meta.get("key")), 1.0 - float(dist))  # nearest first: the first is the best
+            if len(best) >= want or n >= total:
+                return best
+            n = min(total, n * 2)
+        return {}
 
     def _field_scores(self, space: Space, query: list[float], vector_ids: list[str]) -> dict[str, float]:
         """Cosine similarity of the query to each stored field vector, by vector id."""
@@ -320,7 +363,8 @@ class LangGraphChromaStore(BaseStore):
         if space is None:
             return  # only deletes, in a namespace that never existed
         old = {e.item.key: e for e in self._layout.entries(space, [op.key for op in ops])}
-        stale = [v for e in old.values() for v in e.vector_ids]
+        rewritten = {vector_id(key, path) for (ns, key), found in fields.items() if ns == namespace for path, _ in found}
+        stale = [v for e in old.values() for v in e.vector_ids if v not in rewritten]  # the upsert replaces the rest
         if stale and (coll := self._layout.vectors(space)) is not None:
             coll.delete(ids=stale)
         gone = [item_id(op.key) for op in ops if op.value is None and op.key in old]
