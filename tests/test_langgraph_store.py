@@ -17,6 +17,7 @@ import asyncio
 import math
 import random
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -263,6 +264,26 @@ def test_async_methods_answer_like_sync(tmp_path: Path) -> None:
     assert _plain(got[0]) == _plain(want[0])
     assert [(_plain(i), round(i.score or 0, 5)) for i in got[1]] == [(_plain(i), round(i.score or 0, 5)) for i in want[1]]
     assert got[2] == want[2] == [U1, U2]
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    first = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    handles = [first] + [LangGraphChromaStore(first.client, index=_index()) for _ in range(3)]
+
+    def write(worker: int) -> None:
+        for i in range(10):
+            handles[worker].put(("shared",), f"w{worker}-{i}", _value(i, f"worker {worker} note {i}"))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(write, range(4)))
+
+    async def gathered() -> None:
+        await asyncio.gather(*(first.aput(("shared",), f"a{i}", _value(i, f"async note {i}")) for i in range(10)))
+
+    asyncio.run(gathered())
+    keys = {i.key for i in first.search(("shared",), limit=BIG)}
+    assert keys == {f"w{w}-{i}" for w in range(4) for i in range(10)} | {f"a{i}" for i in range(10)}
+    assert first.list_namespaces() == [("shared",)]
 
 
 def test_reopen_reads_back_and_keeps_created_at(tmp_path: Path) -> None:

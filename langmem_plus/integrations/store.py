@@ -297,9 +297,8 @@ class LangGraphChromaStore(BaseStore):
         for space in spaces:
             coll = self._layout.vectors(space)
             best = self._nearest_keys(coll, space, query, want) if coll is not None else {}
+            # a vector that outlived its item (racing writers) finds no entry and is skipped
             found = self._layout.entries(space, list(best)) if best else []
-            if len(found) < len(best):
-                return None  # a vector outlived its item (an interrupted write): let the reference path answer
             ranked.extend((best[e.item.key], space.seq, e.seq, e.item) for e in found)
         ranked.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties in store order, as in the reference path
         if len(ranked) < want:
