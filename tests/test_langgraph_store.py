@@ -45,7 +45,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plus.embeddings import HashingEmbeddings
-from langmem_plus.errors import InvalidRecord
+from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.integrations import LangGraphChromaStore
 
 DIM = 64
@@ -315,6 +315,20 @@ def test_http_client_store(chroma_server: str) -> None:
     store.close()
 
 
+@pytest.mark.server
+def test_server_death_is_store_unavailable(tmp_path: Path, spawn_chroma_server: Any) -> None:
+    with spawn_chroma_server(tmp_path / "data") as (url, proc):
+        store = LangGraphChromaStore.open(url=url, index=_index())
+        store.put(U1, "k1", _value(1, "before the crash"))
+        proc.kill()
+        proc.wait()
+        with pytest.raises(StoreUnavailable, match=url.removeprefix("http://")):
+            store.get(U1, "k1")
+        with pytest.raises(StoreUnavailable):
+            asyncio.run(store.asearch(("users",), query="crash"))
+    store.close()
+
+
 # --------------------------------------------------------------------------- isolation and bad input
 
 
@@ -363,6 +377,20 @@ def test_bad_values_raise_and_write_nothing(tmp_path: Path, value: Any) -> None:
     with pytest.raises(InvalidRecord):
         ours.batch([PutOp(("a",), "ok", {"n": 1}), PutOp(("a",), "bad", value)])
     assert ours.get(("a",), "ok") is None  # the batch is validated before any write
+
+
+def test_another_embedding_size_on_reopen_is_a_clear_error(tmp_path: Path) -> None:
+    LangGraphChromaStore.open(path=tmp_path, index=_index()).put(U1, "k", _value(1, "sixty-four dims"))
+    small: IndexConfig = {"dims": 32, "embed": HashingEmbeddings(dim=32), "fields": ["text"]}
+    reopened = LangGraphChromaStore.open(path=tmp_path, index=small)
+    with pytest.raises(InvalidRecord, match="another embedder or dimension"):
+        reopened.put(U1, "k2", _value(2, "thirty-two dims"))
+    with pytest.raises(InvalidRecord, match="another embedder or dimension"):
+        reopened.search(U1, query="dims")
+    assert reopened.get(U1, "k2") is None and reopened.get(U1, "k") is not None
+    lying: IndexConfig = {"dims": 16, "embed": HashingEmbeddings(dim=32)}
+    with pytest.raises(InvalidRecord, match="dims=16"):
+        LangGraphChromaStore.open(path=tmp_path / "other", index=lying).put(U1, "k", _value(1, "x"))
 
 
 def test_unsupported_operations_raise(tmp_path: Path) -> None:

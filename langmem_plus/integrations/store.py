@@ -3,15 +3,12 @@
 So ``create_agent(store=...)``, ``StateGraph.compile(store=...)`` and LangMem's memory
 tools can persist on the same embedded or served Chroma as a ``LearningMemory``.
 
-Layout. Each LangGraph namespace gets its own collections, named like langmem_plus's
-(``lmp_<hash>_lgitems`` and, with an index, ``lmp_<hash>_lgvectors``), where the hash
-covers the store's ``root`` and the namespace. A read of one namespace therefore
-cannot see another's entries, and every entry also carries its namespace in metadata,
-checked on read. An item is one ``lgitems`` entry: the value as JSON in the document,
-``key``, ``created_at``, ``updated_at``, an insertion ``seq`` and its vector ids as
-scalar metadata, and a one-number placeholder embedding (Chroma needs a vector per
-entry; items are found by id, never by similarity). Each embedded field is one
-``lgvectors`` entry. Embeddings are always computed here and passed to Chroma.
+Layout (``integrations._store_layout``): each LangGraph namespace has collections of
+its own, named like langmem_plus's (``lmp_<hash>_lgitems`` and ``lmp_<hash>_lgvectors``)
+with the hash over the store's ``root`` and the namespace, so a read of one namespace
+cannot see another's entries; every entry also carries its namespace, checked on read.
+Values are JSON documents; each embedded field is one vector entry. Embeddings are
+always computed here and passed to Chroma, never left to Chroma's default model.
 
 Semantics follow the installed ``InMemoryStore`` (``integrations._store_rules``):
 reads in a batch see the state before its writes, the last write to a key wins,
@@ -19,9 +16,14 @@ searches list namespaces in creation order and items in insertion order, and
 ``list_namespaces`` sorts. Differences: ``created_at`` survives an overwrite (as in
 PostgresStore); namespaces without items are not listed; values are stored as JSON
 (tuples come back as lists; NaN and non-JSON values raise ``InvalidRecord``); TTLs are
-not supported (``supports_ttl = False``, ``refresh_ttl`` is ignored). Searches read a
-namespace's items and filter and score them in Python (exact; Chroma's ``where`` does
-not scale, DESIGN §4), so a search costs one round trip per namespace under its prefix.
+not supported (``supports_ttl = False``, ``refresh_ttl`` is ignored); a batch is not
+atomic across namespaces (Chroma has no transactions).
+
+Cost: a get is one Chroma read; a put one read and one or two upserts. An unfiltered
+query search asks Chroma for the nearest field vectors of each namespace under the
+prefix and reads only the items it ranks. A filter or a search without a query reads
+every item under the prefix and filters in Python (exact; Chroma's ``where`` does not
+scale, DESIGN §4), so those cost time linear in the items under the prefix.
 
 Example:
     >>> import tempfile
@@ -38,12 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import httpx
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
@@ -61,7 +65,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langmem_plus.errors import InvalidRecord
+from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.integrations._store_layout import (
     PLACEHOLDER,
     Collections,
@@ -80,7 +84,7 @@ from langmem_plus.integrations._store_rules import (
     rank_page,
     texts_to_embed,
 )
-from langmem_plus.store.chroma import _close_quietly, _connect_embedded, _connect_http
+from langmem_plus.store.chroma import _close_quietly, _connect_embedded, _connect_http, _dimension_hint
 from langmem_plus.store.mapping import namespace_key
 
 Fields = dict[tuple[Namespace, str], list[tuple[str, list[float]]]]
@@ -239,7 +243,7 @@ class LangGraphChromaStore(BaseStore):
         if len(vectors) != len(plan.texts):
             raise InvalidRecord(f"the embedder returned {len(vectors)} vectors for {len(plan.texts)} texts")
         self._check_dims(vectors)
-        with self._lock:
+        with self._lock, _dimension_hint(self.location), self._unavailable():
             results: list[Result] = []
             for op in plan.ops:
                 if isinstance(op, GetOp):
@@ -252,6 +256,16 @@ class LangGraphChromaStore(BaseStore):
                     results.append(None)
             self._write(plan, vectors)
             return results
+
+    @contextmanager
+    def _unavailable(self) -> Iterator[None]:
+        """Turn a lost Chroma server or closed client into StoreUnavailable naming the location."""
+        try:
+            yield
+        except (httpx.TransportError, ConnectionError) as exc:
+            if isinstance(exc, StoreUnavailable):
+                raise
+            raise StoreUnavailable(f"Chroma at {self.location} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ reads
 
@@ -357,21 +371,24 @@ class LangGraphChromaStore(BaseStore):
             self._write_space(namespace, ops, fields)
 
     def _write_space(self, namespace: Namespace, ops: list[PutOp], fields: Fields) -> None:
-        """Drop the replaced items' vectors and the deleted items, then upsert the rest."""
+        """Upsert first, delete last, so a failure part way leaves each item whole.
+
+        An interrupted write can leave vectors no item points at; searches skip them.
+        """
         space = self._layout.space(namespace, create=any(op.value is not None for op in ops))
         if space is None:
             return  # only deletes, in a namespace that never existed
         old = {e.item.key: e for e in self._layout.entries(space, [op.key for op in ops])}
-        rewritten = {vector_id(key, path) for (ns, key), found in fields.items() if ns == namespace for path, _ in found}
-        stale = [v for e in old.values() for v in e.vector_ids if v not in rewritten]  # the upsert replaces the rest
-        if stale and (coll := self._layout.vectors(space)) is not None:
-            coll.delete(ids=stale)
-        gone = [item_id(op.key) for op in ops if op.value is None and op.key in old]
-        if gone:
-            space.items.delete(ids=gone)
         kept = [op for op in ops if op.value is not None]
         if kept:
             self._upsert(space, kept, old, fields)
+        gone = [item_id(op.key) for op in ops if op.value is None and op.key in old]
+        if gone:
+            space.items.delete(ids=gone)
+        rewritten = {vector_id(key, path) for (ns, key), found in fields.items() if ns == namespace for path, _ in found}
+        stale = [v for e in old.values() for v in e.vector_ids if v not in rewritten]
+        if stale and (coll := self._layout.vectors(space)) is not None:
+            coll.delete(ids=stale)
 
     def _upsert(self, space: Space, ops: list[PutOp], old: dict[str, Entry], fields: Fields) -> None:
         """Write items and their field vectors; an overwrite keeps ``created_at`` and its order."""
