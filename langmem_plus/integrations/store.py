@@ -311,25 +311,26 @@ class LangGraphChromaStore(BaseStore):
         for space in spaces:
             coll = self._layout.vectors(space)
             best = self._nearest_keys(coll, space, query, want) if coll is not None else {}
-            # a vector that outlived its item (racing writers) finds no entry and is skipped
             found = self._layout.entries(space, list(best)) if best else []
-            ranked.extend((best[e.item.key], space.seq, e.seq, e.item) for e in found)
+            # a vector its item no longer lists (left by racing writers) is skipped
+            ranked.extend((best[e.item.key][0], space.seq, e.seq, e.item) for e in found if best[e.item.key][1] in e.vector_ids)
         ranked.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties in store order, as in the reference path
         if len(ranked) < want:
             return None
         return [(item, score) for score, _, _, item in ranked[op.offset : want]]
 
-    def _nearest_keys(self, coll: Any, space: Space, query: list[float], want: int) -> dict[str, float]:
-        """The ``want`` best-scoring keys of one namespace's vectors (or all, if fewer)."""
+    def _nearest_keys(self, coll: Any, space: Space, query: list[float], want: int) -> dict[str, tuple[float, str]]:
+        """The ``want`` best-scoring keys of one namespace's vectors (or all, if fewer): key -> (score, vector id)."""
         ns_key = namespace_key(space.namespace)
         total = int(coll.count())
         n = min(want, total)
         while n > 0:
             res = coll.query(query_embeddings=[query], n_results=n, include=["metadatas", "distances"])
-            best: dict[str, float] = {}
-            for meta, dist in zip((res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0]):
+            best: dict[str, tuple[float, str]] = {}
+            rows = zip(res["ids"][0], (res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0])
+            for vid, meta, dist in rows:
                 if meta and meta.get("ns") == ns_key:
-                    best.setdefault(str(meta.get("key")), 1.0 - float(dist))  # nearest first: the first is the best
+                    best.setdefault(str(meta.get("key")), (1.0 - float(dist), vid))  # nearest first: the first is the best
             if len(best) >= want or n >= total:
                 return best
             n = min(total, n * 2)
