@@ -459,6 +459,18 @@ def test_unfiltered_query_reads_only_the_page(tmp_path: Path, monkeypatch: pytes
     assert None in reads
 
 
+@pytest.mark.parametrize("key", ["", "a/b c", "ключ-🔑", "k" * 2000, '["x", "$"]'])
+def test_any_string_key_round_trips(tmp_path: Path, key: str) -> None:
+    ours = LangGraphChromaStore.open(path=tmp_path, index=_index())
+    ours.put(("a", "ns with spaces/and-slash"), key, {"text": "odd key", "nested": {"list": [1, 2.5, None, True]}})
+    assert _plain(ours.get(("a", "ns with spaces/and-slash"), key)) == (
+        ("a", "ns with spaces/and-slash"), key, {"text": "odd key", "nested": {"list": [1, 2.5, None, True]}}
+    )
+    assert [h.key for h in ours.search(("a",), query="odd key")] == [key]
+    ours.delete(("a", "ns with spaces/and-slash"), key)
+    assert ours.search(("a",)) == []
+
+
 def test_search_items_carry_timestamps(tmp_path: Path) -> None:
     ours = LangGraphChromaStore.open(path=tmp_path)
     ours.put(("a",), "k", {"n": 1})
