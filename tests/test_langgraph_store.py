@@ -612,3 +612,14 @@ def test_langmem_tools_with_the_store_passed_in(tmp_path: Path) -> None:
     assert [(h.key, h.value["content"]) for h in hits] == [(memory_id, "deploys happen on Tuesdays")]
     assert asyncio.run(manage.ainvoke({"action": "delete", "id": memory_id})) == f"Deleted memory {memory_id}"
     assert store.get(("memories", "team"), memory_id) is None
+
+
+def test_module_examples_run() -> None:
+    import doctest
+
+    from langmem_plus import integrations
+    from langmem_plus.integrations import _store_rules, store
+
+    for module in (integrations, store, _store_rules):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
