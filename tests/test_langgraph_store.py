@@ -285,6 +285,21 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     assert first.list_namespaces() == [("shared",)]
 
 
+def test_index_embed_may_be_a_plain_function(tmp_path: Path) -> None:
+    hashing = HashingEmbeddings(dim=DIM)
+    calls: list[int] = []
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return hashing.embed_documents(list(texts))
+
+    ours = LangGraphChromaStore.open(path=tmp_path, index={"dims": DIM, "embed": embed, "fields": ["text"]})
+    ours.batch([PutOp(U1, f"k{i}", _value(i, text)) for i, text in enumerate(["green tea", "black coffee", "tea cakes"])])
+    assert calls == [3]  # one embedding call for the whole batch
+    hits = asyncio.run(ours.asearch(U1, query="tea", limit=2))
+    assert {h.key for h in hits} == {"k0", "k2"} and all(h.score is not None for h in hits)
+
+
 def test_reopen_reads_back_and_keeps_created_at(tmp_path: Path) -> None:
     store = LangGraphChromaStore.open(path=tmp_path, index=_index())
     store.put(U1, "k1", _value(1, "likes dark mode"))
