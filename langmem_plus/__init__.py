@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "Env": "langmem_plus.envs.base",
     "make_env": "langmem_plus.envs.registry",
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
+    "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
 }
 
@@ -88,6 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.executors.scripted import ScriptedExecutor
     from langmem_plus.graph import build_executor_referee_graph, run_task
     from langmem_plus.integrations.middleware import LearningMiddleware
+    from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
     from langmem_plus.nodes import (
         MemoryState,
@@ -132,6 +134,7 @@ __all__ = [
     "InvalidRecord",
     "LLMExecutor",
     "LLMJudge",
+    "LangGraphChromaStore",
     "LangmemPlusError",
     "LearningMemory",
     "LearningMiddleware",

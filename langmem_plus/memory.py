@@ -877,6 +877,12 @@ class LearningMemory:
 
         return LearningMiddleware(self, **options)
 
+    def as_store(self, index: Any = None) -> Any:
+        """A LangGraph ``BaseStore`` on this memory's Chroma, in collections of its own under its namespace."""
+        from langmem_plus.integrations.store import LangGraphChromaStore
+
+        return LangGraphChromaStore(self.store.client, index=index, root=self.namespace, location=self.store.location)
+
     # ------------------------------------------------------------------ async twins
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
