@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus.errors import ModelOutputError
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 RETRIES = 1

@@ -61,7 +61,7 @@ from langmem_plus.records import Efficiency, Feedback, Step, TaskSpec
 from langmem_plus.referee import DeterministicReferee, Referee
 from langmem_plus.resolver import MemorySource, resolve_memory
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_STEPS = 15
 """Steps (commands and docs lookups) one attempt may take before the referee is called."""

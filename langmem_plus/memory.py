@@ -83,7 +83,7 @@ from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, Snap
 if TYPE_CHECKING:
     from langmem_plus.integrations.middleware import LearningMiddleware
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_PATH = ".langmem_plus"

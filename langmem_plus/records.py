@@ -24,7 +24,7 @@ from langmem_plus._text import clean_text
 from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, NOTE_CEILING_CHARS, SCAN_CEILING_CHARS
 from langmem_plus.errors import InvalidNamespace
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 Namespace = tuple[str, ...]
 Channel = Literal["hard", "constraint", "no_progress"]

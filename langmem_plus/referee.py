@@ -25,7 +25,7 @@ from langmem_plus.envs.base import Env
 from langmem_plus.errors import ModelOutputError
 from langmem_plus.records import Step, TaskSpec, Verdict
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 JUDGE_STEPS_SHOWN = 12
 """Last steps of a trajectory shown to the LLM judge (keeps the prompt bounded)."""

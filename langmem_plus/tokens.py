@@ -26,7 +26,7 @@ import tempfile
 import threading
 from typing import Any, NamedTuple
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 DEFAULT_ENCODING = "cl100k_base"
 """Encoding used when no model is given or tiktoken does not know the model."""

@@ -1,7 +1,10 @@
-"""The public API is what __all__ says, sorted, and every name resolves."""
+"""The public API is what __all__ says, sorted, every name resolves, and names and signatures are pinned."""
 
+import difflib
+import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import langmem_plus
 
@@ -33,3 +36,53 @@ def test_cli_discovers_bench_modules() -> None:
     assert "foundation" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+# --------------------------------------------------------------------------- the pinned surface
+
+PINNED = Path(__file__).with_name("public_api.txt")
+"""Every public name with its signature (and each public class's public methods). Regenerate
+deliberately with ``python tests/test_public_api.py --update`` when a change is intended."""
+
+
+def _signature(obj: object) -> str:
+    try:
+        return str(inspect.signature(obj))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def public_api_lines() -> list[str]:
+    """One line per public name: its kind and signature; classes add their public methods and properties."""
+    lines: list[str] = []
+    for name in sorted(n for n in langmem_plus.__all__ if n != "__version__"):
+        obj = getattr(langmem_plus, name)
+        if inspect.isclass(obj):
+            lines.append(f"class {name}{_signature(obj)}")
+            for attr, member in sorted(vars(obj).items()):
+                if attr.startswith("_") or attr.startswith("model_"):
+                    continue
+                if isinstance(member, property):
+                    lines.append(f"    property {name}.{attr}")
+                elif isinstance(member, (staticmethod, classmethod)) or inspect.isfunction(member):
+                    lines.append(f"    def {name}.{attr}{_signature(getattr(obj, attr))}")
+        elif callable(obj):
+            lines.append(f"def {name}{_signature(obj)}")
+        else:
+            lines.append(f"value {name}: {type(obj).__name__}")
+    return lines
+
+
+def test_public_api_is_pinned() -> None:
+    """A rename or a signature change is a decision: it shows up here and in the pinned file's diff."""
+    current = public_api_lines()
+    pinned = PINNED.read_text(encoding="utf-8").splitlines()
+    if current != pinned:
+        diff = "\n".join(difflib.unified_diff(pinned, current, "pinned", "current", lineterm=""))
+        raise AssertionError(f"the public API changed; if intended run `python tests/test_public_api.py --update`\n{diff}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        PINNED.write_text("\n".join(public_api_lines()) + "\n", encoding="utf-8")
+        print(f"wrote {PINNED}")

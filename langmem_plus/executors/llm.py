@@ -30,7 +30,7 @@ from langmem_plus.errors import ModelOutputError
 from langmem_plus.executors.base import Decision
 from langmem_plus.records import Hint, Step, TaskSpec
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 STEPS_SHOWN = 8
 """Most recent steps shown to the model."""

@@ -53,7 +53,7 @@ from langmem_plus.executors.base import Decision
 from langmem_plus.records import Hint, Step, TaskSpec
 from langmem_plus.rewrite import apply_rewrite
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 FULL_DOCS = "*"
 """Marker in the set of read topics for a read of the whole docs (topic None)."""

@@ -33,7 +33,7 @@ from langmem_plus.errors import InvalidRecord
 from langmem_plus.store.chroma import PAGE_SIZE
 from langmem_plus.store.mapping import namespace_key
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 ITEMS_KIND = "lgitems"
 """Collection-name suffix and ``lmp_kind`` of a namespace's items."""

@@ -21,7 +21,7 @@ from langmem_plus.errors import ModelOutputError
 from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.records import Hint, ScoredItem
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 HINT_MAX_CHARS = 300
 """Longest hint text kept from a model answer."""

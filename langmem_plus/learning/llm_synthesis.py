@@ -44,7 +44,7 @@ from langmem_plus.records import (
 )
 from langmem_plus.rewrite import apply_rewrite
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 MAX_PATTERN_TOKENS = 6
 """Longest WRONG / CORRECT pattern accepted from a model, in tokens: the span limit of

@@ -77,7 +77,7 @@ from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.mapping import KIND_SPECS
 from langmem_plus.tokens import count_tokens
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FAST_ON_ERROR = True

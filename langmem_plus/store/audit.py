@@ -41,7 +41,7 @@ from typing import Any
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace, validate_namespace
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 _RESERVED = frozenset({"ns", "kind"})
 

@@ -67,7 +67,7 @@ from langmem_plus.store.mapping import (
 )
 from langmem_plus.store.snapshot import SNAPSHOT_KINDS
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 DEFAULT_PATH = Path(".langmem_plus")
 """Where the embedded store lives when neither a path nor a URL is given (DESIGN §4)."""

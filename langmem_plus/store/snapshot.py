@@ -45,7 +45,7 @@ from pydantic import BaseModel, ValidationError
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
 
-logger = logging.getLogger("langmem_plus")
+logger = logging.getLogger(__name__)
 
 FORMAT = 2
 """Snapshot format version; another version is ignored (rebuilt from Chroma)."""
