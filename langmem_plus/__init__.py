@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import (
     EnvError,
+    InvalidArgument,
     InvalidNamespace,
     InvalidRecord,
     LangmemPlusError,
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "make_env": "langmem_plus.envs.registry",
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
+    "CognitiveMemory": "langmem_plus.memory_types.cognitive",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,6 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.graph import build_executor_referee_graph, run_task
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.memory import LearningMemory, Trajectory
+    from langmem_plus.memory_types.cognitive import CognitiveMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -118,6 +121,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Activation",
+    "CognitiveMemory",
     "DEFAULT_CONFIG",
     "Decision",
     "DeterministicReferee",
@@ -128,6 +132,7 @@ __all__ = [
     "Feedback",
     "HashingEmbeddings",
     "Hint",
+    "InvalidArgument",
     "InvalidNamespace",
     "InvalidRecord",
     "LLMExecutor",
