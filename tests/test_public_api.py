@@ -33,3 +33,14 @@ def test_cli_discovers_bench_modules() -> None:
     assert "foundation" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_cognitive_memory_is_public_and_light() -> None:
+    from langmem_plus.memory_types import CognitiveMemory
+
+    assert "CognitiveMemory" in langmem_plus.__all__ and "InvalidArgument" in langmem_plus.__all__
+    assert langmem_plus.CognitiveMemory is CognitiveMemory
+    assert issubclass(langmem_plus.InvalidArgument, (langmem_plus.LangmemPlusError, ValueError))
+    code = "import sys; from langmem_plus import CognitiveMemory; print('chromadb' in sys.modules, 'langgraph' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
