@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import ValidationError
 
 from langmem_plus import (
@@ -113,7 +113,7 @@ def test_decayed_score_values() -> None:
 
 
 def test_module_doctests_pass() -> None:
-    for module in (cognitive, cognitive_tool):
+    for module in (cognitive, cognitive_tool, cognitive_store):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -559,7 +559,8 @@ def test_tool_bounds_top_k_and_defaults() -> None:
     for i in range(8):
         mem.add_working(f"w{i}", 0.2)
     tool = mem.as_tool()
-    schema = tool.get_input_schema().model_json_schema()["properties"]["top_k"]
+    assert tool.args_schema is not None and isinstance(tool.args_schema, type)
+    schema = tool.args_schema.model_json_schema()["properties"]["top_k"]  # type: ignore[union-attr]
     assert (schema["minimum"], schema["maximum"], schema["default"]) == (1, 5, 5)
     for bad in (0, 6, -1):
         with pytest.raises(ValidationError):
@@ -589,10 +590,10 @@ def test_tool_inside_a_create_agent_agent(store_path: Path) -> None:
             AIMessage(content="I will buy insurance."),
         ])
         agent = create_agent(ToolCallingFake(messages=replies), [cog.as_tool()], system_prompt="You are household H001.")
-        result = agent.invoke({"messages": [("user", "Year 3: what do you do?")]})
+        result: dict[str, Any] = agent.invoke({"messages": [HumanMessage("Year 3: what do you do?")]})
         (tool_msg,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
         assert tool_msg.name == "retrieve_memory"
-        assert tool_msg.content.splitlines()[1:] == [
+        assert str(tool_msg.content).splitlines()[1:] == [
             '- [working] "Year 2: I chose not to take action" (year 2, importance 0.30)',
             '- [episodic] "Year 1: A major flood caused $50,000 in damages" (year 1, importance 0.90, score 0.812)',
         ]
