@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import (
     EnvError,
+    InvalidArgument,
     InvalidNamespace,
     InvalidRecord,
     LangmemPlusError,
@@ -77,6 +78,7 @@ _LAZY: dict[str, str] = {
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
     "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
+    "CognitiveMemory": "langmem_plus.memory_types.cognitive",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,6 +93,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
+    from langmem_plus.memory_types.cognitive import CognitiveMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -120,6 +123,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Activation",
+    "CognitiveMemory",
     "DEFAULT_CONFIG",
     "Decision",
     "DeterministicReferee",
@@ -130,6 +134,7 @@ __all__ = [
     "Feedback",
     "HashingEmbeddings",
     "Hint",
+    "InvalidArgument",
     "InvalidNamespace",
     "InvalidRecord",
     "LLMExecutor",

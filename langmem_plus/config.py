@@ -231,6 +231,28 @@ class MemoryConfig(BaseModel):
     recent_runs: int = Field(10, ge=1)
     """Earlier runs of a task / tool looked at for pre-run failure context and difficulty."""
 
+    # ---- cognitive memory (seed 004, DESIGN §10) ------------------------------
+    cognitive_working_capacity: int = Field(10, ge=1)
+    """Items a cognitive memory's working store holds; the oldest is evicted beyond it
+    (seed 004 §5.1 WORKING_CAPACITY; §2.1 "5-10 items")."""
+    cognitive_episodic_capacity: int = Field(50, ge=1)
+    """Items a cognitive memory's episodic store holds; the lowest decayed score is evicted beyond it
+    (seed 004 §5.1 EPISODIC_CAPACITY)."""
+    cognitive_routing_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    """``add_experience`` sends an item of at least this importance to episodic, else to working
+    (seed 004 §5.1, §2.3, §4.1)."""
+    cognitive_consolidation_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    """``consolidate`` moves working items of at least this importance to episodic
+    (seed 004 §5.1 CONSOLIDATION_THRESHOLD, §4.3)."""
+    cognitive_decay: float = Field(0.95, gt=0.0, le=1.0)
+    """Per-year decay of an episodic item's score: importance x decay ** (years passed)
+    (seed 004 §5.1 DECAY_RATE, §3.1)."""
+    cognitive_top_k: int = Field(5, ge=0)
+    """Memories ``CognitiveMemory.retrieve`` returns by default (seed 004 §5.1, §3.2 ``top_k``)."""
+    cognitive_max_top_k: int = Field(5, ge=1)
+    """Largest ``top_k`` the ``retrieve_memory`` tool accepts from a model (seed 004 §5.1, §8.1
+    ``max_retrieve: 5``)."""
+
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)
     """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""

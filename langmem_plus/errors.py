@@ -6,6 +6,7 @@ from the builtin it resembles, so ``except ValueError`` keeps working::
     LangmemPlusError
     ├── InvalidNamespace(ValueError)      a namespace that is empty or badly formed
     ├── InvalidRecord(ValueError)         a record that fails validation
+    ├── InvalidArgument(ValueError)       an argument outside its documented range
     ├── StoreUnavailable(ConnectionError) Chroma path or server cannot be opened
     ├── ModelOutputError(ValueError)      a chat model answered with unusable JSON
     └── EnvError(RuntimeError)            an environment was driven wrongly
@@ -26,6 +27,10 @@ class InvalidRecord(LangmemPlusError, ValueError):
     """A record failed validation (bad field value, wrong namespace, ...)."""
 
 
+class InvalidArgument(LangmemPlusError, ValueError):
+    """An argument is outside its documented range (a negative ``top_k``, a float year, ...)."""
+
+
 class StoreUnavailable(LangmemPlusError, ConnectionError):
     """The Chroma store could not be opened or reached."""
 
@@ -40,6 +45,7 @@ class EnvError(LangmemPlusError, RuntimeError):
 
 __all__ = [
     "EnvError",
+    "InvalidArgument",
     "InvalidNamespace",
     "InvalidRecord",
     "LangmemPlusError",

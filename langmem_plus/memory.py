@@ -82,6 +82,7 @@ from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, Snap
 
 if TYPE_CHECKING:
     from langmem_plus.integrations.middleware import LearningMiddleware
+    from langmem_plus.memory_types.cognitive import CognitiveMemory
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -902,6 +903,13 @@ class LearningMemory:
     async def aend_run(self, **kwargs: Any) -> RunReport:
         """Async ``end_run``."""
         return await self._run(self.end_run, **kwargs)
+
+    # ------------------------------------------------------------------ other memory types
+    def cognitive(self, agent_id: str) -> "CognitiveMemory":
+        """The importance-routed cognitive memory (seed 004) of ``agent_id``, kept in this memory's store and audit log."""
+        from langmem_plus.memory_types.cognitive_store import open_cognitive
+
+        return open_cognitive(self, agent_id)
 
 
 __all__ = ["DEFAULT_PATH", "LearningMemory", "Trajectory"]

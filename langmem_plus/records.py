@@ -476,6 +476,42 @@ class Link(_Record):
     ts: float = Field(default_factory=time.time)
 
 
+class CognitiveItem(BaseModel):
+    """One item of a cognitive memory (seed 004 §2.2), immutable so a memory's views can be shared.
+
+    ``seq`` is the item's place in its memory's insertion order: it breaks ties between
+    equal timestamps and scores, so ordering and eviction are deterministic.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str = Field(min_length=1)
+    """What happened, e.g. "Year 3: A flood occurred causing $50,000 in damages"."""
+    importance: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    """0..1; decides routing and consolidation (seed 004 §2.2)."""
+    year: int = 0
+    """Simulation year the item was made in (decay counts years from it)."""
+    timestamp: float = Field(0.0, allow_inf_nan=False)
+    """Epoch seconds from the memory's clock when it was added (recency of working items)."""
+    tags: tuple[str, ...] = ()
+    """Classification tags, e.g. ``("flood", "damage")``."""
+    seq: int = Field(0, ge=0)
+    """Insertion order within its memory."""
+
+
+class CognitiveRecord(_Record):
+    """A cognitive memory's whole state, one record per agent (seed 004 §6.3), stored under the
+    agent's own namespace (``memory_types.cognitive_store``)."""
+
+    id: str
+    namespace: Namespace
+    agent_id: str
+    working: list[CognitiveItem] = Field(default_factory=list)
+    episodic: list[CognitiveItem] = Field(default_factory=list)
+    next_seq: int = Field(0, ge=0)
+    updated_at: float = 0.0
+
+
 class RunReport(_Record):
     """What ``end_run`` returns: the run's figures and what memory changed."""
 
@@ -503,6 +539,8 @@ class RunReport(_Record):
 __all__ = [
     "Activation",
     "Channel",
+    "CognitiveItem",
+    "CognitiveRecord",
     "Efficiency",
     "Episode",
     "EpisodeKind",

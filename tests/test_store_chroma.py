@@ -23,6 +23,8 @@ import pytest
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.records import (
+    CognitiveItem,
+    CognitiveRecord,
     Episode,
     ErrorEvent,
     Lesson,
@@ -90,6 +92,12 @@ def samples(ns: tuple[str, ...] = NS) -> dict[str, list[Any]]:
         "runs": [
             RunRecord(run_id=f"run_{i}", namespace=ns, seq=i, task_id="t1", family="sorting",
                       passed=bool(i), fingerprint_counts={"fp1": 2, "fp2": 1}, activated=["les_1"])
+            for i in range(2)
+        ],
+        "cognitive": [
+            CognitiveRecord(id=f"state_{i}", namespace=ns, agent_id=f"H00{i}", next_seq=2,
+                            working=[CognitiveItem(content="Year 2: did nothing", importance=0.3, year=2, seq=1)],
+                            episodic=[CognitiveItem(content="Year 1: flood", importance=0.9, year=1, tags=("flood",))])
             for i in range(2)
         ],
     }

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import (
+    CognitiveRecord,
     Episode,
     ErrorEvent,
     Lesson,
@@ -105,6 +106,9 @@ KIND_SPECS: dict[str, KindSpec] = {
     ),
     "runs": KindSpec(
         RunRecord, lambda r: r.run_id, lambda r: _join(r.task_id, r.family), _run_scalars
+    ),
+    "cognitive": KindSpec(
+        CognitiveRecord, lambda r: r.id, lambda r: f"cognitive memory of {r.agent_id}", lambda r: {"kind": "cognitive"}
     ),
 }
 """Record kinds and their Chroma mapping."""
