@@ -183,7 +183,9 @@ class LearningMemory:
                 target=self.lessons.warm, args=(self._warm_stop,), name="langmem-plus-warm", daemon=True
             )
             self._warmer.start()
-        self._pending_losses: Counter[str] = Counter()
+        self._pending_losses: dict[str, Counter[str]] = {}
+        """Run id -> conflict-cluster losses at its retrievals, consumed by that run's ``end_run``; ad-hoc
+        retrievals (no run id: the retriever, the tool) count for no run."""
         self._shown: dict[str, list[Activation]] = {}
         """Activations ``general_retrieve`` showed, by run id, until ``general_update`` takes them."""
         self.last_retrieval: Retrieval | None = None
@@ -483,7 +485,10 @@ class LearningMemory:
     def _after_retrieval(self, moment: Moment, result: Retrieval, *, run_id: str | None) -> list[ScoredItem]:
         with self._lock:
             self.last_retrieval = result
-            self._pending_losses.update(result.conflict_losers)
+            if run_id is not None and result.conflict_losers:
+                self._pending_losses.setdefault(run_id, Counter()).update(result.conflict_losers)
+                while len(self._pending_losses) > SHOWN_UNCLAIMED_MAX:  # runs that never ended: oldest first
+                    self._pending_losses.pop(next(iter(self._pending_losses)))
             # Encoded and appended off the query thread; ``audit.read`` (``history``) flushes first.
             self.audit.write_deferred(
                 "retrieval",
@@ -575,9 +580,8 @@ class LearningMemory:
             )
             pool = {**self.lessons, **integ.upserts, **judged.updated}
             apply_conflict_losses(
-                pool, dict(self._pending_losses), run_id=run_id, run_seq=seq, config=self.config, out=judged
+                pool, dict(self._pending_losses.pop(run_id, Counter())), run_id=run_id, run_seq=seq, config=self.config, out=judged
             )
-            self._pending_losses.clear()
             sweep_unused(pool, run_seq=seq, skip=set(activated), config=self.config, out=judged)
             changed = {**integ.upserts, **judged.updated}
             self._write_lessons(changed)

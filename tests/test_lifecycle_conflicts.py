@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from langmem_plus import LearningMemory
 from langmem_plus.config import MemoryConfig
@@ -110,3 +111,33 @@ def test_imported_lessons_in_other_namespaces_or_with_other_triggers_are_not_lin
     assert all(not l.conflicts_with for l in mem.lessons.values())
     assert LessonStats().conflict_losses == 0
     mem.close()
+
+
+def test_conflict_losses_belong_to_the_run_that_retrieved(tmp_path: Path, monkeypatch: Any) -> None:
+    """A loss at run A's retrieval is judged at A's end_run, not at whichever run ends first; ad-hoc reads count for none."""
+    import langmem_plus.memory as memory_mod
+
+    seen: dict[str, dict[str, int]] = {}
+    real = memory_mod.apply_conflict_losses
+
+    def spy(pool: Any, losses: Any, *, run_id: str, **kwargs: Any) -> None:
+        seen[run_id] = dict(losses)
+        real(pool, losses, run_id=run_id, **kwargs)
+
+    monkeypatch.setattr(memory_mod, "apply_conflict_losses", spy)
+    mem = LearningMemory.open(tmp_path, namespace=NS)
+    task = TaskSpec(task_id="g01", goal="people over 30", tool="gridtool", family="filter_select")
+    fail = Step(index=0, action="from people | KEEP age >= 30", tool="gridtool",
+                feedback=Feedback(hard_failure=True, error_text="unknown command 'from' at stage 1"))
+    ev = mem.capture(fail, run_id="rA", task=task)
+    assert ev is not None
+    mem.add_lessons([rule("helpful", "from", "LOAD", fp=ev.fingerprint_id, rel=0.5),
+                     rule("harmful", "from", "read", fp=ev.fingerprint_id, rel=0.9)])
+    mem.retrieve_on_error(ev, run_id="rA")  # helpful loses its cluster in run A
+    mem.as_retriever(kind="on_error").invoke("unknown command 'from' at stage 1")  # an ad-hoc read
+    done = Step(index=0, action="LOAD people | KEEP age >= 30", tool="gridtool", feedback=Feedback(reward=1.0))
+    mem.end_run(run_id="rB", task=task, steps=[done], events=[], verdict=Verdict(passed=True, score=1.0))
+    mem.end_run(run_id="rA", task=task, steps=[fail, done.model_copy(update={"index": 1})], events=[ev],
+                verdict=Verdict(passed=True, score=1.0))
+    mem.close()
+    assert seen["rB"] == {} and seen["rA"] == {"helpful": 1}
