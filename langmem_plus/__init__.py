@@ -33,6 +33,8 @@ from langmem_plus.records import (
     Activation,
     Episode,
     ErrorEvent,
+    Evidence,
+    Fact,
     Feedback,
     Hint,
     Lesson,
@@ -77,6 +79,9 @@ _LAZY: dict[str, str] = {
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
     "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
+    "SemanticMemory": "langmem_plus.memory_types.semantic",
+    "Claim": "langmem_plus.memory_types.fact_sources",
+    "facts_from_observation": "langmem_plus.memory_types.fact_sources",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,6 +96,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
+    from langmem_plus.memory_types.fact_sources import Claim, facts_from_observation
+    from langmem_plus.memory_types.semantic import SemanticMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -120,6 +127,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Activation",
+    "Claim",
     "DEFAULT_CONFIG",
     "Decision",
     "DeterministicReferee",
@@ -127,6 +135,8 @@ __all__ = [
     "EnvError",
     "Episode",
     "ErrorEvent",
+    "Evidence",
+    "Fact",
     "Feedback",
     "HashingEmbeddings",
     "Hint",
@@ -146,6 +156,7 @@ __all__ = [
     "RunReport",
     "ScoredItem",
     "ScriptedExecutor",
+    "SemanticMemory",
     "SignalsReferee",
     "Skill",
     "Step",
@@ -162,6 +173,7 @@ __all__ = [
     "distill_hints_node",
     "end_of_run_node",
     "extract_tags",
+    "facts_from_observation",
     "fingerprint",
     "fingerprint_id",
     "make_embeddings",

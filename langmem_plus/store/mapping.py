@@ -18,8 +18,10 @@ from pydantic import BaseModel
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import (
+    Entity,
     Episode,
     ErrorEvent,
+    Fact,
     Lesson,
     Link,
     Namespace,
@@ -105,6 +107,12 @@ KIND_SPECS: dict[str, KindSpec] = {
     ),
     "runs": KindSpec(
         RunRecord, lambda r: r.run_id, lambda r: _join(r.task_id, r.family), _run_scalars
+    ),
+    "facts": KindSpec(
+        Fact, lambda r: r.id, lambda r: r.text, lambda r: {"status": r.state, "kind": r.relation}
+    ),
+    "entities": KindSpec(
+        Entity, lambda r: r.id, lambda r: _join(r.label, *r.aliases), lambda r: {"kind": r.kind}
     ),
 }
 """Record kinds and their Chroma mapping."""
