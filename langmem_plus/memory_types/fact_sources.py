@@ -10,7 +10,7 @@ Two pure sources of (subject, relation, object) claims:
 - ``facts_from_observation``: a **heuristic** reading of text-game observations with a
   small, general pattern set (no game's vocabulary): "The fridge contains milk." ->
   (fridge, contains, milk). It reads containers (``contains``), surfaces ("a counter
-  that has a knife on it"), open/closed states, "X is in/on Y", "X is a Y", and the
+  that has a knife on it"), open/closed states (also "You open the X"), "X is in/on Y", "X is a Y", and the
   player's room ("You are in the kitchen", after which things "you see" are located in
   it). It misses anything phrased otherwise and can misread unusual sentences; facts
   learned from it carry ``observed`` evidence naming the observation, so a wrong one
@@ -18,7 +18,7 @@ Two pure sources of (subject, relation, object) claims:
 
 Example:
     >>> facts_from_observation("You open the fridge. The fridge contains a block of cheese, and a white onion.")
-    [('fridge', 'contains', 'block of cheese'), ('fridge', 'contains', 'white onion')]
+    [('fridge', 'has_state', 'open'), ('fridge', 'contains', 'block of cheese'), ('fridge', 'contains', 'white onion')]
 """
 
 from __future__ import annotations
@@ -111,6 +111,9 @@ _SEE = re.compile(
     rf"(?:you (?:also )?see|there is(?: also)?) (?:an? |the |some )(?P<x>{_NOUN})(?=,|$| that| which)", re.IGNORECASE
 )
 _CLAUSE_WORDS = {"you", "see", "that", "which", "there"}
+_ACT = re.compile(rf"^you (?P<verb>open|close|unlock|lock|turn on|turn off|switch on|switch off) (?:the |an? )?(?P<x>{_NOUN})$", re.IGNORECASE)
+_ACT_STATE = {"open": "open", "close": "closed", "unlock": "unlocked", "lock": "locked", "turn on": "on",
+              "turn off": "off", "switch on": "on", "switch off": "off"}
 _PREP_RELATION = {"in": "located_in", "inside": "located_in", "on": "located_on", "under": "located_under"}
 _NOTHING = {"nothing", "anything", "no items", "nothing else"}
 
@@ -171,6 +174,9 @@ def facts_from_observation(text: str) -> list[Triple]:
         if m := _ROOM.match(sentence):
             room = _clean(m["room"])
             out.append((PLAYER, "located_in", room))
+            continue
+        if m := _ACT.match(sentence):  # "You open the fridge." states the fridge's new state
+            out.append((_clean(m["x"]), "has_state", _ACT_STATE[m["verb"].casefold()]))
             continue
         out += _sentence_facts(sentence, room)
     seen: set[Triple] = set()

@@ -353,9 +353,9 @@ class SemanticMemory:
         Candidates are the ``limit x semantic_candidates_factor`` nearest facts by the
         embedding of their text; with ``expand`` the facts touching their subjects and
         objects join, relevant at least ``semantic_hop_decay`` x their hit's relevance.
-        Kept: confidence above ``semantic_min_confidence`` or contested; ranked by
-        relevance x max(confidence, ``semantic_confidence_floor``). Retracted facts only
-        when ``states`` names them.
+        Kept: confidence above ``semantic_min_confidence``, or uncertain (contested; and
+        retracted, which appear only when ``states`` names them); ranked by relevance x
+        max(confidence, ``semantic_confidence_floor``).
         """
         if limit <= 0 or not self._facts:
             return []
@@ -371,7 +371,7 @@ class SemanticMemory:
         kept = [
             h for h in hits.values()
             if h.fact.state in wanted and h.relevance > 0.0
-            and (h.fact.confidence > self.config.semantic_min_confidence or h.fact.state == "contested")
+            and (h.fact.confidence > self.config.semantic_min_confidence or h.fact.state in ("contested", "retracted"))
         ]
         kept.sort(key=lambda h: (-h.score, h.hop, h.fact.id))
         return kept[:limit]
@@ -420,7 +420,7 @@ class SemanticMemory:
             Every entity reached at the end of the path, with the facts followed.
         """
         wanted = frozenset(states)
-        first = self.entity(start, scope=scope) or self.entity(start, kind="token", scope=scope)
+        first = self.entity(start) or self.entity(start, kind="token", scope=scope)
         if first is None:
             return []
         current: list[tuple[str, list[Fact]]] = [(first.id, [])]
