@@ -23,8 +23,11 @@ import pytest
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.records import (
+    Entity,
     Episode,
     ErrorEvent,
+    Evidence,
+    Fact,
     Lesson,
     LessonScope,
     LessonStats,
@@ -90,6 +93,16 @@ def samples(ns: tuple[str, ...] = NS) -> dict[str, list[Any]]:
         "runs": [
             RunRecord(run_id=f"run_{i}", namespace=ns, seq=i, task_id="t1", family="sorting",
                       passed=bool(i), fingerprint_counts={"fp1": 2, "fp2": 1}, activated=["les_1"])
+            for i in range(2)
+        ],
+        "facts": [
+            Fact(id=f"fact_{i}", namespace=ns, subject="fridge", relation="contains", object=f"item {i}",
+                 subject_id="ent_f", object_id=f"ent_{i}", state="held", confidence=0.95,
+                 sources=[Evidence(kind="observed", source="run-1")])
+            for i in range(2)
+        ],
+        "entities": [
+            Entity(id=f"ent_{i}", namespace=ns, label=f"Item {i}", key=f"item {i}", aliases=[f"thing {i}"])
             for i in range(2)
         ],
     }

@@ -47,8 +47,8 @@ from langmem_plus.records import BeliefChange, Entity, EpistemicState, Evidence,
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
 
-DEFAULT_FUNCTIONAL_RELATIONS: frozenset[str] = frozenset(
-    {"located_in", "located_on", "has_state", "instance_of", "owned_by", "corrected_to"}
+DEFAULT_FUNCTIONAL_RELATIONS: tuple[str, ...] = (
+    "corrected_to", "has_state", "instance_of", "located_in", "located_on", "owned_by"
 )
 """Relations with one object per subject: a different object contradicts (a thing is in one place,
 in one state; a wrong pattern has one fix). ``contains``, ``is_a``, ``accepts`` ... may have many."""
@@ -56,7 +56,7 @@ in one state; a wrong pattern has one fix). ``contains``, ``is_a``, ``accepts`` 
 DEFAULT_OPPOSITE_RELATIONS: tuple[tuple[str, str], ...] = (("accepts", "rejects"), ("enables", "prevents"))
 """Relation pairs that contradict on the same subject and object: a tool cannot accept and reject ``keep``."""
 
-ALL_STATES: frozenset[str] = frozenset({"held", "contested", "retracted", "unknown"})
+ALL_STATES: tuple[str, ...] = ("held", "contested", "retracted", "unknown")
 """Every belief state."""
 
 Triple = tuple[str, str, str]
