@@ -378,3 +378,23 @@ def test_real_textworld_express_observations_become_facts(memory: LearningMemory
     assert contents and all(item in opened.lower() for item in contents)
     assert [t.entity.label for t in sem.traverse("fridge", ["located_in"])] == ["kitchen"]
     assert memory.retrieve_facts("the fridge contains", 3)[0].fact.relation == "contains"
+
+
+def test_concurrent_learners_lose_no_evidence(memory: LearningMemory) -> None:
+    import threading
+
+    sem = memory.semantic()
+    objects = ["fridge", "table", "shelf", "bag"]
+    threads = [
+        threading.Thread(target=lambda o=o, i=i: sem.learn(("milk", "located_in", o), ev(f"t{i}")))
+        for i, o in enumerate(objects)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    facts = sem.facts("milk", "located_in")
+    assert sorted(f.object for f in facts) == sorted(objects)
+    assert {f.state for f in facts} == {"contested"} and all(len(f.rivals) == 3 for f in facts)
+    reopened = SemanticMemory(memory.store)
+    assert {f.state for f in reopened.facts("milk")} == {"contested"}

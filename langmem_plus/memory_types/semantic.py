@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class SemanticMemory:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.config, self.audit, self.clock = store, config, audit, clock
+        self._lock = threading.RLock()
         self.functional = frozenset(normalize_relation(r) for r in functional)
         self.opposites: dict[str, str] = {}
         for a, b in opposites:
@@ -176,6 +178,10 @@ class SemanticMemory:
         Raises:
             InvalidRecord: The alias already names another entity.
         """
+        with self._lock:
+            return self._add_alias(label, alias, kind, scope)
+
+    def _add_alias(self, label: str, alias: str, kind: str, scope: str) -> Entity:
         new: dict[str, Entity] = {}
         entity = self._get_or_create(label, kind, scope, new)
         key = normalize_label(alias, kind=kind)
@@ -203,7 +209,11 @@ class SemanticMemory:
         return self.learn_many([fact], evidence)[0]
 
     def learn_many(self, facts: Sequence[Claim | Triple], evidence: Evidence | Sequence[Evidence] = ()) -> list[Fact]:
-        """``learn`` for several facts with one write of the facts and entities touched."""
+        """``learn`` for several facts with one write of the facts and entities touched (one writer at a time)."""
+        with self._lock:
+            return self._learn_many(facts, evidence)
+
+    def _learn_many(self, facts: Sequence[Claim | Triple], evidence: Evidence | Sequence[Evidence]) -> list[Fact]:
         extra = (evidence,) if isinstance(evidence, Evidence) else tuple(evidence)
         new_entities: dict[str, Entity] = {}
         touched: dict[str, Fact] = {}
