@@ -398,3 +398,18 @@ def test_concurrent_learners_lose_no_evidence(memory: LearningMemory) -> None:
     assert {f.state for f in facts} == {"contested"} and all(len(f.rivals) == 3 for f in facts)
     reopened = SemanticMemory(memory.store)
     assert {f.state for f in reopened.facts("milk")} == {"contested"}
+
+
+def test_seed_traversal_example_creators_of_tools_used_by_the_user(memory: LearningMemory) -> None:
+    """Seed 002: ``traverse(user, follow(UsedBy, Incoming).follow(CreatedBy, Outgoing))``."""
+    sem = memory.semantic()
+    sem.learn_many([
+        Claim("hammer", "used_by", "current user", subject_kind="tool", object_kind="user"),
+        Claim("hammer", "created_by", "acme tools", subject_kind="tool"),
+        Claim("drill", "used_by", "someone else", subject_kind="tool"),
+        Claim("drill", "created_by", "drillco", subject_kind="tool"),
+        Claim("Fluffy", "instance_of", "cat"), Claim("cat", "is_a", "animal"),
+    ])
+    creators = sem.traverse("current user", [("used_by", "in"), ("created_by", "out")])
+    assert [t.entity.label for t in creators] == ["acme tools"]
+    assert [t.entity.label for t in sem.traverse("fluffy", ["instance_of", "is_a"])] == ["animal"]
