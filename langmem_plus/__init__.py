@@ -34,6 +34,8 @@ from langmem_plus.records import (
     Activation,
     Episode,
     ErrorEvent,
+    Evidence,
+    Fact,
     Feedback,
     Hint,
     Lesson,
@@ -79,6 +81,9 @@ _LAZY: dict[str, str] = {
     "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
     "CognitiveMemory": "langmem_plus.memory_types.cognitive",
+    "SemanticMemory": "langmem_plus.memory_types.semantic",
+    "Claim": "langmem_plus.memory_types.fact_sources",
+    "facts_from_observation": "langmem_plus.memory_types.fact_sources",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,6 +99,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
     from langmem_plus.memory_types.cognitive import CognitiveMemory
+    from langmem_plus.memory_types.fact_sources import Claim, facts_from_observation
+    from langmem_plus.memory_types.semantic import SemanticMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -123,6 +130,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Activation",
+    "Claim",
     "CognitiveMemory",
     "DEFAULT_CONFIG",
     "Decision",
@@ -131,6 +139,8 @@ __all__ = [
     "EnvError",
     "Episode",
     "ErrorEvent",
+    "Evidence",
+    "Fact",
     "Feedback",
     "HashingEmbeddings",
     "Hint",
@@ -151,6 +161,7 @@ __all__ = [
     "RunReport",
     "ScoredItem",
     "ScriptedExecutor",
+    "SemanticMemory",
     "SignalsReferee",
     "Skill",
     "Step",
@@ -167,6 +178,7 @@ __all__ = [
     "distill_hints_node",
     "end_of_run_node",
     "extract_tags",
+    "facts_from_observation",
     "fingerprint",
     "fingerprint_id",
     "make_embeddings",

@@ -252,6 +252,36 @@ class MemoryConfig(BaseModel):
     cognitive_max_top_k: int = Field(5, ge=1)
     """Largest ``top_k`` the ``retrieve_memory`` tool accepts from a model (seed 004 §5.1, §8.1
     ``max_retrieve: 5``)."""
+    # ---- semantic memory (seed 002 "Semantic Memory", DESIGN §10) ---------------
+    semantic_evidence_base: tuple[tuple[str, float], ...] = (
+        ("axiomatic", 1.0), ("observed", 0.95), ("computed", 0.9), ("consensus", 0.7), ("reported", 0.4),
+        ("inferred", 0.3), ("hypothetical", 0.2), ("hearsay", 0.1), ("unknown", 0.0),
+    )
+    """Strength of one piece of evidence by kind, before its level (seed 002 ``epistemic_strength``);
+    a kind missing here counts 0.5, the seed's default arm."""
+    semantic_evidence_slope: tuple[tuple[str, float], ...] = (("consensus", 0.2), ("reported", 0.3), ("inferred", 0.4))
+    """Strength added per unit of an evidence's level (agreement, trust, confidence) for these kinds:
+    consensus 0.7 + 0.2 x agreement, reported 0.4 + 0.3 x trust, inferred 0.3 + 0.4 x confidence (seed 002)."""
+    semantic_contradiction_margin: float = Field(0.3, ge=0.0)
+    """A contradicting position must lead the others' support by more than this to be held (the rest
+    retracted); within it they are all contested (seed 002 ``handle_contradiction``: ``new > old + 0.3``)."""
+    semantic_min_confidence: float = Field(0.1, ge=0.0, le=1.0)
+    """Query keeps a fact whose confidence is above this, or that is contested (seed 002 ``query``:
+    ``confidence > 0.1 || epistemic.is_uncertain()``)."""
+    semantic_confidence_floor: float = Field(0.5, ge=0.0, le=1.0)
+    """Query score is relevance x max(confidence, this) (seed 002 ``query``: ``confidence.max(0.5)``)."""
+    semantic_candidates_factor: int = Field(3, ge=1)
+    """Vector candidates per wanted result before the graph expansion (seed 002 ``query``: ``k: limit * 3``)."""
+    semantic_hop_decay: float = Field(0.5, ge=0.0, le=1.0)
+    """A fact reached one hop from a vector hit scores at least this share of the hit's relevance
+    (our addition to seed 002 ``query``: there a neighbour is scored only by its own cosine, so a
+    neighbour unlike the query text could never surface, which defeats the expansion)."""
+    semantic_from_runs: bool = True
+    """At the end of each run, learn the facts the run's verified lessons state about their tool
+    (``LearningMemory.semantic``); False leaves semantic memory to explicit ``learn`` calls."""
+    semantic_lesson_min_utility: float = 0.0
+    """A lesson that helped with utility above this in a run (or was promoted) states a fact about
+    its tool (issue 14: "a lesson whose fix is verified")."""
 
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)

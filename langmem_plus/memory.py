@@ -52,6 +52,7 @@ from langmem_plus.learning.lifecycle import (
     sweep_unused,
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
+from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.records import (
     LESSON_STATUSES,
@@ -83,6 +84,7 @@ from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, Snap
 if TYPE_CHECKING:
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.memory_types.cognitive import CognitiveMemory
+    from langmem_plus.memory_types.semantic import FactHit, SemanticMemory
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -599,6 +601,7 @@ class LearningMemory:
             )
             self._audit_run(run, integ, judged)
             self._write_episodes(episodes, run=run, task=task, events=events, now=now)
+            self._semantic_from_run(run_id, judged)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,
@@ -914,6 +917,56 @@ class LearningMemory:
         from langmem_plus.memory_types.cognitive_store import open_cognitive
 
         return open_cognitive(self, agent_id)
+    # ------------------------------------------------------------------ facts and episodic recall (issue 14)
+    def semantic(self) -> "SemanticMemory":
+        """This namespace's facts with belief states (``SemanticMemory``), loaded on first use and kept."""
+        from langmem_plus.memory_types.semantic import SemanticMemory
+
+        with self._lock:
+            if getattr(self, "_semantic", None) is None:
+                self._semantic = SemanticMemory(self.store, config=self.config, audit=self.audit, clock=self.clock)
+            return self._semantic
+
+    def _semantic_from_run(self, run_id: str, judged: Judgement) -> None:
+        """Facts stated by the lessons a run verified (promoted, or helped): ``SemanticMemory.learn_from_lessons``."""
+        promoted = {t.lesson_id for t in judged.transitions if t.new == "promoted"}
+        ids = promoted | {i for i, u in judged.utilities.items() if u > self.config.semantic_lesson_min_utility}
+        lessons = [self.lessons[i] for i in sorted(ids) if i in self.lessons]
+        if self.config.semantic_from_runs and lessons:
+            self.semantic().learn_from_lessons(lessons, promoted=promoted, utilities=judged.utilities, run_id=run_id)
+
+    def retrieve_facts(self, text: str, limit: int = 5) -> "list[FactHit]":
+        """Facts relevant to ``text`` beside what the retrievals return: ``semantic().query`` (held and contested)."""
+        return self.semantic().query(text, limit)
+
+    def episodes(self) -> list[Episode]:
+        """Every episode of this namespace, faded ones included."""
+        return _all(self.store, "episodes", Episode)
+
+    def recall_at(self, time: float, window: float, *, now: float | None = None) -> list[Episode]:
+        """Episodes that happened within ``window`` seconds of ``time``, faded ones skipped (``learning.recall``)."""
+        return recall_at(self.episodes(), time, window, now=self.clock() if now is None else now, config=self.config)
+
+    def recall_before(self, time: float, limit: int = 5, *, now: float | None = None) -> list[Episode]:
+        """The most significant episodes before ``time``, faded ones skipped (``learning.recall``)."""
+        return recall_before(self.episodes(), time, limit, now=self.clock() if now is None else now, config=self.config)
+
+    def recall_sequence(self, start: str, direction: Direction = "forward", *, now: float | None = None) -> list[Episode]:
+        """Episodes from ``start`` along ``leads_to`` (forward) or ``caused_by`` (backward) links (``learning.recall``)."""
+        now = self.clock() if now is None else now
+        return recall_sequence(self.episodes(), start, direction, now=now, config=self.config)
+
+    def link_episodes(self, cause_id: str, effect_id: str) -> None:
+        """Record that episode ``cause_id`` led to ``effect_id`` (both stored; both must exist).
+
+        Raises:
+            InvalidRecord: Either episode is not in this namespace.
+        """
+        found = {e.episode_id: e for e in self.store.get("episodes", [cause_id, effect_id]) if isinstance(e, Episode)}
+        missing = [i for i in (cause_id, effect_id) if i not in found]
+        if missing:
+            raise InvalidRecord(f"no episode {missing[0]!r} in namespace {self.namespace!r}")
+        self.store.upsert("episodes", list(link_episodes(found[cause_id], found[effect_id])))
 
 
 __all__ = ["DEFAULT_PATH", "LearningMemory", "Trajectory"]

@@ -312,6 +312,11 @@ class Episode(_Record):
     """Runs that produced it or a merged duplicate, newest last (at most a few dozen kept)."""
     consolidated_into: str | None = None
     """Id of the skill or lesson this episode's cluster was consolidated into, if any."""
+    caused_by: list[str] = Field(default_factory=list)
+    """Ids of episodes that led to this one, first the main cause (seed 002 "Recall by Time");
+    empty for records written before links existed."""
+    leads_to: list[str] = Field(default_factory=list)
+    """Ids of episodes this one led to, first the main successor (seed 002 "Recall by Time")."""
 
 
 class SkillStats(_Record):
@@ -510,6 +515,96 @@ class CognitiveRecord(_Record):
     episodic: list[CognitiveItem] = Field(default_factory=list)
     next_seq: int = Field(0, ge=0)
     updated_at: float = 0.0
+# --------------------------------------------------------------------------- semantic memory
+
+EpistemicState = Literal["held", "contested", "retracted", "unknown"]
+"""Belief state of a fact (seed 002 "Belief Management")."""
+EvidenceKind = Literal[
+    "axiomatic", "observed", "computed", "consensus", "reported", "inferred", "hypothetical", "hearsay", "unknown"
+]
+"""How a piece of evidence was obtained; its strength follows seed 002 ``epistemic_strength``."""
+
+
+class Evidence(_Record):
+    """One piece of support for (or against) a fact; kept forever, never overwritten."""
+
+    kind: EvidenceKind = "observed"
+    """How it was obtained; sets its strength (``MemoryConfig.semantic_evidence_base``)."""
+    source: str
+    """Where it came from: a run id, ``lesson:<id>``, ``observation``, a user name."""
+    detail: str = ""
+    """The text behind it (an observation, a lesson's rule), cut to a note's length."""
+    level: float = Field(0.5, ge=0.0, le=1.0)
+    """Agreement, trust or confidence in [0, 1] for ``consensus``, ``reported`` and ``inferred``."""
+    against: bool = False
+    """True when it speaks against the fact (an explicit retraction)."""
+    run_id: str | None = None
+    """The run it came from, if any."""
+    ts: float = Field(default_factory=time.time)
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _cut(cls, v: Any) -> str:
+        return clean_text(v, NOTE_CEILING_CHARS)
+
+
+class BeliefChange(_Record):
+    """One revision of a fact's state, with the reason (seed 002 ``revision_history``)."""
+
+    old: EpistemicState
+    new: EpistemicState
+    reason: str
+    ts: float = Field(default_factory=time.time)
+
+
+class Entity(_Record):
+    """A node of the semantic graph: a labelled thing with aliases (seed 002 ``Node``)."""
+
+    id: str
+    namespace: Namespace
+    label: str
+    """Display label, as first learned."""
+    key: str
+    """Normalised label the node is found by (``memory_types.beliefs.normalize_label``)."""
+    kind: str = "thing"
+    """Node type, e.g. ``thing``, ``tool``, ``place``; ``token`` labels keep their case."""
+    scope: str = ""
+    """Scope of a ``token`` (the tool it belongs to); empty for ordinary entities."""
+    aliases: list[str] = Field(default_factory=list)
+    """Normalised alternative labels that find this node."""
+    created_at: float = Field(default_factory=time.time)
+
+
+class Fact(_Record):
+    """A (subject, relation, object) claim with its belief state, confidence and evidence (seed 002)."""
+
+    id: str
+    namespace: Namespace
+    subject: str
+    """Subject's display label."""
+    relation: str
+    """Normalised relation, e.g. ``contains``, ``located_in``, ``rejects``."""
+    object: str
+    """Object's display label."""
+    subject_id: str
+    object_id: str
+    state: EpistemicState = "unknown"
+    confidence: float = 0.0
+    """Combined strength of the supporting evidence, 1 - prod(1 - s), in [0, 1]."""
+    sources: list[Evidence] = Field(default_factory=list)
+    """Every piece of evidence, oldest first; appended to, never rewritten."""
+    rivals: list[str] = Field(default_factory=list)
+    """Ids of facts that contradict this one."""
+    reason: str = ""
+    """Why the fact is in its state (e.g. ``superseded by stronger evidence``)."""
+    history: list[BeliefChange] = Field(default_factory=list)
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+
+    @property
+    def text(self) -> str:
+        """The fact as a sentence-like line, the text it is embedded by."""
+        return f"{self.subject} {self.relation.replace('_', ' ')} {self.object}"
 
 
 class RunReport(_Record):
@@ -538,13 +633,19 @@ class RunReport(_Record):
 
 __all__ = [
     "Activation",
+    "BeliefChange",
     "Channel",
     "CognitiveItem",
     "CognitiveRecord",
     "Efficiency",
+    "Entity",
     "Episode",
     "EpisodeKind",
+    "EpistemicState",
     "ErrorEvent",
+    "Evidence",
+    "EvidenceKind",
+    "Fact",
     "FailureNote",
     "Feedback",
     "Hint",

@@ -25,8 +25,11 @@ from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.records import (
     CognitiveItem,
     CognitiveRecord,
+    Entity,
     Episode,
     ErrorEvent,
+    Evidence,
+    Fact,
     Lesson,
     LessonScope,
     LessonStats,
@@ -98,6 +101,16 @@ def samples(ns: tuple[str, ...] = NS) -> dict[str, list[Any]]:
             CognitiveRecord(id=f"state_{i}", namespace=ns, agent_id=f"H00{i}", next_seq=2,
                             working=[CognitiveItem(content="Year 2: did nothing", importance=0.3, year=2, seq=1)],
                             episodic=[CognitiveItem(content="Year 1: flood", importance=0.9, year=1, tags=("flood",))])
+            for i in range(2)
+        ],
+        "facts": [
+            Fact(id=f"fact_{i}", namespace=ns, subject="fridge", relation="contains", object=f"item {i}",
+                 subject_id="ent_f", object_id=f"ent_{i}", state="held", confidence=0.95,
+                 sources=[Evidence(kind="observed", source="run-1")])
+            for i in range(2)
+        ],
+        "entities": [
+            Entity(id=f"ent_{i}", namespace=ns, label=f"Item {i}", key=f"item {i}", aliases=[f"thing {i}"])
             for i in range(2)
         ],
     }

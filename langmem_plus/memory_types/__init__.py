@@ -1,7 +1,12 @@
-"""Memory types beside the learning memory facade (DESIGN §1, §10).
+"""Memory types beside lessons, episodes and skills (DESIGN §1, §10, issue 14).
 
-Today: ``CognitiveMemory``, the importance-routed working / episodic memory of seed 004.
-``LearningMemory.cognitive(agent_id)`` opens one persisted in the memory's store.
+- ``CognitiveMemory``: the importance-routed working / episodic memory of seed 004;
+  ``LearningMemory.cognitive(agent_id)`` opens one persisted in the memory's store.
+- ``SemanticMemory``: facts (subject, relation, object) with belief states, per namespace;
+  ``LearningMemory.semantic()``.
+
+Names load on first use, so importing one type does not import the others' dependencies
+(the semantic memory needs Chroma; the cognitive memory alone does not).
 
 Example:
     >>> from langmem_plus.memory_types import CognitiveMemory
@@ -11,6 +16,28 @@ Example:
 
 from __future__ import annotations
 
-from langmem_plus.memory_types.cognitive import CognitiveMemory, Recalled, decayed_score
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CognitiveMemory", "Recalled", "decayed_score"]
+_LAZY: dict[str, str] = {
+    "CognitiveMemory": "langmem_plus.memory_types.cognitive",
+    "Recalled": "langmem_plus.memory_types.cognitive",
+    "decayed_score": "langmem_plus.memory_types.cognitive",
+    "SemanticMemory": "langmem_plus.memory_types.semantic",
+}
+
+if TYPE_CHECKING:
+    from langmem_plus.memory_types.cognitive import CognitiveMemory, Recalled, decayed_score
+    from langmem_plus.memory_types.semantic import SemanticMemory
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["CognitiveMemory", "Recalled", "SemanticMemory", "decayed_score"]

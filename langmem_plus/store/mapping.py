@@ -19,8 +19,10 @@ from pydantic import BaseModel
 from langmem_plus._text import stable_hash
 from langmem_plus.records import (
     CognitiveRecord,
+    Entity,
     Episode,
     ErrorEvent,
+    Fact,
     Lesson,
     Link,
     Namespace,
@@ -109,6 +111,12 @@ KIND_SPECS: dict[str, KindSpec] = {
     ),
     "cognitive": KindSpec(
         CognitiveRecord, lambda r: r.id, lambda r: f"cognitive memory of {r.agent_id}", lambda r: {"kind": "cognitive"}
+    ),
+    "facts": KindSpec(
+        Fact, lambda r: r.id, lambda r: r.text, lambda r: {"status": r.state, "kind": r.relation}
+    ),
+    "entities": KindSpec(
+        Entity, lambda r: r.id, lambda r: _join(r.label, *r.aliases), lambda r: {"kind": r.kind}
     ),
 }
 """Record kinds and their Chroma mapping."""
