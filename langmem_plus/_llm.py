@@ -46,17 +46,31 @@ def message_text(message: BaseMessage | str) -> str:
     return "".join(parts)
 
 
+ANSWER_MAX_CHARS = 65_536
+"""Characters of a model answer searched for its JSON object; an answer is a short object, so
+a longer one is cut (a confused or hostile model cannot make parsing slow)."""
+JSON_STARTS_MAX = 16
+"""Opening braces tried as the start of the object, per candidate: each try may parse to the
+end of the text, so the tries are bounded (without it, 1 MB of ``{"a": "`` took ~14 s)."""
+
+
 def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in ``text`` (bare or fenced), or ModelOutputError."""
+    """The first JSON object in ``text`` (bare or fenced), or ModelOutputError.
+
+    Bounded work on any input: ``ANSWER_MAX_CHARS`` characters and ``JSON_STARTS_MAX`` tries;
+    nesting too deep to decode is not an object (never a RecursionError).
+    """
+    text = text[:ANSWER_MAX_CHARS]
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for cand in candidates:
         start = cand.find("{")
-        while start != -1:
+        for _ in range(JSON_STARTS_MAX):
+            if start == -1:
+                break
             try:
                 obj, _ = json.JSONDecoder().raw_decode(cand[start:])
-            except json.JSONDecodeError:
-                start = cand.find("{", start + 1)
-                continue
+            except (json.JSONDecodeError, RecursionError):
+                obj = None
             if isinstance(obj, dict):
                 return obj
             start = cand.find("{", start + 1)
