@@ -1,0 +1,39 @@
+"""``langmem-plus bench peers`` on a small memory: the three paths answer the same labelled queries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langmem_plus.bench import peers
+from langmem_plus.cli import main
+
+
+@pytest.mark.slow
+def test_three_paths_on_the_same_queries() -> None:
+    pytest.importorskip("langmem")
+    said: list[str] = []
+    row = peers.bench_size(600, queries=30, langmem_queries=10, warmup=4, seed=1, progress=said.append)
+    for name, n in (("ours", 30), ("chroma_retriever", 30), ("langmem", 10)):
+        path = row[name]
+        assert path["queries"] == n and path["p50_ms"] > 0 and path["p95_ms"] >= path["p50_ms"]
+        assert path["hit3"] > 0.5, (name, path)  # each path really retrieves the labelled lessons
+    assert row["speedup_vs_langmem"] == pytest.approx(row["langmem"]["p50_ms"] / row["ours"]["p50_ms"], rel=0.06)
+    assert set(row["targets_met"]) == {
+        "hit3>=chroma_retriever", "ratio_vs_chroma_retriever<=1.5", "speedup_vs_langmem>=20", "hit3>=langmem+0.2",
+    }
+    assert len(said) == 3
+    json.dumps(row)
+
+
+def test_a_peer_is_asked_with_the_error_and_the_action() -> None:
+    from langmem_plus.bench.synthetic import build_memory
+
+    q = build_memory(50, ("b",), queries=1, seed=0).queries[0]
+    assert peers.peer_query(q) == f"{q.event.error_text}\n{q.event.action}"
+
+
+def test_cli_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "peers", "--lessons", "10"]) == 2
+    assert "--lessons must be >= 100" in capsys.readouterr().err
