@@ -77,6 +77,7 @@ _LAZY: dict[str, str] = {
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
     "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
+    "InstantMemory": "langmem_plus.memory_types.instant",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,6 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
+    from langmem_plus.memory_types.instant import InstantMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -130,6 +132,7 @@ __all__ = [
     "Feedback",
     "HashingEmbeddings",
     "Hint",
+    "InstantMemory",
     "InvalidNamespace",
     "InvalidRecord",
     "LLMExecutor",

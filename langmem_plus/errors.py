@@ -8,6 +8,8 @@ from the builtin it resembles, so ``except ValueError`` keeps working::
     ├── InvalidRecord(ValueError)         a record that fails validation
     ├── StoreUnavailable(ConnectionError) Chroma path or server cannot be opened
     ├── ModelOutputError(ValueError)      a chat model answered with unusable JSON
+    ├── ContentTooLarge(ValueError)       content larger than an InstantMemory's capacity
+    ├── UnknownItem(KeyError)             no InstantMemory item with that id
     └── EnvError(RuntimeError)            an environment was driven wrongly
 """
 
@@ -34,15 +36,25 @@ class ModelOutputError(LangmemPlusError, ValueError):
     """A chat model's answer could not be parsed or validated as the JSON asked for."""
 
 
+class ContentTooLarge(LangmemPlusError, ValueError):
+    """Content given to ``InstantMemory.attend`` has more tokens than the memory's whole capacity."""
+
+
+class UnknownItem(LangmemPlusError, KeyError):
+    """No item with this id is in the InstantMemory (never attended, or evicted since)."""
+
+
 class EnvError(LangmemPlusError, RuntimeError):
     """An environment was used out of order (step before reset, unknown task, ...)."""
 
 
 __all__ = [
+    "ContentTooLarge",
     "EnvError",
     "InvalidNamespace",
     "InvalidRecord",
     "LangmemPlusError",
     "ModelOutputError",
     "StoreUnavailable",
+    "UnknownItem",
 ]
