@@ -5,7 +5,7 @@ tool sheet, ``LearningMemory.render`` and the lookup tool, the distill node, the
 ``create_agent`` middleware's system-message block) puts its lessons, episodes and
 skills through ``assemble``: each item is attended with its relevance and its line
 (quoted data with its id, under ``HINTS_HEADER``), plus a compact form of the line
-(``- [lesson:<id>] "WRONG -> CORRECT"``) that compression uses first; what does not
+(``- <id>="WRONG -> CORRECT"``) that compression uses first; what does not
 fit is compressed, least relevant first, then evicted; items under the eviction
 threshold leave. The block is the memory's plain export.
 
@@ -60,16 +60,22 @@ def hint_line(item: ScoredItem) -> str:
     return render_hints([hint_from_item(item)]).split("\n", 1)[1]
 
 
-def compact_line(item: ScoredItem) -> str | None:
-    """The short form of an item's line: a rewrite lesson as ``- [<id>] "WRONG -> CORRECT"`` (JSON-quoted; the
-    id's ``les_`` prefix names the kind).
+COMPACT_WORDS = 8
+"""Words of an episode's or skill's hint kept in its compact line (a rewrite keeps its whole rule)."""
 
-    None for other items (compression summarizes them instead).
+
+def compact_line(item: ScoredItem) -> str:
+    """The short form of an item's line, ``- <id>=<JSON string>`` (the id's prefix, ``les_`` / ``ep_`` / ``skl_``,
+    names the kind): a rewrite lesson as ``"WRONG -> CORRECT"``, another item as its hint's first
+    ``COMPACT_WORDS`` words. JSON quoting keeps it data: its text cannot leave the quotes.
     """
     it = item.item
     if isinstance(it, Lesson) and it.wrong and it.correct is not None:
-        return f"- [{_ID_UNSAFE.sub('_', item.item_id)}] {json.dumps(f'{it.wrong} -> {it.correct}', ensure_ascii=False)}"
-    return None
+        text = f"{it.wrong} -> {it.correct}"
+    else:
+        words = hint_from_item(item).text.split()
+        text = " ".join(words[:COMPACT_WORDS]) + (" …" if len(words) > COMPACT_WORDS else "")
+    return f"- {_ID_UNSAFE.sub('_', item.item_id)}={json.dumps(text, ensure_ascii=False)}"
 
 
 def _clip01(x: float) -> float:

@@ -10,8 +10,10 @@ fingerprints this task hit in earlier runs, and graph neighbours of its task, to
 and domain nodes. Every candidate gets the pure lesson score of ``scoring``;
 ``select`` applies the guards, MMR and the budget. Episodes and skills are scored on
 their own scale and chosen beside the lessons (``support.choose_support``: budget
-plus the avoidance reminder), and ``max_context_tokens`` caps the rendered hints
-(``support.cap_tokens``); the tokens handed over are reported on ``Retrieval``.
+plus the avoidance reminder). The chosen items (and, before a run, the tool sheet)
+then compete for ``max_context_tokens`` in an instant memory (``memory_types.context``,
+issue 14): ranked by relevance, the least relevant compressed to one short line, then
+left out; the block and its tokens are reported on ``Retrieval``.
 
 The query path decodes no Chroma records (ids and distances only; lessons are in
 memory) and re-embeds nothing but the query: text similarity of non-vector
@@ -233,7 +235,7 @@ class Retrieval:
     difficulty: float = 0.0
     budget: int = 0
     tokens: int = 0
-    """Tokens of the rendered hints of ``chosen`` (header included), as ``tokens.count_tokens`` counts them."""
+    """Tokens of ``text``, the hint block of ``chosen`` (header included), as ``tokens.count_tokens`` counts them."""
     tokens_exact: bool = True
     """False when tiktoken was unavailable and ``tokens`` is an offline estimate."""
     text: str = ""
