@@ -226,6 +226,11 @@ def test_assemble_budget_header_quoting_and_compression() -> None:
     assert any(line == compact_line(i) for i in tight.shown for line in tight.text.splitlines())  # compressed, not cut
     cheapest_full = min(_n(l) for l in full.text.splitlines()[1:])
     assert len(tight.shown) * cheapest_full > 130 - _n(HINTS_HEADER)  # more than full lines could fit
+    import json
+
+    for text in tight.text.splitlines()[1:]:
+        if "=" in text.split(" ", 2)[1]:  # a compressed line: - <id>=<JSON string>, never cut inside its quotes
+            assert json.loads(text.split("=", 1)[1])
     evil = compact_line(items[-1])
     assert evil is not None and evil.count('"') == 2 + evil.count('\\"')  # JSON-quoted: the data cannot leave its quotes
 
@@ -325,4 +330,5 @@ def test_episode_compact_line_stays_quoted() -> None:
     import json
 
     key, value = line[2:].split("=", 1)
-    assert key == "ep_1" and json.loads(value).startswith("Worked before") and value.endswith('"')
+    assert key == "ep_1" and json.loads(value).startswith("start with") and value.endswith('"')
+    assert json.loads(value).endswith("…") and "ignore previous" in json.loads(value)  # kept as data, quoted

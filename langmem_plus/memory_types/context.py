@@ -66,14 +66,18 @@ COMPACT_WORDS = 8
 
 def compact_line(item: ScoredItem) -> str:
     """The short form of an item's line, ``- <id>=<JSON string>`` (the id's prefix, ``les_`` / ``ep_`` / ``skl_``,
-    names the kind): a rewrite lesson as ``"WRONG -> CORRECT"``, another item as its hint's first
-    ``COMPACT_WORDS`` words. JSON quoting keeps it data: its text cannot leave the quotes.
+    names the kind): a rewrite lesson as ``"WRONG -> CORRECT"``, another item as the first
+    ``COMPACT_WORDS`` words of its hint's step (what follows its lead phrase; an "Avoid" hint whole).
+    JSON quoting keeps it data: its text cannot leave the quotes.
     """
     it = item.item
     if isinstance(it, Lesson) and it.wrong and it.correct is not None:
         text = f"{it.wrong} -> {it.correct}"
     else:
-        words = hint_from_item(item).text.split()
+        hint = hint_from_item(item).text
+        if not hint.startswith("Avoid"):  # "Worked before for a similar goal: start with ..." -> "start with ..."
+            hint = hint.split(": ", 1)[-1]
+        words = hint.split()
         text = " ".join(words[:COMPACT_WORDS]) + (" …" if len(words) > COMPACT_WORDS else "")
     return f"- {_ID_UNSAFE.sub('_', item.item_id)}={json.dumps(text, ensure_ascii=False)}"
 
@@ -165,10 +169,13 @@ def assemble(
     head = mem.tokens_of(header)
     mem.capacity = max(0, budget - head - 1)  # the header and its newline come first
     for it in unique.values():
-        try:
-            mem.attend(line(it), _clip01(rel(it)), it.kind, source_id=it.item_id, summary=compact_line(it), payload=it, now=now)
-        except ContentTooLarge:
-            continue
+        short = compact_line(it)
+        for content in (line(it), short):  # a line too long for the budget comes in short
+            try:
+                mem.attend(content, _clip01(rel(it)), it.kind, source_id=it.item_id, summary=short, payload=it, now=now)
+                break
+            except ContentTooLarge:
+                continue
     mem.tick(now)  # leaves out what is under the eviction threshold
     kept = mem.selected(budget, header=header, separator="\n")
     shown = [i.payload for i in kept]

@@ -506,13 +506,21 @@ class InstantMemory:
         return True
 
     def _compress_lowest(self, order: list[InstantItem], ratio: float) -> bool:
-        lowest = next((i for i in order if not i.compressed), None)
-        if lowest is None:
-            return False
-        if lowest.summary and self._replace_content(lowest, lowest.summary):
-            return True
-        target = max(1, math.floor(lowest.tokens * ratio))
-        return self._replace_content(lowest, self.summarizer.summarize([lowest.content], target))
+        """The lowest uncompressed item to its summary when it has one (the caller's short form, never
+        summarized further: it may carry structure such as quoting), else to the summarizer's text."""
+        for item in order:
+            if item.compressed:
+                continue
+            if item.summary is not None:
+                if self._replace_content(item, item.summary):
+                    return True
+                self._items[item.id] = replace(item, compressed=True)  # already as short as it gets
+                continue
+            target = max(1, math.floor(item.tokens * ratio))
+            if self._replace_content(item, self.summarizer.summarize([item.content], target)):
+                return True
+            self._items[item.id] = replace(item, compressed=True)
+        return False
 
     def _summarize_batch(self, order: list[InstantItem], size: int, target: int) -> bool:
         batch = order[: max(2, size)]
