@@ -111,9 +111,10 @@ class MemoryConfig(BaseModel):
     """Token budget of the hint block one retrieval hands the agent, header included (issue 3): the
     capacity of the ``InstantMemory`` the block is assembled in (issue 14), where lessons, episodes and
     skills compete for it by relevance, the least relevant compressed to one short line, then evicted.
-    170 (was 800): the header and about eleven compressed rewrite lines. On ``bench protocol`` (seeds
-    0 / 1 / 2) the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 tool errors; 170 costs
-    ~159 for 9 / 11 / 11 (160: ~146 for 11 / 12 / 13)."""
+    170 (was 800): the header and about twelve compressed rewrite lines. On ``bench protocol --seed
+    0 / 1 / 2`` the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 / 9 / 9 tool errors;
+    170 costs 156 / 157 / 158 for 9 / 9 / 9 (vote memory: 164 / 159 / 166 for 12 / 11 / 12; a
+    160-token budget gave ~147 for 9 / 9 / 11 in a probe of the same evaluation)."""
     agent_context_tokens: int = Field(1200, ge=0)
     """Token cap on the memory block ``LearningMiddleware`` adds to an agent's system message at each
     model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
