@@ -84,6 +84,7 @@ _LAZY: dict[str, str] = {
     "SemanticMemory": "langmem_plus.memory_types.semantic",
     "Claim": "langmem_plus.memory_types.fact_sources",
     "facts_from_observation": "langmem_plus.memory_types.fact_sources",
+    "InstantMemory": "langmem_plus.memory_types.instant",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.memory_types.cognitive import CognitiveMemory
     from langmem_plus.memory_types.fact_sources import Claim, facts_from_observation
     from langmem_plus.memory_types.semantic import SemanticMemory
+    from langmem_plus.memory_types.instant import InstantMemory
     from langmem_plus.nodes import (
         MemoryState,
         capture_node,
@@ -144,6 +146,7 @@ __all__ = [
     "Feedback",
     "HashingEmbeddings",
     "Hint",
+    "InstantMemory",
     "InvalidArgument",
     "InvalidNamespace",
     "InvalidRecord",

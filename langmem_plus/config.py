@@ -107,8 +107,14 @@ class MemoryConfig(BaseModel):
     pitfall_scale: float = Field(3.0, gt=0.0)
     """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
     before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
-    max_context_tokens: int = Field(800, ge=0)
-    """Token cap on the hints one retrieval hands the agent (issue 3)."""
+    max_context_tokens: int = Field(170, ge=0)
+    """Token budget of the hint block one retrieval hands the agent, header included (issue 3): the
+    capacity of the ``InstantMemory`` the block is assembled in (issue 14), where lessons, episodes and
+    skills compete for it by relevance, the least relevant compressed to one short line, then evicted.
+    170 (was 800): the header and about twelve compressed rewrite lines. On ``bench protocol --seed
+    0 / 1 / 2`` the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 / 9 / 9 tool errors;
+    170 costs 156 / 157 / 158 for 9 / 9 / 9 (vote memory: 164 / 159 / 166 for 12 / 11 / 12; a
+    160-token budget gave ~147 for 9 / 9 / 11 in a probe of the same evaluation)."""
     agent_context_tokens: int = Field(1200, ge=0)
     """Token cap on the memory block ``LearningMiddleware`` adds to an agent's system message at each
     model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
@@ -139,6 +145,36 @@ class MemoryConfig(BaseModel):
     episode_min_cos: float = Field(0.3, ge=-1.0, le=1.0)
     """Cosine to the query an episode or skill needs to count as relevant (chosen so that
     unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""
+
+    # ---- instant memory (seed 002 "Instant Memory", DESIGN §10) ---------------
+    instant_capacity_tokens: int = Field(2000, ge=1)
+    """Capacity, in tokens, of an ``InstantMemory`` built without one (seed 002 bounds instant memory
+    by a token capacity and names no number; 2000 is a modest share of any chat model's window)."""
+    instant_decay_rate: float = Field(0.001, ge=0.0)
+    """Exponential decay of an unrefreshed item's priority, per second: priority = p0 * exp(-rate * dt)
+    since the last refresh (seed 002 ``tick``); 0.001 halves it in ln 2 / 0.001 ~ 11.6 minutes."""
+    instant_eviction_threshold: float = Field(0.1, ge=0.0, le=1.0)
+    """Items whose priority falls below this are evicted by ``tick`` (seed 002); 0.1, the strength under
+    which an episode is no longer recalled (``episode_recall_min_strength``)."""
+    instant_refresh_boost: float = Field(0.2, ge=0.0, le=1.0)
+    """Default priority added by ``refresh`` (seed 002: priority = min(1, priority + boost))."""
+    instant_compress_ratio: float = Field(0.5, gt=0.0, le=1.0)
+    """Target size of a compressed item relative to its content (seed 002 ``CompressLowest``: "e.g., 0.5")."""
+    instant_batch_size: int = Field(3, ge=2)
+    """Items summarized together by ``SummarizeBatch`` (seed 002 names the strategy, not the size)."""
+    instant_batch_tokens: int = Field(64, ge=1)
+    """Target tokens of a ``SummarizeBatch`` summary (seed 002 ``target_tokens``)."""
+    instant_keep_depth: int = Field(0, ge=0)
+    """Indentation depth of the lines ``Hierarchical`` keeps (seed 002 ``keep_depth``; 0: top-level lines)."""
+    instant_habit_runs: int = Field(20, ge=1)
+    """Before a run, a lesson's relevance in instant memory is its habit rate: the share of the tool's
+    last this-many runs whose opening attempt made its mistake or that applied it, with a (1, 1) prior
+    (measured on ``bench protocol``: fixes of an agent's first guesses score 0.2-0.9, fixes of its
+    second guesses, which it only tries after a failure, stay near the prior's floor)."""
+    instant_support_weight: float = Field(0.25, ge=0.0, le=1.0)
+    """Episodes and skills enter instant memory with relevance = this * their cosine to the query: a
+    lesson's relevance is a measured need rate, an episode's only a similarity, so worked examples get
+    what the likely-needed fixes leave (at 0.5 they crowded needed fixes out on ``bench protocol``)."""
 
     # ---- learning (DESIGN §6) -----------------------------------------------
     verified_fix_lessons: bool = True

@@ -9,6 +9,8 @@ from the builtin it resembles, so ``except ValueError`` keeps working::
     ├── InvalidArgument(ValueError)       an argument outside its documented range
     ├── StoreUnavailable(ConnectionError) Chroma path or server cannot be opened
     ├── ModelOutputError(ValueError)      a chat model answered with unusable JSON
+    ├── ContentTooLarge(ValueError)       content larger than an InstantMemory's capacity
+    ├── UnknownItem(KeyError)             no InstantMemory item with that id
     └── EnvError(RuntimeError)            an environment was driven wrongly
 """
 
@@ -39,11 +41,20 @@ class ModelOutputError(LangmemPlusError, ValueError):
     """A chat model's answer could not be parsed or validated as the JSON asked for."""
 
 
+class ContentTooLarge(LangmemPlusError, ValueError):
+    """Content given to ``InstantMemory.attend`` has more tokens than the memory's whole capacity."""
+
+
+class UnknownItem(LangmemPlusError, KeyError):
+    """No item with this id is in the InstantMemory (never attended, or evicted since)."""
+
+
 class EnvError(LangmemPlusError, RuntimeError):
     """An environment was used out of order (step before reset, unknown task, ...)."""
 
 
 __all__ = [
+    "ContentTooLarge",
     "EnvError",
     "InvalidArgument",
     "InvalidNamespace",
@@ -51,4 +62,5 @@ __all__ = [
     "LangmemPlusError",
     "ModelOutputError",
     "StoreUnavailable",
+    "UnknownItem",
 ]

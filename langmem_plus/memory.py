@@ -41,7 +41,7 @@ from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.dedup import find_conflicts
 from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
-from langmem_plus.learning.hints import hints_from_items, render_hints
+from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.lifecycle import (
     Integration,
     Judgement,
@@ -54,6 +54,7 @@ from langmem_plus.learning.lifecycle import (
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
+from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.records import (
     LESSON_STATUSES,
     Activation,
@@ -444,7 +445,14 @@ class LearningMemory:
 
         ``k`` replaces the difficulty budget K' (and the tool sheet): at most ``k`` items,
         exactly ``k`` when that many pass the guards and the token cap (a retriever's ``k``).
+        The items come back in the order of the hint block instant memory assembled from
+        them (``memory_types.context``): lessons ranked by how often the tool's recent runs
+        needed them, within ``max_context_tokens``.
         """
+        return self._after_retrieval("pre_run", self._pre_run(task, context, now=now, k=k), run_id=run_id)
+
+    def _pre_run(self, task: TaskSpec, context: WorkingContext | None, *, now: float | None, k: int | None) -> Retrieval:
+        """``retrieve_pre_run``'s retrieval, before it is recorded."""
         now = self.clock() if now is None else now
         context_runs = self._context_runs(task)
         fps = {fp for r in context_runs for fp in r.fingerprint_counts}
@@ -454,7 +462,8 @@ class LearningMemory:
         ctx = context or WorkingContext(goal=task.goal, context=task.tool or task.domain or "")
         if ctx.difficulty is None:
             ctx = ctx.model_copy(update={"difficulty": self._pre_run_difficulty(task, context_runs, known)})
-        result = self.engine.pre_run(
+        runs = [r for r in self.runs if r.tool == task.tool][-self.config.instant_habit_runs :]
+        return self.engine.pre_run(
             task,
             ctx,
             recent_fingerprints=fps,
@@ -463,8 +472,8 @@ class LearningMemory:
             known_lessons=known,
             now=now,
             limit=k,
+            relevance=habit_relevance(runs, self.config, task_runs=context_runs),
         )
-        return self._after_retrieval("pre_run", result, run_id=run_id)
 
     def retrieve_on_error(
         self,
@@ -827,8 +836,9 @@ class LearningMemory:
         ]
 
     def render(self, items: Sequence[ScoredItem]) -> str:
-        """Hints for ``items`` as a quoted data block for a model prompt."""
-        return render_hints(hints_from_items(items))
+        """Hints for ``items`` as a quoted data block for a model prompt, assembled in instant memory
+        within ``max_context_tokens`` (``memory_types.context.assemble``)."""
+        return assemble(items, budget=self.config.max_context_tokens, config=self.config, now=self.clock()).text
 
     # ------------------------------------------------------------------ two-interface abstraction
     def general_update(self, recorder: Trajectory, *, retrieved_as: str | None = None) -> RunReport:
@@ -858,13 +868,14 @@ class LearningMemory:
         What it shows is remembered under the trajectory's run id, so the matching
         ``general_update`` can measure whether those lessons helped.
         """
-        items = self.retrieve_pre_run(recorder.task, run_id=recorder.run_id)
+        result = self._pre_run(recorder.task, None, now=None, k=None)
+        items = self._after_retrieval("pre_run", result, run_id=recorder.run_id)
         hints = hints_from_items(items)
         with self._lock:
             self._shown[recorder.run_id] = self.activations_for(items, run_id=recorder.run_id, step=0, moment="pre_run")
             while len(self._shown) > SHOWN_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
                 del self._shown[next(iter(self._shown))]
-        return {"hints": [h.model_dump() for h in hints], "text": render_hints(hints), "items": items}
+        return {"hints": [h.model_dump() for h in hints], "text": result.text, "items": items}
 
     # ------------------------------------------------------------------ LangChain surfaces
     def as_retriever(self, kind: str = "pre_run", **kwargs: Any) -> Any:

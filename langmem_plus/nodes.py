@@ -44,6 +44,7 @@ from langgraph.runtime import Runtime
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
+from langmem_plus.memory_types.context import assemble
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
@@ -163,7 +164,8 @@ def _on_error_retrieve(memory: LearningMemory, state: MemoryState) -> dict[str, 
 
 
 def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
-    items = state.get("retrieved") or []
+    # The hints go through instant memory like every context: the retrieval's items compete for its budget.
+    items = assemble(state.get("retrieved") or [], budget=memory.config.max_context_tokens, config=memory.config).shown
     event = state.get("last_event")
     hints = distill_hints(items, goal=task_of(state).goal, obs=event.error_text if event else "", llm=memory.llm)
     step = len(state.get("steps") or [])

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from langmem_plus import LearningMemory, LLMExecutor, Trajectory
+from langmem_plus import LearningMemory, LLMExecutor, MemoryConfig, Trajectory
 from langmem_plus.demo import run_demo
 from langmem_plus.envs.registry import make_env
 from langmem_plus.graph import build_executor_referee_graph, run_task
@@ -146,7 +146,9 @@ def test_cli_lessons_and_inspect(tmp_path: Path) -> None:
 
 
 def test_faded_episodes_are_not_recalled_but_stay_stored(tmp_path: Path) -> None:
-    mem = _learned(tmp_path)
+    _learned(tmp_path).close()
+    # A budget with room for episodes beside the lessons (in instant memory they rank below likely-needed fixes).
+    mem = LearningMemory.open(tmp_path / "s", namespace=("demo", "gridtool"), config=MemoryConfig(max_context_tokens=800))
     task = make_env("gridtool").tasks()[0]
     stored = mem.store.count("episodes")
     assert stored > 0

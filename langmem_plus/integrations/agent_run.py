@@ -33,6 +33,7 @@ from typing_extensions import NotRequired
 
 from langmem_plus._llm import message_text
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
+from langmem_plus.memory_types.context import Assembled, assemble, in_order
 from langmem_plus.records import (
     Feedback,
     Lesson,
@@ -241,7 +242,8 @@ def render_memory(items: Sequence[ScoredItem]) -> str:
 def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredItem]:
     """The items, in order and without repeated ids, whose block fits ``budget`` tokens (None: no cap).
 
-    Greedy: an item whose line does not fit is skipped and a shorter later one may still fit.
+    The block is assembled in instant memory (``memory_block``), the items ranked in the order
+    given: the least important are compressed to one short line first, then left out.
     """
     first: dict[str, ScoredItem] = {}
     for item in items:
@@ -249,14 +251,20 @@ def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredIt
     unique = list(first.values())
     if budget is None:
         return unique
-    used = count_tokens(f"{MEMORY_TITLE}\n{HINTS_HEADER}").n
-    out = []
-    for item in unique:
-        cost = count_tokens(memory_line(item)).n + 1
-        if used + cost <= budget:
-            out.append(item)
-            used += cost
-    return out
+    return memory_block(unique, budget).shown
+
+
+def memory_block(items: Sequence[ScoredItem], budget: int | None) -> Assembled:
+    """The system-message block of ``items`` assembled in instant memory within ``budget`` tokens (None: no cap).
+
+    Items keep the order given (``in_order`` relevance); lines are ``memory_line``s under
+    ``MEMORY_TITLE`` and ``HINTS_HEADER``; over the budget, the last are compressed, then dropped.
+    """
+    header = f"{MEMORY_TITLE}\n{HINTS_HEADER}"
+    if budget is None:
+        text = render_memory(items)
+        return Assembled(list(items), [], text, count_tokens(text).n if text else 0)
+    return assemble(items, budget=budget, relevance=in_order(items), line=memory_line, header=header)
 
 
 def shown_items(state: Mapping[str, Any], messages: Sequence[AnyMessage], budget: int | None) -> list[ScoredItem]:
@@ -305,6 +313,7 @@ __all__ = [
     "exception_step",
     "first_human_text",
     "fit_budget",
+    "memory_block",
     "latest_round_ids",
     "memory_line",
     "read_records",

@@ -65,9 +65,9 @@ from langmem_plus.integrations.agent_run import (
     exception_step,
     first_human_text,
     fit_budget,
+    memory_block,
     read_records,
     read_report,
-    render_memory,
     round_position,
     shown_items,
     tool_action,
@@ -252,7 +252,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The model request with this run's lessons in its system message (unchanged when there are none)."""
         budget = self._budget(self._memory(request.runtime))
-        block = render_memory(shown_items(request.state, request.messages, budget))
+        block = memory_block(shown_items(request.state, request.messages, budget), budget).text
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
 
     def _call(self, request: ToolCallRequest) -> _Call | None:

@@ -4,6 +4,8 @@
   ``LearningMemory.cognitive(agent_id)`` opens one persisted in the memory's store.
 - ``SemanticMemory``: facts (subject, relation, object) with belief states, per namespace;
   ``LearningMemory.semantic()``.
+- ``InstantMemory``: what a model attends to now, bounded by tokens (seed 002); every
+  context langmem_plus hands a model is assembled through it (``memory_types.context``).
 
 Names load on first use, so importing one type does not import the others' dependencies
 (the semantic memory needs Chroma; the cognitive memory alone does not).
@@ -24,10 +26,12 @@ _LAZY: dict[str, str] = {
     "Recalled": "langmem_plus.memory_types.cognitive",
     "decayed_score": "langmem_plus.memory_types.cognitive",
     "SemanticMemory": "langmem_plus.memory_types.semantic",
+    "InstantMemory": "langmem_plus.memory_types.instant",
 }
 
 if TYPE_CHECKING:
     from langmem_plus.memory_types.cognitive import CognitiveMemory, Recalled, decayed_score
+    from langmem_plus.memory_types.instant import InstantMemory
     from langmem_plus.memory_types.semantic import SemanticMemory
 
 
@@ -40,4 +44,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["CognitiveMemory", "Recalled", "SemanticMemory", "decayed_score"]
+__all__ = ["CognitiveMemory", "InstantMemory", "Recalled", "SemanticMemory", "decayed_score"]

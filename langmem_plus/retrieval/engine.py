@@ -10,8 +10,10 @@ fingerprints this task hit in earlier runs, and graph neighbours of its task, to
 and domain nodes. Every candidate gets the pure lesson score of ``scoring``;
 ``select`` applies the guards, MMR and the budget. Episodes and skills are scored on
 their own scale and chosen beside the lessons (``support.choose_support``: budget
-plus the avoidance reminder), and ``max_context_tokens`` caps the rendered hints
-(``support.cap_tokens``); the tokens handed over are reported on ``Retrieval``.
+plus the avoidance reminder). The chosen items (and, before a run, the tool sheet)
+then compete for ``max_context_tokens`` in an instant memory (``memory_types.context``,
+issue 14): ranked by relevance, the least relevant compressed to one short line, then
+left out; the block and its tokens are reported on ``Retrieval``.
 
 The query path decodes no Chroma records (ids and distances only; lessons are in
 memory) and re-embeds nothing but the query: text similarity of non-vector
@@ -42,7 +44,7 @@ import numpy as np
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.learning.episodes import episode_recallable
-from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
+from langmem_plus.memory_types.context import Assembled, Relevance, assemble
 from langmem_plus.records import (
     RETRIEVABLE_STATUSES,
     Episode,
@@ -70,12 +72,11 @@ from langmem_plus.retrieval.scoring import (
     lesson_score,
 )
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
-from langmem_plus.retrieval.support import cap_tokens, choose_support, skill_components
+from langmem_plus.retrieval.support import choose_support, skill_components
 from langmem_plus.retrieval.worker import StrategyTimer, Worker, run_inline
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.mapping import KIND_SPECS
-from langmem_plus.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -234,9 +235,11 @@ class Retrieval:
     difficulty: float = 0.0
     budget: int = 0
     tokens: int = 0
-    """Tokens of the rendered hints of ``chosen`` (header included), as ``tokens.count_tokens`` counts them."""
+    """Tokens of ``text``, the hint block of ``chosen`` (header included), as ``tokens.count_tokens`` counts them."""
     tokens_exact: bool = True
     """False when tiktoken was unavailable and ``tokens`` is an offline estimate."""
+    text: str = ""
+    """The hint block of ``chosen`` as assembled in instant memory (``memory_types.context``)."""
     graph_ms: float = 0.0
     """Milliseconds the graph step (bounded personalized PageRank) took."""
 
@@ -460,11 +463,15 @@ class RetrievalEngine:
         goal: str,
         now: float,
         limit: int | None = None,
+        relevance: Relevance | None = None,
+        more: Callable[[list[ScoredItem]], list[ScoredItem]] | None = None,
     ) -> Retrieval:
         """Guards, MMR and the budget over the scored lessons, the support items beside them, the token cap.
 
         ``limit`` replaces the difficulty budget K' and caps the whole list (lessons first,
-        then episodes and skills) at that many items, e.g. a retriever's ``k``.
+        then episodes and skills) at that many items, e.g. a retriever's ``k``. ``more``
+        adds items beside the chosen ones (the tool sheet) before all of them compete for
+        the token budget in instant memory, ranked by ``relevance``.
 
         Raises:
             ValueError: ``limit`` is negative.
@@ -480,26 +487,21 @@ class RetrievalEngine:
         if limit is not None:
             dropped += [(c.item_id, f"limit:{limit}") for c in chosen[limit:]]
             chosen = chosen[:limit]
-        shown, skipped, tokens, exact = self._cap(chosen)
-        dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in skipped]
+        if more is not None:
+            chosen += more(chosen)
+        block = self._cap(chosen, relevance, now)
+        dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in block.dropped]
         return Retrieval(
-            chosen=shown, candidates=items + support, dropped=dropped, query=query,
-            difficulty=d, budget=k, tokens=tokens, tokens_exact=exact, graph_ms=self._graph_ms,
+            chosen=block.shown, candidates=items + support, dropped=dropped, query=query, difficulty=d, budget=k,
+            tokens=block.tokens, tokens_exact=block.exact, graph_ms=self._graph_ms, text=block.text,
         )
 
     def _content_rows(self, items: list[ScoredItem]) -> np.ndarray:
         return self.vectors.content([it.item for it in items if isinstance(it.item, Lesson)])
 
-    def _cap(self, chosen: list[ScoredItem]) -> tuple[list[ScoredItem], list[ScoredItem], int, bool]:
-        """Enforce ``max_context_tokens`` on the rendered hints, in choice order (issue 3)."""
-        if not chosen:
-            return [], [], 0, True
-        header = count_tokens(HINTS_HEADER)
-        lines = [render_hints([hint_from_item(c)]).split("\n", 1)[1] for c in chosen]
-        counts = [count_tokens(line) for line in lines]
-        shown, skipped, used = cap_tokens(chosen, [c.n + 1 for c in counts], self.config.max_context_tokens - header.n)
-        exact = header.exact and all(c.exact for c in counts)
-        return shown, skipped, (used + header.n) if shown else 0, exact
+    def _cap(self, chosen: list[ScoredItem], relevance: Relevance | None, now: float) -> Assembled:
+        """The chosen items through instant memory: they compete for ``max_context_tokens`` by relevance (issue 14)."""
+        return assemble(chosen, budget=self.config.max_context_tokens, config=self.config, relevance=relevance, now=now)
 
     @staticmethod
     def _merge_sources(*named: tuple[str, Iterable[str]]) -> dict[str, list[str]]:
@@ -594,6 +596,7 @@ class RetrievalEngine:
         known_lessons: Collection[str] = (),
         now: float,
         limit: int | None = None,
+        relevance: Relevance | None = None,
     ) -> Retrieval:
         """DESIGN §5 before a run: task intent in scope, plus this task's recent failure context.
 
@@ -603,6 +606,7 @@ class RetrievalEngine:
         in those runs (the agent's draft matched their WRONG pattern): they count as a full
         fingerprint match, since their failures stopped showing only because they were applied.
         ``limit`` (as in ``_finish``) also leaves out the tool sheet, so no more than ``limit`` items come back.
+        ``relevance`` ranks the chosen items and the sheet in instant memory (the facade passes habit rates).
         """
         cfg = self.config
         query = build_query(ctx)
@@ -631,13 +635,13 @@ class RetrievalEngine:
             matcher=ActionMatcher(recent_actions),
             known=set(known_lessons),
         )
-        result = self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now, limit=limit)
-        extra = [] if limit is not None else sheet_fill(items, result.chosen, tool=task.tool, config=cfg)
-        if extra:
-            shown, skipped, tokens, exact_tokens = self._cap([*result.chosen, *extra])
-            result.chosen, result.tokens, result.tokens_exact = shown, tokens, exact_tokens
-            result.dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in skipped]
-        return result
+        def sheet(chosen: list[ScoredItem]) -> list[ScoredItem]:
+            return sheet_fill(items, chosen, tool=task.tool, config=cfg)
+
+        return self._finish(
+            items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now, limit=limit, relevance=relevance,
+            more=None if limit is not None else sheet,
+        )
 
     def _tool_ok(self, lesson_id: str, tool: str) -> bool:
         """Whether a lesson may answer this tool's error (scoped to it or to no tool); read from the graph's index."""
