@@ -34,7 +34,7 @@ class LessonLookup(Protocol):
     """What the indexed pool asks of a store's indexes (``LessonIndex`` plus the graph's fingerprints)."""
 
     def near(self, simhash: int) -> Iterable[str]:
-        """Ids of every stored lesson within ``dedup_max_hamming`` bits of ``simhash`` (a superset)."""
+        """Ids of every stored lesson within ``dedup_max_hamming`` bits of ``simhash`` (more do no harm)."""
 
     def triggered_by(self, fingerprint_id: str) -> Iterable[str]:
         """Ids of the stored lessons with this trigger."""
@@ -99,7 +99,7 @@ class StoreLookup:
         self.index, self.graph = index, graph
 
     def near(self, simhash: int) -> list[str]:
-        """Every indexed lesson within the banded distance of ``simhash`` (a superset), in table order."""
+        """Every indexed lesson within ``dedup_max_hamming`` bits of ``simhash``, in table order."""
         return self.index.near(simhash)
 
     def triggered_by(self, fingerprint_id: str) -> set[str]:

@@ -19,8 +19,9 @@ Example:
     >>> idx = LessonIndex(bits=64, max_distance=3, bands=4)
     >>> idx.put("a", "candidate", 0b1011, due=60)
     >>> idx.put("b", "promoted", 0b1011 ^ (1 << 40), due=None)
-    >>> idx.near(0b1011), idx.due_by(59), idx.due_by(60), idx.counts()["candidate"]
-    (['a', 'b'], [], ['a'], 1)
+    >>> idx.put("c", "promoted", 0b1011 ^ 0b1111 << 20, due=None)
+    >>> idx.near(0b1011), idx.due_by(59), idx.due_by(60), idx.counts()["promoted"]
+    (['a', 'b'], [], ['a'], 2)
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class LessonIndex:
 
     def __init__(self, *, bits: int, max_distance: int, bands: int) -> None:
         self.plan = plan_bands(bits, max_distance, bands)
-        """The bands, or None: ``near`` then returns every lesson (still exact, not fast)."""
+        """The bands, or None: ``near`` then checks every lesson (still exact, not fast)."""
+        self.max_distance = max_distance
         self._rows: dict[str, int] = {}
         self._ids: list[str] = []
         self._hash = np.zeros(0, dtype=np.uint64)
@@ -195,19 +197,20 @@ class LessonIndex:
         return [self._ids[r] for r in rows]
 
     def near(self, simhash: int) -> list[str]:
-        """Ids of every lesson within the planned distance of ``simhash``, and some farther, in row order.
+        """Ids of the lessons whose SimHash is within ``max_distance`` bits of ``simhash``, in row order.
 
         Every band value of ``simhash`` is looked up in that band's sorted values (rows
-        whose hash changed since the sort are compared directly); with no plan, every
-        lesson.
+        whose hash changed since the sort are compared directly), then the distance of
+        each row found is checked; with no plan, every row is checked.
         """
         n = len(self._ids)
         if self.plan is None:
-            rows = [r for r in range(n) if self._status[r] >= 0]
+            rows = np.flatnonzero(self._status[:n] >= 0)
         else:
-            rows = sorted(self._near_rows(simhash, n))
-        self.touched += len(rows)
-        return [self._ids[r] for r in rows]
+            rows = np.fromiter(self._near_rows(simhash, n), dtype=np.int64)
+        close = rows[np.bitwise_count(self._hash[rows] ^ np.uint64(simhash)) <= self.max_distance]
+        self.touched += len(close)
+        return [self._ids[r] for r in sorted(close.tolist())]
 
     def _near_rows(self, simhash: int, n: int) -> set[int]:
         assert self.plan is not None  # checked by the caller
