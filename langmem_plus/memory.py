@@ -170,6 +170,8 @@ class LearningMemory:
         self.graph = LessonGraph()
         self._index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
+        self._journal_group: list[tuple[str, str, list[tuple[str, str]]]] | None = None
+        """Journal entries of the open ``_write_group``, written when it ends."""
         loaded = self._load_snapshot()
         if loaded is None:
             self._load_store()
@@ -395,10 +397,43 @@ class LearningMemory:
             self._generation = token
             if self._snapshot is not None:
                 id_of = KIND_SPECS[kind].id_of
-                try:
-                    self._snapshot.append(token, kind, [(id_of(r), raw) for r, raw in zip(records, raws)])
-                except OSError as exc:  # the token check makes the next open read from Chroma
-                    logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
+                entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
+                if self._journal_group is not None and self.store.in_write_group():
+                    self._journal_group.append((token, kind, entries))  # journalled when the group ends
+                else:
+                    self._journal([(token, kind, entries)])
+
+    def _journal(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]]) -> None:
+        """Append committed writes to the snapshot journal, one end line per token."""
+        if self._snapshot is None:
+            return
+        by_token: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {}
+        for token, kind, entries in writes:
+            by_token.setdefault(token, []).append((kind, entries))
+        try:
+            for token, group in by_token.items():
+                self._snapshot.append_group(token, group)
+        except OSError as exc:  # the token check makes the next open read from Chroma
+            logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
+
+    @contextlib.contextmanager
+    def _write_group(self) -> Iterator[None]:
+        """The block's tracked writes share one generation token (``ChromaStore.write_group``), journalled after it.
+
+        One Chroma call for the token instead of one per write. The journal gets the
+        writes only once the block is over (also when it fails: what Chroma took is
+        journalled), so a crash inside leaves Chroma's token ahead and the next open exact.
+        """
+        if self._journal_group is not None:
+            yield
+            return
+        self._journal_group = []
+        try:
+            with self.store.write_group():
+                yield
+        finally:
+            pending, self._journal_group = self._journal_group, None
+            self._journal(pending)
 
     def _apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
         """Fold written records into the in-memory state; ``vectors`` are their stored embeddings (None on replay)."""
@@ -642,21 +677,22 @@ class LearningMemory:
                 out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
             )
             changed = {**integ.upserts, **judged.updated}
-            self._write_lessons(changed)
-            self._write_links(activated)
-            self.store.upsert("runs", [run])  # _on_write appends it to self.runs
-            episodes = episodes_from_run(
-                namespace=self.namespace,
-                run_id=run_id,
-                task=task,
-                steps=steps,
-                verdict=verdict or Verdict(passed=outcome.passed, score=outcome.score),
-                config=self.config,
-                now=now,
-                events=events,
-            )
-            self._audit_run(run, integ, judged)
-            self._write_episodes(episodes, run=run, task=task, events=events, now=now)
+            with self._write_group():  # one generation token for the run's writes
+                self._write_lessons(changed)
+                self._write_links(activated)
+                self.store.upsert("runs", [run])  # _on_write appends it to self.runs
+                episodes = episodes_from_run(
+                    namespace=self.namespace,
+                    run_id=run_id,
+                    task=task,
+                    steps=steps,
+                    verdict=verdict or Verdict(passed=outcome.passed, score=outcome.score),
+                    config=self.config,
+                    now=now,
+                    events=events,
+                )
+                self._audit_run(run, integ, judged)
+                self._write_episodes(episodes, run=run, task=task, events=events, now=now)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,

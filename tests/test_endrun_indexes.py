@@ -10,6 +10,7 @@ run touches, not the store.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,60 @@ def test_end_run_on_a_large_store_reads_the_lessons_it_changes_not_the_store(
             assert sum(reads.values()) >= 3000 and sum(decided.values()) >= 3000  # the reference scans
         monkeypatch.undo()
         mem.close()
+
+
+# --------------------------------------------------------------------------- one token per end_run
+
+
+def _full(mem: LearningMemory) -> tuple[Any, ...]:
+    return (
+        {i: l.model_dump() for i, l in mem.lessons.items()},
+        {i: l.model_dump() for i, l in mem._links.items()},
+        [r.model_dump() for r in mem.runs],
+        mem.graph.snapshot(),
+    )
+
+
+def test_end_run_stores_one_generation_token_and_its_journal_replays_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = _open(tmp_path, True)
+    mem.add_lessons(_imports(8))
+    bumps: list[str] = []
+    bump = type(mem.store)._bump_generation
+
+    def counting(store: Any) -> str:
+        token = bump(store)
+        bumps.append(token)
+        return token
+
+    monkeypatch.setattr(type(mem.store), "_bump_generation", counting)
+    report = _run(mem, "r1", [(0, True), (1, True), (0, False)], mem)
+    assert report["new_lessons"] and report["activated_lesson_ids"]  # lessons, links and the run were written
+    assert len(bumps) == 1 and mem.store.generation() == bumps[0]
+    monkeypatch.undo()
+    live = _full(mem)
+    mem.close()
+    again = _open(tmp_path, True)  # from the snapshot: the grouped journal replayed
+    assert _full(again) == live
+    again.close()
+    chroma = _open(tmp_path, True, snapshot=False)
+    assert _full(chroma) == live
+    chroma.close()
+
+
+def test_a_crash_inside_the_group_before_the_journal_means_a_full_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    mem = _open(tmp_path, True)
+    mem.add_lessons(_imports(4))
+    mem._journal = lambda writes: None  # type: ignore[method-assign]  # the process dies before the journal append
+    _run(mem, "r1", [(0, True), (2, True)], mem)
+    live = _full(mem)
+    mem.store.close()  # no clean close: nothing more reaches the snapshot
+    with caplog.at_level(logging.INFO, logger="langmem_plus"):
+        again = _open(tmp_path, True)
+    assert "behind the store" in caplog.text  # the stale snapshot was not trusted
+    assert _full(again) == live
+    _check_index(again)
+    again.close()

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -182,6 +183,8 @@ class ChromaStore:
         self._max_batch = max(1, int(client.get_max_batch_size()))
         self._closed = False
         self._nonempty: dict[str, bool] = {}
+        self._group = threading.local()
+        """This thread's write group (``write_group``): whether one is open, and its token once bumped."""
         self.listeners: list[WriteListener] = []
         """Told of every successful upsert (``LearningMemory`` keeps its in-memory state and snapshot by them)."""
 
@@ -334,7 +337,7 @@ class ChromaStore:
         metas = [self._metadata(spec, r) for r in latest.values()]
         vectors = np.asarray(self.embeddings.embed_documents(docs), dtype=np.float32)
         coll = self.raw_collection(kind)
-        token = self._bump_generation() if kind in TRACKED_KINDS else None
+        token = self._write_token() if kind in TRACKED_KINDS else None
         for start in range(0, len(ids), self._max_batch):
             end = start + self._max_batch
             with self._guard(f"upsert {kind}"), _dimension_hint(self.location):
@@ -347,6 +350,38 @@ class ChromaStore:
         raws = [str(m["record"]) for m in metas]
         for listener in self.listeners:
             listener(kind, list(latest.values()), raws, vectors, token)
+
+    @contextmanager
+    def write_group(self) -> Iterator[None]:
+        """Tracked writes of this thread inside the block share one generation token.
+
+        The token is stored before the group's first tracked write (one Chroma call for
+        the group instead of one per write: ``end_run`` writes lessons, links, runs and
+        skills). A listener that journals the group must do so only after the block, all
+        writes under that token and one end line, so a crash inside the group still leaves
+        Chroma's token ahead of the journal (``LearningMemory`` does). Other threads' writes
+        keep their own tokens. Nested groups are one group.
+        """
+        if getattr(self._group, "open", False):
+            yield
+            return
+        self._group.open, self._group.token = True, None
+        try:
+            yield
+        finally:
+            self._group.open, self._group.token = False, None
+
+    def in_write_group(self) -> bool:
+        """Whether this thread is inside ``write_group``."""
+        return bool(getattr(self._group, "open", False))
+
+    def _write_token(self) -> str:
+        """The token a tracked write goes under: its group's (bumped once), else a fresh one."""
+        if not getattr(self._group, "open", False):
+            return self._bump_generation()
+        if self._group.token is None:
+            self._group.token = self._bump_generation()
+        return str(self._group.token)
 
     def _bump_generation(self) -> str:
         """Store a fresh token in the lessons collection's metadata before a tracked write.

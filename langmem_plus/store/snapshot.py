@@ -281,9 +281,13 @@ class SnapshotDir:
 
     def append(self, token: str, kind: str, entries: Iterable[tuple[str, str]]) -> None:
         """Record one committed Chroma write (its token, kind and records) in the journal."""
+        self.append_group(token, [(kind, entries)])
+
+    def append_group(self, token: str, writes: Sequence[tuple[str, Iterable[tuple[str, str]]]]) -> None:
+        """Record committed Chroma writes that went under one token (``ChromaStore.write_group``), closed by one end line."""
         if self._journal_name is None:
             return  # no base yet: the next base will hold this write
-        lines = [f"{token}\t{kind}\t{json.dumps(rid)}\t{raw}\n" for rid, raw in entries]
+        lines = [f"{token}\t{kind}\t{json.dumps(rid)}\t{raw}\n" for kind, entries in writes for rid, raw in entries]
         self.journal_records += len(lines)
         lines.append(f"{token}\t{END}\n")
         with open(self.path / f"journal-{self._journal_name}.tsv", "a", encoding="utf-8") as f:
@@ -361,18 +365,25 @@ def _read_records(path: Path) -> dict[str, dict[str, str]]:
 
 
 def _read_journal(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """Committed writes of a journal, in order; a trailing write without its end line is ignored."""
+    """Committed writes of a journal, in order; a trailing write without its end line is ignored.
+
+    One end line may close several kinds' writes under one token (``append_group``): each
+    kind's run of records comes back as its own entry, in order, with that token.
+    """
     writes: list[tuple[str, str, list[tuple[str, str]]]] = []
-    pending: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    pending: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {}
     for line in path.read_text(encoding="utf-8").split("\n")[:-1]:  # the last piece is "" or a torn line
         token, kind, *rest = line.split("\t", 3)
         if kind == END:
-            found = pending.pop(token, None)
-            writes.append((token, found[0] if found else "", found[1] if found else []))
+            found = pending.pop(token, None) or [("", [])]
+            writes.extend((token, k, entries) for k, entries in found)
             continue
         if kind not in SNAPSHOT_KINDS or len(rest) != 2:
             raise ValueError(f"{path.name} has a malformed line")
-        pending.setdefault(token, (kind, []))[1].append((json.loads(rest[0]), rest[1]))
+        runs = pending.setdefault(token, [])
+        if not runs or runs[-1][0] != kind:
+            runs.append((kind, []))
+        runs[-1][1].append((json.loads(rest[0]), rest[1]))
     return writes
 
 
