@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -231,3 +232,19 @@ def test_indexed_integration_meets_only_the_lessons_the_indexes_name() -> None:
     assert out.merged == [("e5", "c1")] and out.conflicts == [("c2", "e7")]
     assert sum(reads.values()) <= 12  # a handful of lessons, not the 2,000 a scan reads
     assert index.touched <= 12
+
+
+def test_the_saved_band_sort_is_used_checked_and_dropped_for_another_plan() -> None:
+    idx = LessonIndex(bits=64, max_distance=3, bands=4)
+    hashes = {f"l{n}": (n * 0x9E3779B97F4A7C15) % (1 << 64) for n in range(500)}
+    for lid, h in hashes.items():
+        idx.put(lid, "candidate", h, None)
+    arrays = idx.to_arrays(list(hashes))
+    probe = hashes["l9"] ^ 0b11
+    loaded = LessonIndex.from_arrays(list(hashes), arrays, bits=64, max_distance=3, bands=4)
+    assert loaded._sorted is not None and loaded.near(probe) == ["l9"]  # no sort needed after the load
+    wider = LessonIndex.from_arrays(list(hashes), arrays, bits=64, max_distance=5, bands=4)
+    assert wider._sorted is None and "l9" in wider.near(probe)  # another plan: sorted on first use
+    broken = dict(arrays, band_rows=arrays["band_rows"][:, ::-1].copy())
+    with pytest.raises(ValueError, match="not a sort"):  # the memory then rebuilds the index
+        LessonIndex.from_arrays(list(hashes), broken, bits=64, max_distance=3, bands=4)

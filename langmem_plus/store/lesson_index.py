@@ -234,11 +234,8 @@ class LessonIndex:
         return {r for r in found if self._status[r] >= 0}
 
     def _resort(self, n: int) -> None:
-        assert self.plan is not None
-        hashes = self._hash[:n]
         self._sorted = []
-        for shift, width in self.plan:
-            values = (hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+        for values in self._band_values(self._hash[:n]):
             order = np.argsort(values, kind="stable")
             self._sorted.append((values[order], order))
         self._fresh.clear()
@@ -259,9 +256,23 @@ class LessonIndex:
     # ---- snapshot -------------------------------------------------------------
 
     def to_arrays(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The status codes, hashes and due runs of ``ids`` (all indexed), aligned with them."""
+        """The status codes, hashes and due runs of ``ids`` (all indexed), aligned with them, and the bands' sort.
+
+        The bands' sort order is saved too (``band_rows``, one row of positions per band,
+        with the ``band_plan`` it is for), so the first lookup after an open does not sort
+        (~0.1 s at 100k lessons).
+        """
         rows = np.fromiter((self._rows[i] for i in ids), dtype=np.int64, count=len(ids))
-        return {"status": self._status[rows], "hash": self._hash[rows], "due": self._due[rows]}
+        out: dict[str, np.ndarray] = {"status": self._status[rows], "hash": self._hash[rows], "due": self._due[rows]}
+        if self.plan is not None:
+            out["band_plan"] = np.asarray(self.plan, dtype=np.int64).reshape(len(self.plan), 2)
+            out["band_rows"] = np.vstack([np.argsort(v, kind="stable") for v in self._band_values(out["hash"])])
+        return out
+
+    def _band_values(self, hashes: np.ndarray) -> list[np.ndarray]:
+        """Each band's value of each hash."""
+        assert self.plan is not None  # checked by the callers
+        return [(hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1) for shift, width in self.plan]
 
     @classmethod
     def from_arrays(
@@ -291,8 +302,26 @@ class LessonIndex:
         for row, value in zip(finite.tolist(), due[finite].tolist()):
             idx._buckets.setdefault(value, set()).add(row)
         idx._fresh = set()
-        idx._sorted = None
+        idx._sorted = idx._saved_sort(arrays, n)
         return idx
+
+    def _saved_sort(self, arrays: dict[str, Any], n: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """The bands' sort saved by ``to_arrays``, if it is for this plan and checks out; else None (sorted when needed)."""
+        if self.plan is None or "band_rows" not in arrays or "band_plan" not in arrays:
+            return None
+        plan = np.asarray(arrays["band_plan"], dtype=np.int64)
+        order = np.asarray(arrays["band_rows"], dtype=np.int64)
+        if plan.shape != (len(self.plan), 2) or [tuple(p) for p in plan.tolist()] != list(self.plan):
+            return None
+        if order.shape != (len(self.plan), n):
+            raise ValueError("the saved band order does not match the lessons")
+        out = []
+        for values, rows in zip(self._band_values(self._hash[:n]), order):
+            if n and (rows.min() < 0 or rows.max() >= n or np.any(values[rows][1:] < values[rows][:-1])
+                      or np.bincount(rows, minlength=n).max() != 1):
+                raise ValueError("the saved band order is not a sort of the hashes")
+            out.append((values[rows], rows))
+        return out
 
 
 __all__ = ["DUE_NOW", "RESORT_MIN", "RESORT_SHARE", "LessonIndex", "plan_bands"]
