@@ -252,3 +252,13 @@ def test_a_crash_inside_the_group_before_the_journal_means_a_full_read(
     assert _full(again) == live
     _check_index(again)
     again.close()
+
+
+def test_bench_endrun_times_both_paths_and_chromas_share_on_a_small_store() -> None:
+    from langmem_plus.bench.endrun import bench_size, targets_met
+
+    row = bench_size(400, runs=3, reference_runs=2)
+    assert row["lessons"] == 400 and (row["runs"], row["reference_runs"]) == (3, 2)
+    assert 0 < row["end_run_chroma_p50_ms"] <= row["end_run_p50_ms"]  # each run's Chroma time is part of it
+    assert 0.0 < row["imports_chroma_share"] < 1.0 and row["scan_p50_ms"] > 0
+    assert set(targets_met(row)) == {"end_run_p50<=100ms", "end_run_p95<=300ms", "imports>=5000/s", "close<=1s"}
