@@ -56,6 +56,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ValidationError
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.records import Namespace, validate_namespace
 from langmem_plus.store.mapping import (
@@ -307,11 +308,13 @@ class ChromaStore:
         return list(self.embeddings.embed_query(text))
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed documents into a float32 array in one call; an embedder with ``embed_array``
-        (``HashingEmbeddings``) skips the round trip through Python lists (~40 us a lesson)."""
-        direct = getattr(self.embeddings, "embed_array", None)
-        if callable(direct):
-            return np.asarray(direct(list(texts)), dtype=np.float32)
+        """Embed documents into a float32 array in one call; ``HashingEmbeddings`` (whose
+        ``embed_documents`` is ``embed_array`` as lists) skips the round trip through Python
+        lists (~40 us a lesson). A subclass that overrides ``embed_documents`` is honoured."""
+        if isinstance(self.embeddings, HashingEmbeddings) and (
+            type(self.embeddings).embed_documents is HashingEmbeddings.embed_documents
+        ):
+            return self.embeddings.embed_array(list(texts))
         return np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
