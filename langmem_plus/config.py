@@ -188,6 +188,17 @@ class MemoryConfig(BaseModel):
     """SimHash width used for dedup (DESIGN §6)."""
     dedup_max_hamming: int = Field(3, ge=0)
     """Near-duplicate threshold, in differing SimHash bits (DESIGN §6)."""
+    dedup_simhash_bands: int = Field(4, ge=1)
+    """Bands of the SimHash index that finds a candidate's near duplicates without a scan
+    (``store.lesson_index``). Two hashes within ``dedup_max_hamming`` bits agree on a whole band
+    whenever there are more bands than that (pigeonhole), so the index uses
+    ``max(dedup_simhash_bands, dedup_max_hamming + 1)`` bands, and scans every lesson only when
+    that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits (issue 15)."""
+    end_run_indexes: bool = True
+    """``end_run`` reads its indexes (SimHash bands and fingerprints for dedup and conflicts,
+    the sweep's due runs, the status counts): its cost follows the run's change, not the store
+    (~1 s -> tens of ms at 100k lessons, docs/PERFORMANCE.md). False scans every lesson as
+    before: the reference the indexes are tested against, and the bench's comparison."""
     utility_w_errors: float = 0.65
     """Utility weight of error_reduction without an LLM referee (DESIGN §6)."""
     utility_w_steps: float = 0.35

@@ -24,7 +24,7 @@ import math
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import ChainMap, Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -39,9 +39,10 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.learning.consolidate import consolidate
-from langmem_plus.learning.dedup import find_conflicts
+from langmem_plus.learning.dedup import find_conflicts, lesson_hashes
 from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
-from langmem_plus.learning.hints import hints_from_items
+from langmem_plus.learning.hints import hints_from_items, render_hints
+from langmem_plus.learning.incremental import StoreLookup, index_entries, index_key
 from langmem_plus.learning.lifecycle import (
     Integration,
     Judgement,
@@ -79,6 +80,7 @@ from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCach
 from langmem_plus.store.audit import AuditLog, audit_path
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.lesson_index import LessonIndex
 from langmem_plus.store.mapping import KIND_SPECS
 from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, SnapshotDir, snapshot_dir
 
@@ -170,9 +172,15 @@ class LearningMemory:
         self.runs: list[RunRecord] = []
         self._fp_runs: Counter[str] = Counter()
         self.graph = LessonGraph()
+        self._index: LessonIndex | None = None
+        """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
+        self._journal_group: list[tuple[str, str, list[tuple[str, str]]]] | None = None
+        """Journal entries of the open ``_write_group``, written when it ends."""
         loaded = self._load_snapshot()
         if loaded is None:
             self._load_store()
+        if self._index is None:
+            self._index = self._build_index()
         store.listeners.append(self._on_write)
         self.engine = RetrievalEngine(
             store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
@@ -282,12 +290,14 @@ class LearningMemory:
                 loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
             )
             self._lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
+            self._index = self._saved_index(loaded)  # before the journal: its writes update it
             for _token, kind, entries in loaded.journal:
                 parse = KIND_SPECS[kind].model.model_validate_json if kind else None
                 if parse is not None:
                     self._apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
         except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self._snapshot.path, exc)
+            self._index = None
             return None
         self._generation = generation
         return loaded
@@ -295,6 +305,7 @@ class LearningMemory:
     def _load_store(self) -> None:
         """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
         self._generation = self.store.generation()  # read first: a write racing this read makes it stale, never wrong
+        self._index = None  # built from the lessons read here
         ns = self.namespace
         self.lessons, self._links, self._skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in _all(self.store, "lessons", Lesson):
@@ -311,6 +322,47 @@ class LearningMemory:
         self.runs = sorted(runs, key=lambda r: r.seq)
         self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
 
+    def _new_index(self) -> LessonIndex:
+        cfg = self.config
+        return LessonIndex(bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands)
+
+    def _build_index(self) -> LessonIndex:
+        """The lesson index computed from every lesson (an open from Chroma, or a snapshot without one)."""
+        index = self._new_index()
+        lessons: list[Lesson] = []
+        for lesson_id in list(self.lessons):
+            found = self.lessons.get(lesson_id)  # an unreadable snapshot record is dropped here
+            if found is not None:
+                lessons.append(found)
+        for lesson, entry in zip(lessons, index_entries(lessons, self.config)):
+            index.put(lesson.id, *entry)
+        return index
+
+    def _saved_index(self, loaded: Loaded) -> LessonIndex | None:
+        """The lesson index saved with the snapshot's base, when it was computed with this config."""
+        meta, arrays = loaded.index_meta, loaded.index_arrays
+        ids = list(loaded.records["lessons"])
+        if meta is None or arrays is None or meta.get("key") != index_key(self.config) or meta.get("count") != len(ids):
+            return None
+        cfg = self.config
+        try:
+            return LessonIndex.from_arrays(
+                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands
+            )
+        except (ValueError, KeyError) as exc:
+            logger.info("langmem_plus: the saved lesson index does not fit (%s); rebuilding it", exc)
+            return None
+
+    def _index_state(self, ids: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """The lesson index's columns for a new base, aligned with ``ids``; None when it cannot say."""
+        if self._index is None:
+            return None
+        try:
+            arrays = self._index.to_arrays(ids)
+        except KeyError:  # a record the table could not read: the next open rebuilds the index
+            return None
+        return {"key": index_key(self.config), "count": len(ids)}, arrays
+
     def _base_vectors(self) -> tuple[list[str], np.ndarray] | None:
         """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
         ids = list(self.lessons)
@@ -326,14 +378,17 @@ class LearningMemory:
     def _write_base(self) -> None:
         """Save the whole state as a new snapshot base; a failure only costs the next open its speed."""
         assert self._snapshot is not None
+        lesson_ids = list(self.lessons)
         records = {
-            "lessons": ((i, self.lessons.raw_json(i)) for i in self.lessons),
+            "lessons": ((i, self.lessons.raw_json(i)) for i in lesson_ids),
             "links": ((i, self._links.raw_json(i)) for i in self._links),
             "skills": ((i, self._skills.raw_json(i)) for i in self._skills),
             "runs": ((r.run_id, r.model_dump_json()) for r in self.runs),
         }
         try:
-            self._snapshot.write_base(self._generation, records, self.graph.to_state(), self._base_vectors())
+            self._snapshot.write_base(
+                self._generation, records, self.graph.to_state(), self._base_vectors(), self._index_state(lesson_ids)
+            )
         except (OSError, StoreUnavailable) as exc:
             logger.warning("langmem_plus: could not write the snapshot %s (%s); opens read from Chroma", self._snapshot.path, exc)
 
@@ -348,14 +403,48 @@ class LearningMemory:
             self._generation = token
             if self._snapshot is not None:
                 id_of = KIND_SPECS[kind].id_of
-                try:
-                    self._snapshot.append(token, kind, [(id_of(r), raw) for r, raw in zip(records, raws)])
-                except OSError as exc:  # the token check makes the next open read from Chroma
-                    logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
+                entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
+                if self._journal_group is not None and self.store.in_write_group():
+                    self._journal_group.append((token, kind, entries))  # journalled when the group ends
+                else:
+                    self._journal([(token, kind, entries)])
+
+    def _journal(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]]) -> None:
+        """Append committed writes to the snapshot journal, one end line per token."""
+        if self._snapshot is None:
+            return
+        by_token: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {}
+        for token, kind, entries in writes:
+            by_token.setdefault(token, []).append((kind, entries))
+        try:
+            for token, group in by_token.items():
+                self._snapshot.append_group(token, group)
+        except OSError as exc:  # the token check makes the next open read from Chroma
+            logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
+
+    @contextlib.contextmanager
+    def _write_group(self) -> Iterator[None]:
+        """The block's tracked writes share one generation token (``ChromaStore.write_group``), journalled after it.
+
+        One Chroma call for the token instead of one per write. The journal gets the
+        writes only once the block is over (also when it fails: what Chroma took is
+        journalled), so a crash inside leaves Chroma's token ahead and the next open exact.
+        """
+        if self._journal_group is not None:
+            yield
+            return
+        self._journal_group = []
+        try:
+            with self.store.write_group():
+                yield
+        finally:
+            pending, self._journal_group = self._journal_group, None
+            self._journal(pending)
 
     def _apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
         """Fold written records into the in-memory state; ``vectors`` are their stored embeddings (None on replay)."""
         document = KIND_SPECS["lessons"].document
+        written: list[Lesson] = []
         for n, (record, raw) in enumerate(zip(records, raws)):
             if isinstance(record, Lesson):
                 old = self.lessons.get(record.id)
@@ -368,6 +457,7 @@ class LearningMemory:
                     self.vectors.drop(record.id)
                 self.graph.upsert_lesson(record)  # before the table: the graph reads the old record from it
                 self.lessons.put(record.id, record, raw)
+                written.append(record)
             elif isinstance(record, Link):
                 self._links.put(record.id, record, raw)
                 self.graph.set_link(record)
@@ -376,6 +466,9 @@ class LearningMemory:
                 self.graph.upsert_skill(record)
             elif isinstance(record, RunRecord):
                 self._add_run(record)
+        if written and self._index is not None:
+            for lesson, entry in zip(written, index_entries(written, self.config)):
+                self._index.put(lesson.id, *entry)
 
     def _add_run(self, run: RunRecord) -> None:
         for i, known in enumerate(self.runs):
@@ -575,10 +668,11 @@ class LearningMemory:
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.
             candidates = self._synthesize(run_id=run_id, task=task, steps=steps, events=events, now=now)
             candidates = [c.model_copy(update={"stats": c.stats.model_copy(update={"created_run_seq": seq})}) for c in candidates]
-            integ = integrate_candidates(candidates, self.lessons, self.config, now=now)
+            lookup = self._lookup()
+            integ = integrate_candidates(candidates, self.lessons, self.config, now=now, lookup=lookup)
             # 2. Utility of what was shown, then promotion / suppression / archive.
             judged = judge_activated(
-                lessons={**self.lessons, **integ.upserts},
+                lessons=ChainMap(integ.upserts, self.lessons),
                 activations=activated,
                 first_steps=_first_steps(activations),
                 run=run,
@@ -589,27 +683,32 @@ class LearningMemory:
                 config=self.config,
                 now=now,
             )
-            pool = {**self.lessons, **integ.upserts, **judged.updated}
+            # Writes to the pool land in its first map: the lessons changed this run.
+            pool = ChainMap({**integ.upserts, **judged.updated}, self.lessons)
             apply_conflict_losses(
                 pool, dict(self._pending_losses.pop(run_id, Counter())), run_id=run_id, run_seq=seq, config=self.config, out=judged
             )
-            sweep_unused(pool, run_seq=seq, skip=set(activated), config=self.config, out=judged)
-            changed = {**integ.upserts, **judged.updated}
-            self._write_lessons(changed)
-            self._write_links(activated)
-            self.store.upsert("runs", [run])  # _on_write appends it to self.runs
-            episodes = episodes_from_run(
-                namespace=self.namespace,
-                run_id=run_id,
-                task=task,
-                steps=steps,
-                verdict=verdict or Verdict(passed=outcome.passed, score=outcome.score),
-                config=self.config,
-                now=now,
-                events=events,
+            sweep_unused(
+                pool if lookup is not None else dict(pool), run_seq=seq, skip=set(activated), config=self.config,
+                out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
             )
-            self._audit_run(run, integ, judged)
-            self._write_episodes(episodes, run=run, task=task, events=events, now=now)
+            changed = {**integ.upserts, **judged.updated}
+            with self._write_group():  # one generation token for the run's writes
+                self._write_lessons(changed)
+                self._write_links(activated)
+                self.store.upsert("runs", [run])  # _on_write appends it to self.runs
+                episodes = episodes_from_run(
+                    namespace=self.namespace,
+                    run_id=run_id,
+                    task=task,
+                    steps=steps,
+                    verdict=verdict or Verdict(passed=outcome.passed, score=outcome.score),
+                    config=self.config,
+                    now=now,
+                    events=events,
+                )
+                self._audit_run(run, integ, judged)
+                self._write_episodes(episodes, run=run, task=task, events=events, now=now)
             self._semantic_from_run(run_id, judged)
             by_status = self.lessons_by_status()
             return RunReport(
@@ -645,7 +744,7 @@ class LearningMemory:
                     f"lesson {lesson.id} belongs to namespace {lesson.namespace}, not {self.namespace}"
                 )
         with self._lock:
-            changed = self._link_imported(lessons)
+            changed = self._link_imported(self._with_simhash(lessons))
             self._write_lessons(changed)
             linked: set[frozenset[str]] = set()
             for lesson in lessons:
@@ -656,6 +755,13 @@ class LearningMemory:
                         linked.add(pair)
                         self.audit.write("conflict", lesson_id=lesson.id, other=other, run_id=None)
         return [l.id for l in lessons]
+
+    def _with_simhash(self, lessons: Sequence[Lesson]) -> list[Lesson]:
+        """Imports carry their SimHash (computed in one batch when missing), so no dedup hashes them again."""
+        bits = self.config.simhash_bits
+        hashes = iter(lesson_hashes([l for l in lessons if not l.simhash], bits))
+        width = (bits + 3) // 4
+        return [l if l.simhash else l.model_copy(update={"simhash": format(next(hashes), f"0{width}x")}) for l in lessons]
 
     def _link_imported(self, lessons: Sequence[Lesson]) -> dict[str, Lesson]:
         """Imported lessons with conflict links (DESIGN §6) to the stored ones and to each other, both ways.
@@ -720,6 +826,7 @@ class LearningMemory:
             tool=task.tool,
             config=self.config,
             now=now,
+            covered=lookup.covered() if (lookup := self._lookup()) is not None else None,
         )
         writes = {**plan.upserts, **cons.episodes}
         if writes:
@@ -744,6 +851,20 @@ class LearningMemory:
             self.audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id,
                              rule=lesson.rule_text, episodes=sorted(e for e, ep in cons.episodes.items()
                                                                      if ep.consolidated_into == lid))
+
+    def _lookup(self) -> StoreLookup | None:
+        """The indexes ``end_run`` reads (``end_run_indexes``), or None to scan every lesson."""
+        if not self.config.end_run_indexes or self._index is None:
+            return None
+        return StoreLookup(self._index, self.graph)
+
+    def _sweep_ids(self, run_seq: int, changed: Sequence[str]) -> list[str]:
+        """The lessons the sweep can change at ``run_seq``, in table order: those due by then and those changed this run.
+
+        Every other lesson's due run (``incremental.sweep_due``) is later, so a scan would leave it as it is.
+        """
+        assert self._index is not None  # _lookup checked it
+        return self._index.rows_in_order([*self._index.due_by(run_seq), *changed])
 
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
         """Store changed lessons; ``_on_write`` updates the table, graph and vector cache."""
@@ -823,7 +944,9 @@ class LearningMemory:
         return sorted(out, key=lambda l: -l.updated_at)
 
     def lessons_by_status(self) -> dict[str, int]:
-        """Lesson counts per status (every status present, zero included)."""
+        """Lesson counts per status (every status present, zero included): kept by the lesson index."""
+        if self.config.end_run_indexes and self._index is not None:
+            return self._index.counts()
         counts = Counter(l.status for l in self.lessons.values())
         return {s: counts.get(s, 0) for s in LESSON_STATUSES}
 

@@ -16,7 +16,7 @@ Pure: returns what to write; the facade writes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus._text import stable_id
@@ -60,6 +60,7 @@ def consolidate(
     tool: str | None,
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
+    covered: Container[str] | None = None,
 ) -> Consolidation:
     """Consolidate the stored ``episodes`` after a run of ``template`` in ``context`` (see module doc).
 
@@ -74,6 +75,8 @@ def consolidate(
         tool: Scope of a consolidated lesson.
         config: Supplies the thresholds.
         now: Current time, epoch seconds.
+        covered: Fingerprint ids some lesson has as a trigger, when the caller indexes them
+            (the lesson graph does); None collects them from ``lessons``.
     """
     out = Consolidation()
     ns = episodes[0].namespace if episodes else None
@@ -97,7 +100,8 @@ def consolidate(
         for ep in same:
             if ep.kind == "success" and ep.episode_id in skill.source_episodes and ep.consolidated_into != skill.id:
                 out.episodes[ep.episode_id] = ep.model_copy(update={"consolidated_into": skill.id})
-    covered = {t for l in lessons.values() for t in l.triggers}
+    if covered is None:
+        covered = {t for l in lessons.values() for t in l.triggers}
     clusters: dict[str, list[Episode]] = {}
     for ep in episodes:
         fp = _fp_of(ep) if ep.kind == "avoidance" else None

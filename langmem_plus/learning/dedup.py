@@ -24,7 +24,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -39,6 +39,9 @@ SIMHASH_BLOCK = 4096
 """Features voted in one matrix product (bounds ``simhash``'s memory on a huge text to ~2 MB)."""
 SIMHASH_NGRAM = 2
 """Token n-grams hashed as SimHash features besides single tokens: word order then counts a little."""
+
+FEATURE_MEMO = 1 << 18
+"""Feature hashes ``simhash_many`` keeps between calls; cleared when full, so memory stays bounded."""
 
 _WS = re.compile(r"\s+")
 _T = TypeVar("_T")
@@ -91,6 +94,60 @@ def simhash(text: str, bits: int = 64) -> int:
     return sum(1 << b for b in np.flatnonzero(votes > 0).tolist())
 
 
+def simhash_many(texts: Sequence[str], bits: int = 64) -> list[int]:
+    """``simhash`` of many texts: equal to ``[simhash(t, bits) for t in texts]``, about 3x faster.
+
+    A feature's hash is memoised (``FEATURE_MEMO`` entries at most) as its bits spread
+    into 32-bit lanes of one Python integer, so a text's per-bit counts of set bits are a
+    weighted sum of integers; bit ``b`` of the SimHash is set when twice that count beats
+    the text's total weight (the same vote ``simhash`` takes, ``2 * set - total > 0``).
+    Indexing a store whose lessons were written without their hash (imports, direct store
+    writes) uses it.
+    """
+    if not 1 <= bits <= 64:
+        raise ValueError(f"simhash bits must be in 1..64, got {bits}")
+    totals: list[int] = []
+    weights: list[int] = []
+    spread = _SPREAD
+    for text in texts:
+        feats = _features(text)
+        total = sum(feats.values())
+        if total >= 1 << (_LANE - 1):  # lanes could overflow: never for a lesson, but stay exact
+            totals.append(-1)
+            weights.append(0)
+            continue
+        totals.append(sum(w * spread[f] for f, w in feats.items()))
+        weights.append(total)
+    if not texts:
+        return []
+    width = 64 * _LANE // 8
+    packed = b"".join(t.to_bytes(width, "little") if t >= 0 else bytes(width) for t in totals)
+    counts = np.frombuffer(packed, dtype="<u4").reshape(len(texts), 64)[:, :bits].astype(np.int64)
+    on = 2 * counts > np.asarray(weights, dtype=np.int64)[:, None]
+    values = (on.astype(np.uint64) << np.arange(bits, dtype=np.uint64)).sum(axis=1, dtype=np.uint64).tolist()
+    return [simhash(t, bits) if n < 0 else int(v) for t, n, v in zip(texts, totals, values)]
+
+
+_LANE = 32
+"""Bits per counter in a spread feature hash (``simhash_many``)."""
+
+
+class _Spread(dict[str, int]):
+    """Feature -> its 64-bit hash with bit ``b`` moved to bit ``32 * b`` (memoised, bounded)."""
+
+    def __missing__(self, feature: str) -> int:
+        if len(self) >= FEATURE_MEMO:
+            self.clear()
+        h = _feature_hash(feature)
+        value = sum(_BYTE_SPREAD[(h >> (8 * k)) & 0xFF] << (8 * _LANE * k) for k in range(8))
+        self[feature] = value
+        return value
+
+
+_BYTE_SPREAD = [sum(1 << (_LANE * b) for b in range(8) if (v >> b) & 1) for v in range(256)]
+_SPREAD = _Spread()
+
+
 def simhash_reference(text: str, bits: int = 64) -> int:
     """``simhash`` the obvious way, a vote per feature per bit; for tests."""
     if not 1 <= bits <= 64:
@@ -121,6 +178,27 @@ def _rule_hash(rule_text: str, triggers: tuple[str, ...], bits: int) -> int:
     return simhash(" ".join([normalize_rule(rule_text), *triggers]), bits)
 
 
+def lesson_hashes(lessons: Sequence[Lesson], bits: int = DEFAULT_CONFIG.simhash_bits) -> list[int]:
+    """Each lesson's SimHash as dedup reads it: the stored ``simhash``, else computed (``simhash_many``).
+
+    Equal to the hash ``find_duplicate`` uses for each lesson; the index of a store
+    (``store.lesson_index``) keeps these, so a dedup never hashes a stored lesson again.
+    """
+    out: list[int | None] = []
+    missing: list[int] = []
+    for n, lesson in enumerate(lessons):
+        try:
+            out.append(int(lesson.simhash, 16) if lesson.simhash else None)
+        except ValueError:  # a corrupt stored hash: recompute, as ``_hash_of`` does
+            out.append(None)
+        if out[-1] is None:
+            missing.append(n)
+    texts = [" ".join([normalize_rule(lessons[n].rule_text), *sorted(lessons[n].triggers)]) for n in missing]
+    for n, value in zip(missing, simhash_many(texts, bits)):
+        out[n] = value
+    return [int(v or 0) for v in out]
+
+
 def _hash_of(lesson: Lesson, bits: int) -> int:
     try:
         return int(lesson.simhash, 16) if lesson.simhash else int(lesson_simhash(lesson, bits), 16)
@@ -140,7 +218,13 @@ def _fields_disagree(a: Lesson, b: Lesson) -> bool:
     )
 
 
-def find_duplicate(lesson: Lesson, existing: Sequence[Lesson], config: MemoryConfig = DEFAULT_CONFIG) -> Lesson | None:
+def find_duplicate(
+    lesson: Lesson,
+    existing: Sequence[Lesson],
+    config: MemoryConfig = DEFAULT_CONFIG,
+    *,
+    hash_of: Callable[[Lesson], int] | None = None,
+) -> Lesson | None:
     """The existing lesson ``lesson`` duplicates, or None (DESIGN §6).
 
     A duplicate is in the same namespace and either has the same id, or has the
@@ -149,9 +233,11 @@ def find_duplicate(lesson: Lesson, existing: Sequence[Lesson], config: MemoryCon
     ``wrong`` or ``correct`` differs (both set) is not merged, since two rules that
     differ in one token are usually a conflict ("use keep" vs "use where"), and
     merging would hide it. Among several duplicates the closest (fewest differing
-    bits, then the oldest) wins.
+    bits, then the oldest) wins. ``hash_of`` gives an existing lesson's hash when the
+    caller has it indexed (the same value ``lesson_hashes`` computes).
     """
     bits = config.simhash_bits
+    hash_of = hash_of or functools.partial(_hash_of, bits=bits)
     mine = _hash_of(lesson, bits)
     triggers = set(lesson.triggers)
     rule = (_norm(lesson.wrong), _norm(lesson.correct))
@@ -161,7 +247,7 @@ def find_duplicate(lesson: Lesson, existing: Sequence[Lesson], config: MemoryCon
             continue
         if other.id == lesson.id:
             return other
-        dist = hamming(mine, _hash_of(other, bits))
+        dist = hamming(mine, hash_of(other))
         # The cheap tests first: most of a large store shares no trigger and is many bits away.
         same_rule = not triggers.isdisjoint(other.triggers) and (_norm(other.wrong), _norm(other.correct)) == rule
         near = dist <= config.dedup_max_hamming and not _fields_disagree(lesson, other)
@@ -289,9 +375,11 @@ __all__ = [
     "find_conflicts",
     "find_duplicate",
     "hamming",
+    "lesson_hashes",
     "lesson_simhash",
     "merge",
     "normalize_rule",
     "simhash",
+    "simhash_many",
     "simhash_reference",
 ]

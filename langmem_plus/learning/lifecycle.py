@@ -11,12 +11,13 @@ what these functions return.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus._text import clean_text
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import find_conflicts, find_duplicate, merge
+from langmem_plus.learning.incremental import IndexedPool, LessonLookup
 from langmem_plus.learning.utility import (
     activation_utility,
     count_addressed,
@@ -99,39 +100,75 @@ class Integration:
 
 
 def integrate_candidates(
-    candidates: Sequence[Lesson], existing: Mapping[str, Lesson], config: MemoryConfig, *, now: float
+    candidates: Sequence[Lesson],
+    existing: Mapping[str, Lesson],
+    config: MemoryConfig,
+    *,
+    now: float,
+    lookup: LessonLookup | None = None,
 ) -> Integration:
     """Dedup candidates into the existing lessons and link conflicts (DESIGN §6).
 
     A candidate with the id of an existing lesson, or a near duplicate of one, is merged
     into it (the older id is kept); otherwise it is new. New lessons that share triggers
     with an existing one but propose a different fix are linked both ways as conflicts.
+
+    With ``lookup`` (the store's indexes, ``learning.incremental``), each candidate meets
+    only the lessons the indexes name, in the order a scan would meet them: the same
+    decisions (tested), at a cost that follows the candidates, not ``existing``. Without
+    it, every candidate is compared with every lesson (the reference).
     """
     out = Integration()
-    pool: dict[str, Lesson] = dict(existing)
+    pool: IndexedPool | _ScanPool = (
+        IndexedPool(existing, lookup, config) if lookup is not None else _ScanPool(existing)
+    )
     for cand in candidates:
-        base = pool.get(cand.id) or find_duplicate(cand, list(pool.values()), config)
+        base = pool.get(cand.id) or find_duplicate(cand, pool.dup_pool(cand), config, hash_of=pool.hash_of)
         if base is not None:
             kept = (
                 merge(base, cand, now, bits=config.simhash_bits, window=config.utility_window)
                 if base.id != cand.id
                 else _refresh(base, cand, now)
             )
-            pool[kept.id] = out.upserts[kept.id] = kept
+            pool.put(kept)
+            out.upserts[kept.id] = kept
             out.merged.append((kept.id, cand.id))
             continue
-        rivals = find_conflicts(cand, list(pool.values()))
+        rivals = find_conflicts(cand, pool.conflict_pool(cand))
         if rivals:
             cand = cand.model_copy(update={"conflicts_with": sorted(set(cand.conflicts_with) | set(rivals))})
             for rid in rivals:
-                rival = pool[rid]
+                rival = pool.get(rid)
+                if rival is None:
+                    continue  # not reachable: find_conflicts names pool lessons
                 if cand.id not in rival.conflicts_with:
                     rival = rival.model_copy(update={"conflicts_with": sorted({*rival.conflicts_with, cand.id})})
-                    pool[rid] = out.upserts[rid] = rival
+                    pool.put(rival)
+                    out.upserts[rid] = rival
                 out.conflicts.append((cand.id, rid))
-        pool[cand.id] = out.upserts[cand.id] = cand
+        pool.put(cand)
+        out.upserts[cand.id] = cand
         out.created.append(cand.id)
     return out
+
+
+class _ScanPool:
+    """``integrate_candidates``' pool as a copy of every lesson, each compared with every candidate (the reference)."""
+
+    def __init__(self, existing: Mapping[str, Lesson]) -> None:
+        self._pool: dict[str, Lesson] = dict(existing)
+        self.get = self._pool.get
+        self.hash_of: Callable[[Lesson], int] | None = None
+        """``find_duplicate`` hashes each lesson itself."""
+
+    def put(self, lesson: Lesson) -> None:
+        self._pool[lesson.id] = lesson
+
+    def dup_pool(self, cand: Lesson) -> list[Lesson]:
+        return list(self._pool.values())
+
+    def conflict_pool(self, cand: Lesson) -> list[Lesson]:
+        return list(self._pool.values())
 
 
 def _refresh(base: Lesson, cand: Lesson, now: float) -> Lesson:
@@ -234,11 +271,23 @@ def judge_activated(
 
 
 def sweep_unused(
-    lessons: Mapping[str, Lesson], *, run_seq: int, skip: set[str], config: MemoryConfig, out: Judgement
+    lessons: Mapping[str, Lesson],
+    *,
+    run_seq: int,
+    skip: set[str],
+    config: MemoryConfig,
+    out: Judgement,
+    only: Sequence[str] | None = None,
 ) -> None:
-    """Archive or suppress lessons that were not activated this run, where the rules say so."""
-    for lesson in lessons.values():
-        if lesson.id in skip or lesson.status in ("archived", "suppressed"):
+    """Archive or suppress lessons that were not activated this run, where the rules say so.
+
+    ``only``: the ids to look at, in ``lessons``' order, when the caller knows no other
+    lesson changes (the due lessons of ``incremental.sweep_due`` and those written this
+    run); None looks at every lesson (the reference).
+    """
+    found = (lessons.get(i) for i in only) if only is not None else iter(lessons.values())
+    for lesson in found:
+        if lesson is None or lesson.id in skip or lesson.status in ("archived", "suppressed"):
             continue
         last = lesson.stats.last_activated_run_seq
         since = run_seq - (last if last is not None else lesson.stats.created_run_seq)
@@ -248,7 +297,7 @@ def sweep_unused(
 
 
 def apply_conflict_losses(
-    pool: dict[str, Lesson],
+    pool: MutableMapping[str, Lesson],
     losses: Mapping[str, int],
     *,
     run_id: str,

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ValidationError
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.records import Namespace, validate_namespace
 from langmem_plus.store.mapping import (
@@ -182,6 +184,8 @@ class ChromaStore:
         self._max_batch = max(1, int(client.get_max_batch_size()))
         self._closed = False
         self._nonempty: dict[str, bool] = {}
+        self._group = threading.local()
+        """This thread's write group (``write_group``): whether one is open, and its token once bumped."""
         self.listeners: list[WriteListener] = []
         """Told of every successful upsert (``LearningMemory`` keeps its in-memory state and snapshot by them)."""
 
@@ -303,6 +307,16 @@ class ChromaStore:
         """Embed a query with the store's embedder."""
         return list(self.embeddings.embed_query(text))
 
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents into a float32 array in one call; ``HashingEmbeddings`` (whose
+        ``embed_documents`` is ``embed_array`` as lists) skips the round trip through Python
+        lists (~40 us a lesson). A subclass that overrides ``embed_documents`` is honoured."""
+        if isinstance(self.embeddings, HashingEmbeddings) and (
+            type(self.embeddings).embed_documents is HashingEmbeddings.embed_documents
+        ):
+            return self.embeddings.embed_array(list(texts))
+        return np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed documents with the store's embedder, in one call."""
         return [list(v) for v in self.embeddings.embed_documents(list(texts))]
@@ -332,9 +346,9 @@ class ChromaStore:
         self._nonempty[kind] = True
         docs = [spec.document(r) for r in latest.values()]
         metas = [self._metadata(spec, r) for r in latest.values()]
-        vectors = np.asarray(self.embeddings.embed_documents(docs), dtype=np.float32)
+        vectors = self.embed_array(docs)
         coll = self.raw_collection(kind)
-        token = self._bump_generation() if kind in TRACKED_KINDS else None
+        token = self._write_token() if kind in TRACKED_KINDS else None
         for start in range(0, len(ids), self._max_batch):
             end = start + self._max_batch
             with self._guard(f"upsert {kind}"), _dimension_hint(self.location):
@@ -347,6 +361,38 @@ class ChromaStore:
         raws = [str(m["record"]) for m in metas]
         for listener in self.listeners:
             listener(kind, list(latest.values()), raws, vectors, token)
+
+    @contextmanager
+    def write_group(self) -> Iterator[None]:
+        """Tracked writes of this thread inside the block share one generation token.
+
+        The token is stored before the group's first tracked write (one Chroma call for
+        the group instead of one per write: ``end_run`` writes lessons, links, runs and
+        skills). A listener that journals the group must do so only after the block, all
+        writes under that token and one end line, so a crash inside the group still leaves
+        Chroma's token ahead of the journal (``LearningMemory`` does). Other threads' writes
+        keep their own tokens. Nested groups are one group.
+        """
+        if getattr(self._group, "open", False):
+            yield
+            return
+        self._group.open, self._group.token = True, None
+        try:
+            yield
+        finally:
+            self._group.open, self._group.token = False, None
+
+    def in_write_group(self) -> bool:
+        """Whether this thread is inside ``write_group``."""
+        return bool(getattr(self._group, "open", False))
+
+    def _write_token(self) -> str:
+        """The token a tracked write goes under: its group's (bumped once), else a fresh one."""
+        if not getattr(self._group, "open", False):
+            return self._bump_generation()
+        if self._group.token is None:
+            self._group.token = self._bump_generation()
+        return str(self._group.token)
 
     def _bump_generation(self) -> str:
         """Store a fresh token in the lessons collection's metadata before a tracked write.

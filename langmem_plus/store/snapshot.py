@@ -14,6 +14,9 @@ Layout of a snapshot folder (one per namespace):
 * ``base-<id>.vectors.npy``: the lessons' relevance vectors (the ones Chroma stores),
   memory-mapped on open, so text similarity of any candidate is a dot product and not
   a Chroma ``get`` (``LessonVectors``).
+* ``base-<id>.index.npz``: the lesson index's columns (``store.lesson_index``: status,
+  SimHash and sweep due run per lesson, in the records' order), described under
+  ``lesson_index`` in the graph file; absent or stale, the memory rebuilds the index.
 * ``journal-<id>.tsv``: every write since the base, ``token \\t kind \\t json(id) \\t
   record_json``, each write closed by a ``token \\t #end`` line; a write without its end
   line (a process killed mid-append) is ignored.
@@ -180,6 +183,10 @@ class Loaded:
     vector_ids: list[str] = field(default_factory=list)
     vectors: np.ndarray | None = None
     """Relevance vectors of ``vector_ids``, row by row (memory-mapped, read-only)."""
+    index_meta: dict[str, Any] | None = None
+    """What ``write_base`` was given to describe the lesson index (None: no index saved)."""
+    index_arrays: dict[str, np.ndarray] | None = None
+    """The lesson index's columns, aligned with the base's lesson records."""
 
 
 class LessonVectors:
@@ -254,6 +261,7 @@ class SnapshotDir:
             vector_ids = [str(i) for i in graph.get("vector_ids", [])]
             if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(vector_ids)):
                 raise ValueError("the vector rows do not match their ids")
+            index_meta, index_arrays = _read_index(Path(f"{base}.index.npz"), graph.get("lesson_index"))
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("langmem_plus: snapshot %s is unreadable (%s); reading from Chroma", self.path, exc)
             return None
@@ -266,15 +274,20 @@ class SnapshotDir:
         return Loaded(
             records=records, graph_data=graph["data"], graph_names=graph["names"],
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
+            index_meta=index_meta, index_arrays=index_arrays,
         )
 
     # ---- writing --------------------------------------------------------------
 
     def append(self, token: str, kind: str, entries: Iterable[tuple[str, str]]) -> None:
         """Record one committed Chroma write (its token, kind and records) in the journal."""
+        self.append_group(token, [(kind, entries)])
+
+    def append_group(self, token: str, writes: Sequence[tuple[str, Iterable[tuple[str, str]]]]) -> None:
+        """Record committed Chroma writes that went under one token (``ChromaStore.write_group``), closed by one end line."""
         if self._journal_name is None:
             return  # no base yet: the next base will hold this write
-        lines = [f"{token}\t{kind}\t{json.dumps(rid)}\t{raw}\n" for rid, raw in entries]
+        lines = [f"{token}\t{kind}\t{json.dumps(rid)}\t{raw}\n" for kind, entries in writes for rid, raw in entries]
         self.journal_records += len(lines)
         lines.append(f"{token}\t{END}\n")
         with open(self.path / f"journal-{self._journal_name}.tsv", "a", encoding="utf-8") as f:
@@ -286,8 +299,12 @@ class SnapshotDir:
         records: Mapping[str, Iterable[tuple[str, str]]],
         graph_state: tuple[dict[str, Any], list[str], Mapping[str, np.ndarray]],
         vectors: tuple[list[str], np.ndarray] | None = None,
+        index: tuple[dict[str, Any], Mapping[str, np.ndarray]] | None = None,
     ) -> None:
-        """Write a new base reflecting ``generation`` and start an empty journal; old files are removed after the commit."""
+        """Write a new base reflecting ``generation`` and start an empty journal; old files are removed after the commit.
+
+        ``index``: the lesson index's description and columns (aligned with the lesson records).
+        """
         self.path.mkdir(parents=True, exist_ok=True)
         base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
         base = self.path / f"base-{base_id}"
@@ -296,9 +313,12 @@ class SnapshotDir:
             for kind, entries in records.items():
                 f.writelines(f"{kind}\t{json.dumps(rid)}\t{raw}\n" for rid, raw in entries)
         vector_ids = vectors[0] if vectors is not None else []
-        Path(f"{base}.graph.json").write_text(
-            json.dumps({"data": data, "names": names, "vector_ids": vector_ids}), encoding="utf-8"
-        )
+        head: dict[str, Any] = {"data": data, "names": names, "vector_ids": vector_ids}
+        if index is not None:
+            head["lesson_index"] = index[0]
+            with open(f"{base}.index.npz", "wb") as f:
+                np.savez(f, **dict(index[1]))  # type: ignore[arg-type]
+        Path(f"{base}.graph.json").write_text(json.dumps(head), encoding="utf-8")
         with open(f"{base}.graph.npz", "wb") as f:
             np.savez(f, **dict(arrays))  # type: ignore[arg-type]
         if vectors is not None:
@@ -310,13 +330,25 @@ class SnapshotDir:
         os.replace(tmp, self.path / "meta.json")
         self._journal_name, self.journal_records = journal_id, 0
         keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
-                f"base-{base_id}.vectors.npy", f"journal-{journal_id}.tsv", "meta.json"}
+                f"base-{base_id}.vectors.npy", f"base-{base_id}.index.npz", f"journal-{journal_id}.tsv", "meta.json"}
         for old in self.path.iterdir():
             if old.name not in keep and (old.name.startswith("base-") or old.name.startswith("journal-")):
                 try:
                     old.unlink(missing_ok=True)
                 except OSError as exc:  # e.g. still memory-mapped on a platform that forbids it; harmless
                     logger.debug("langmem_plus: could not remove old snapshot file %s: %s", old, exc)
+
+
+def _read_index(path: Path, meta: Any) -> tuple[dict[str, Any] | None, dict[str, np.ndarray] | None]:
+    """The lesson index saved with a base, or (None, None): absent or unreadable, the memory rebuilds it."""
+    if not isinstance(meta, dict) or not path.exists():
+        return None, None
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return meta, {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        logger.info("langmem_plus: lesson index %s is unreadable (%s); rebuilding it", path, exc)
+        return None, None
 
 
 def _read_records(path: Path) -> dict[str, dict[str, str]]:
@@ -333,18 +365,25 @@ def _read_records(path: Path) -> dict[str, dict[str, str]]:
 
 
 def _read_journal(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """Committed writes of a journal, in order; a trailing write without its end line is ignored."""
+    """Committed writes of a journal, in order; a trailing write without its end line is ignored.
+
+    One end line may close several kinds' writes under one token (``append_group``): each
+    kind's run of records comes back as its own entry, in order, with that token.
+    """
     writes: list[tuple[str, str, list[tuple[str, str]]]] = []
-    pending: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    pending: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {}
     for line in path.read_text(encoding="utf-8").split("\n")[:-1]:  # the last piece is "" or a torn line
         token, kind, *rest = line.split("\t", 3)
         if kind == END:
-            found = pending.pop(token, None)
-            writes.append((token, found[0] if found else "", found[1] if found else []))
+            found = pending.pop(token, None) or [("", [])]
+            writes.extend((token, k, entries) for k, entries in found)
             continue
         if kind not in SNAPSHOT_KINDS or len(rest) != 2:
             raise ValueError(f"{path.name} has a malformed line")
-        pending.setdefault(token, (kind, []))[1].append((json.loads(rest[0]), rest[1]))
+        runs = pending.setdefault(token, [])
+        if not runs or runs[-1][0] != kind:
+            runs.append((kind, []))
+        runs[-1][1].append((json.loads(rest[0]), rest[1]))
     return writes
 
 
