@@ -41,7 +41,7 @@ from langmem_plus.errors import InvalidRecord, StoreUnavailable
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.dedup import find_conflicts, lesson_hashes
 from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
-from langmem_plus.learning.hints import hints_from_items, render_hints
+from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.incremental import StoreLookup, index_entries, index_key
 from langmem_plus.learning.lifecycle import (
     Integration,
