@@ -24,7 +24,7 @@ import math
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import ChainMap, Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -53,6 +53,7 @@ from langmem_plus.learning.lifecycle import (
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.synthesis import synthesize_offline
+from langmem_plus.learning.textrules import learn_text_rules
 from langmem_plus.records import (
     LESSON_STATUSES,
     Activation,
@@ -579,6 +580,8 @@ class LearningMemory:
             self._pending_losses.clear()
             sweep_unused(pool, run_seq=seq, skip=set(activated), config=self.config, out=judged)
             changed = {**integ.upserts, **judged.updated}
+            changed.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
+                                            existing=ChainMap(changed, self.lessons), config=self.config, now=now))
             self._write_lessons(changed)
             self._write_links(activated)
             self.store.upsert("runs", [run])  # _on_write appends it to self.runs

@@ -335,7 +335,8 @@ def sheet_eligible(lesson: Lesson, tool: str | None) -> bool:
     """True for a lesson that may join the tool sheet: a live rewrite scoped to ``tool``, not net harmful.
 
     A rewrite (WRONG -> CORRECT) comes from a failure and the retry the tool accepted,
-    so it is a verified fact about the tool's dialect; one measured to harm more often
+    so it is a verified fact about the tool's dialect; a text rule (``applies_when`` set) is an
+    observed outcome of an enumerated action, equally a fact about the tool; one measured to harm more often
     than it helped (``harmed > helped``) earns no place beyond the K' relevant lessons.
     Task-scoped lessons stay with their task.
 
@@ -351,8 +352,7 @@ def sheet_eligible(lesson: Lesson, tool: str | None) -> bool:
         and lesson.retrievable
         and lesson.scope.tool == tool
         and lesson.scope.level != "task"
-        and bool(lesson.wrong)
-        and lesson.correct is not None
+        and ((bool(lesson.wrong) and lesson.correct is not None) or lesson.applies_when is not None)
         and lesson.stats.harmed <= lesson.stats.helped
     )
 

@@ -1,0 +1,296 @@
+"""TextGameExecutor: one policy for every text environment (issue 11 item 2, DESIGN §11).
+
+It knows nothing about any particular game. At each step it reads the goal, the
+observations of this attempt and the valid actions (``task.context`` before the first
+step, ``Step.info["valid_actions"]`` after each step) and picks one valid action.
+Across attempts everything it knows comes from the hints it is given, which it reads
+with its own small matcher (below), as a user's agent or a model would: it never calls
+the library's synthesis or rewrite code.
+
+Policy, per step:
+
+1. Candidates are the valid actions not yet tried in the current state (the state is
+   the env's structured state plus the valid actions).
+2. An action is **avoided** when an avoidance hint matches it and its preconditions
+   hold, unless a prefer hint with more preconditions also matches it (the more
+   specific hint wins; on a tie the avoidance wins).
+3. Each remaining action scores its content words found in the goal and the
+   observations seen so far, each weighted by 1 in the goal or in a short line of an
+   observation (``text_short_line_words``: a direct statement such as a recipe step) and by
+   ``text_paragraph_weight`` when only in a longer line (a room description), divided by
+   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little, so ``open`` or ``examine`` weigh little and a named thing much), minus 1
+   per earlier time it was taken in this attempt (so open / close loops die out), plus ``text_prefer_bonus`` for every prefer hint that
+   matches it (plus ``text_condition_bonus`` per precondition it checked), plus
+   ``text_sequence_bonus`` when it is the next step of a remembered procedure
+   (an episode's or a skill's steps) that this attempt has followed so far.
+4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
+
+How hints are read (the public contract, so any agent can do the same):
+
+- the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
+  them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
+  "Skill ...: start with") makes them recommendations; several patterns in one hint
+  are a procedure, followed in order;
+- a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
+  one or more words that the task names beyond its goal (they occur in an observation
+  of this attempt but not in the goal), the same words wherever it recurs;
+- ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
+  each, with the placeholders bound, must occur in the attempt's observations for the
+  hint to apply;
+- a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
+  is ignored.
+
+Example:
+    >>> from langmem_plus.records import Hint, TaskSpec
+    >>> task = TaskSpec(task_id="t", goal="Cook a meal.", context={
+    ...     "observation": "Directions: roast the red apple",
+    ...     "valid_actions": ["cook red apple in oven", "cook red apple in stove", "eat red apple"]})
+    >>> avoid = Hint(text="Avoid `eat <X>`", source_id="l1")
+    >>> prefer = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says `roast the <X>`", source_id="l2")
+    >>> TextGameExecutor(seed=0).act(task, [], [avoid, prefer]).action
+    'cook red apple in oven'
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.executors.base import Decision
+from langmem_plus.records import Hint, Step, TaskSpec
+
+STOP_WORDS = frozenset(
+    "a an the in on to of for and or is are you your it its s let once done with at from into this that".split()
+)
+"""Words that carry no content (overlap on them would favour every action with ``in``)."""
+ARTICLES = frozenset({"a", "an", "the", "some"})
+"""Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
+
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"`([^`]+)`")
+_SLOT = re.compile(r"<([A-Z])>")
+
+
+def norm_words(text: str) -> list[str]:
+    """Lowercase words of ``text`` without articles.
+
+    Example:
+        >>> norm_words("Roast the Red Apple!")
+        ['roast', 'red', 'apple']
+    """
+    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
+
+
+def norm(text: str) -> str:
+    """``text`` as one normalised line of words (see ``norm_words``)."""
+    return " ".join(norm_words(text))
+
+
+def content_words(text: str) -> set[str]:
+    """Content words of ``text`` (stop words removed)."""
+    return set(_WORD.findall(text.lower())) - STOP_WORDS
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One back-quoted action pattern of a hint, compiled."""
+
+    text: str
+    regex: re.Pattern[str]
+    slots: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, raw: str) -> "Pattern | None":
+        """Compile ``raw`` (``cook <X> in oven``); None when it has no words or only placeholders."""
+        pieces: list[str] = []
+        slots: list[str] = []
+        for part in re.split(r"(<[A-Z]>)", raw.strip()):
+            m = _SLOT.fullmatch(part)
+            if m is None:
+                pieces += [re.escape(w) for w in norm_words(part)]
+            elif m.group(1) in slots:
+                pieces.append(f"(?P={m.group(1)})")
+            else:
+                slots.append(m.group(1))
+                pieces.append(f"(?P<{m.group(1)}>.+?)")
+        if len(pieces) == len(slots):
+            return None
+        return cls(raw.strip(), re.compile("^" + r"\s+".join(pieces) + "$"), tuple(slots))
+
+    def match(self, action: str) -> dict[str, str] | None:
+        """Bindings of the placeholders when ``action`` matches, else None."""
+        m = self.regex.match(norm(action))
+        if m is None:
+            return None
+        return {s: " ".join(m.group(s).split()) for s in self.slots}
+
+
+@dataclass(frozen=True)
+class ReadHint:
+    """A hint as this executor understood it."""
+
+    hint: Hint
+    avoid: bool
+    patterns: tuple[Pattern, ...]
+    conditions: tuple[str, ...]
+
+
+def read_hint(hint: Hint) -> ReadHint | None:
+    """Parse one hint by the contract of the module docstring; None when it is unusable."""
+    try:
+        text = str(hint.text or "")
+        raws = _QUOTED.findall(text)
+        patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
+        if not patterns:
+            return None
+        conditions = tuple(c.strip() for c in _QUOTED.findall(str(hint.precondition or "")) if c.strip())
+        return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, conditions)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _word_weights(view: "_View", config: MemoryConfig) -> dict[str, float]:
+    """Weight of each word of the goal and observations: 1 in the goal or a short line, less in a paragraph."""
+    weight: dict[str, float] = {w: 1.0 for w in content_words(view.goal)}
+    for obs in view.observations:
+        for line in obs.splitlines():
+            words = content_words(line)
+            w = 1.0 if len(norm_words(line)) <= config.text_short_line_words else config.text_paragraph_weight
+            for word in words:
+                weight[word] = max(weight.get(word, 0.0), w)
+    return weight
+
+
+@dataclass
+class _View:
+    goal: str
+    observations: list[str]
+    valid: list[str]
+    state: str
+
+    @property
+    def seen(self) -> str:
+        return "\n".join(norm(line) for obs in self.observations for line in obs.splitlines())
+
+
+def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
+    ctx = task.context or {}
+    goal = str(ctx.get("goal") or task.goal or "")
+    observations = [str(ctx.get("observation") or "")] + [s.observation for s in history]
+    if history:
+        valid = [str(a) for a in history[-1].info.get("valid_actions") or []]
+        state = history[-1].state_after
+    else:
+        valid = [str(a) for a in ctx.get("valid_actions") or []]
+        state = ctx.get("state")
+    key = json.dumps(state, sort_keys=True, default=str) + "\n" + "\n".join(sorted(valid))
+    return _View(goal, observations, valid, key)
+
+
+class TextGameExecutor:
+    """Picks among a text game's valid actions by word overlap and hints (module docstring).
+
+    Args:
+        seed: Seed of the tie-break; the same seed, task and history give the same action.
+        config: Supplies ``text_prefer_bonus``, ``text_condition_bonus``, ``text_sequence_bonus``.
+    """
+
+    def __init__(self, seed: int = 0, config: MemoryConfig = DEFAULT_CONFIG) -> None:
+        self.seed = seed
+        self.config = config
+
+    # ---- binding -------------------------------------------------------------
+    @staticmethod
+    def _named(phrase: str, view: _View, goal_words: set[str]) -> bool:
+        """Whether ``phrase`` is something the task names beyond its goal."""
+        words = phrase.split()
+        if not words or all(w in goal_words or w in STOP_WORDS for w in words):
+            return False
+        return re.search(r"\b" + re.escape(phrase) + r"\b", view.seen) is not None
+
+    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
+        binding = pattern.match(action)
+        if binding is None:
+            return False
+        if not all(self._named(v, view, goal_words) for v in binding.values()):
+            return False
+        for cond in rh.conditions:
+            line = norm(_SLOT.sub(lambda m: binding.get(m.group(1), m.group(0)), cond))
+            if "<" in line or not line or re.search(r"(^|\n)[^\n]*\b" + re.escape(line) + r"\b", view.seen) is None:
+                return False
+        return True
+
+    def _following(self, rh: ReadHint, history: Sequence[Step], view: _View, goal_words: set[str]) -> Pattern | None:
+        """The next step of a procedure hint whose earlier steps this attempt has taken, in order."""
+        done = [s.action for s in history if not s.feedback.failed]
+        k = 0
+        for action in done:
+            if k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words):
+                k += 1
+        return rh.patterns[k] if k < len(rh.patterns) else None
+
+    # ---- the policy ----------------------------------------------------------
+    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+        """The next valid action (module docstring), or ``done`` when none is left."""
+        view = _view(task, history)
+        tried = self._tried(task, history, view)
+        options = [a for a in view.valid if a not in tried]
+        if not options:
+            return Decision(kind="done", note="no untried valid action")
+        read = [r for r in (read_hint(h) for h in hints) if r is not None]
+        goal_words = content_words(view.goal)
+        weight = _word_weights(view, self.config)
+        cfg = self.config
+        df: dict[str, int] = {}
+        for a in view.valid:
+            for w in content_words(a):
+                df[w] = df.get(w, 0) + 1
+        taken: dict[str, int] = {}
+        for s in history:
+            taken[s.action] = taken.get(s.action, 0) + 1
+        scored: list[tuple[float, str, tuple[str, ...]]] = []
+        for action in options:
+            avoid_spec, prefer_spec, bonus, used = -1, -1, 0.0, []
+            for rh in read:
+                if len(rh.patterns) > 1 and not rh.avoid:
+                    nxt = self._following(rh, history, view, goal_words)
+                    if nxt is not None and self._applies(rh, nxt, action, view, goal_words):
+                        bonus += cfg.text_sequence_bonus
+                        used.append(rh.hint.source_id)
+                    continue
+                if not any(self._applies(rh, p, action, view, goal_words) for p in rh.patterns):
+                    continue
+                used.append(rh.hint.source_id)
+                if rh.avoid:
+                    avoid_spec = max(avoid_spec, len(rh.conditions))
+                else:
+                    prefer_spec = max(prefer_spec, len(rh.conditions))
+                    bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
+            if avoid_spec >= 0 and prefer_spec <= avoid_spec:
+                continue
+            overlap = sum(weight[w] / df[w] for w in content_words(action) if w in weight)
+            scored.append((overlap + bonus - taken.get(action, 0), action, tuple(dict.fromkeys(used))))
+        if not scored:
+            return Decision(kind="done", note="every untried action is avoided")
+        top = max(s for s, _, _ in scored)
+        ties = sorted((a, used) for s, a, used in scored if s == top)
+        rng = random.Random(f"{self.seed}:{task.task_id}:{len(history)}")
+        action, used = ties[rng.randrange(len(ties))]
+        return Decision(kind="command", action=action, applied_hints=used, note=f"score {top:g} among {len(ties)}")
+
+    @staticmethod
+    def _tried(task: TaskSpec, history: Sequence[Step], view: _View) -> set[str]:
+        """Actions already taken from the current state (same structured state and valid actions)."""
+        out: set[str] = set()
+        for i, step in enumerate(history):
+            before = _view(task, history[:i]).state
+            if before == view.state:
+                out.add(step.action)
+        return out
+
+
+__all__ = ["ARTICLES", "STOP_WORDS", "Pattern", "ReadHint", "TextGameExecutor", "content_words", "norm", "norm_words", "read_hint"]

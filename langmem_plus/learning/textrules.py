@@ -1,0 +1,207 @@
+"""Text rules: what an agent that chooses among enumerated actions learns from their outcomes (issue 11 item 3).
+
+Where the environment enumerates its valid actions (each step carries
+``info["valid_actions"]``), a mistake is not a malformed command but a wrong choice, so
+the lesson is about the action: this module turns a run's signals into avoid / prefer
+lessons over actions, in the terms of the task's own text, with no game knowledge.
+
+- **Attribution**: a terminal failure (the constraint channel) is pinned on the step that
+  carries it, never on the steps before it; that action alone becomes an avoidance.
+- **Progress**: an action whose step raised the score (``reward > 0``) becomes a
+  recommendation.
+- **Entities**: the task's text is the goal plus what the agent read in things the goal
+  names (the observation of an action whose object words all occur in the goal, such as
+  reading the cookbook the goal points at). A phrase of an action (not its verb, at most
+  ``text_rule_max_entity_words`` words) that occurs in that text but not in the goal is
+  volatile: it becomes a placeholder ``<X>`` (then ``<Y>``), so "cook red apple in oven"
+  becomes ``cook <X> in oven``. What the goal itself says is the same for every task of a
+  family and stays literal.
+- **Conditions**: the lines of the task's text that name the entity, with the entity as
+  its placeholder (``roast <X>``), are the situation the action was taken in. A rule's
+  condition (``Lesson.applies_when``) is the intersection of those lines over every run
+  that taught it: the most general conjunction all its evidence agrees on (a rule seen
+  with "slice <X>; roast <X>" and then with "roast <X>" keeps "roast <X>"; an action
+  fatal under unrelated lines ends with no condition: it is always fatal).
+
+Lesson ids hash the namespace, the tool, the polarity and the action pattern, so the same
+rule learned again updates one record (its condition narrows, its provenance grows).
+
+Example:
+    >>> from langmem_plus.records import Feedback, Step, TaskSpec
+    >>> task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
+    >>> steps = [
+    ...     Step(index=0, action="read cookbook", observation="Directions:\\n  roast the red apple",
+    ...          info={"valid_actions": []}),
+    ...     Step(index=1, action="cook red apple in stove", info={"valid_actions": []},
+    ...          feedback=Feedback(constraint_failure=True, error_text="fatal")),
+    ... ]
+    >>> [(l.wrong, l.applies_when) for l in learn_text_rules(namespace=("ns",), run_id="r1", task=task,
+    ...     steps=steps, existing={}, now=0.0).values()]
+    [('cook <X> in stove', ['roast <X>'])]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from langmem_plus._text import stable_id
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
+
+_WORD = re.compile(r"[a-z0-9]+")
+ARTICLES = frozenset({"a", "an", "the", "some"})
+"""Dropped when text is normalised (``the red apple`` and ``a red apple`` are one phrase)."""
+STOP_WORDS = frozenset("in on to of for and or with at from into is are it".split())
+"""Words that are never a placeholder's whole content."""
+SLOTS = ("X", "Y", "Z")
+"""Placeholder names, in order of appearance in an action."""
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
+
+
+def applies_to_text_envs(steps: Sequence[Step]) -> bool:
+    """Whether the run's environment enumerated its actions (steps carry ``info["valid_actions"]``)."""
+    return any("valid_actions" in s.info for s in steps)
+
+
+def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
+    """Normalised lines of the task's text: what the agent read in things the goal names.
+
+    A step counts when its action has an object and every object word occurs in the goal.
+    """
+    goal_words = set(_words(goal))
+    lines: list[str] = []
+    for step in steps:
+        obj = _words(step.action)[1:]
+        if not obj or not all(w in goal_words for w in obj) or step.feedback.failed:
+            continue
+        for line in step.observation.splitlines():
+            words = _words(line)
+            if words:
+                lines.append(" ".join(words))
+    return list(dict.fromkeys(lines))
+
+
+def _occurs(phrase: str, line: str) -> bool:
+    return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
+
+
+def abstract_action(action: str, lines: Sequence[str], goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, dict[str, str]]:
+    """The action with its volatile phrases as placeholders, and the bindings.
+
+    Example:
+        >>> abstract_action("slice red apple with knife", ["slice the red apple"], "cook a meal")
+        ('slice <X> with knife', {'X': 'red apple'})
+    """
+    words = _words(action)
+    goal_words = set(_words(goal))
+    out: list[str] = words[:1]
+    bindings: dict[str, str] = {}
+    i = 1
+    while i < len(words):
+        found = 0
+        for n in range(min(config.text_rule_max_entity_words, len(words) - i), 0, -1):
+            phrase = " ".join(words[i : i + n])
+            if all(w in goal_words or w in STOP_WORDS for w in words[i : i + n]):
+                continue
+            if any(_occurs(phrase, line) for line in lines):
+                found = n
+                break
+        if found and len(bindings) < len(SLOTS):
+            phrase = " ".join(words[i : i + found])
+            slot = next((s for s, p in bindings.items() if p == phrase), SLOTS[len(bindings)])
+            bindings[slot] = phrase
+            out.append(f"<{slot}>")
+            i += found
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out), bindings
+
+
+def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
+    """Lines of the task's text that name a bound phrase, with placeholders (bare mentions left out)."""
+    out: list[str] = []
+    for line in lines:
+        templ = line
+        named = False
+        for slot, phrase in bindings.items():
+            if _occurs(phrase, templ):
+                templ = re.sub(r"(^| )" + re.escape(phrase) + r"(?= |$)", rf"\1<{slot}>", templ)
+                named = True
+        if named and templ not in {f"<{s}>" for s in bindings}:
+            out.append(templ)
+    return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
+
+
+def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
+    head = f"AVOID: {pattern}" if avoid else f"PREFER: {pattern}"
+    return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
+
+
+def learn_text_rules(
+    *,
+    namespace: Namespace,
+    run_id: str,
+    task: TaskSpec,
+    steps: Sequence[Step],
+    existing: Mapping[str, Lesson],
+    config: MemoryConfig = DEFAULT_CONFIG,
+    now: float,
+) -> dict[str, Lesson]:
+    """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
+
+    Returns an empty dict for a run whose environment does not enumerate actions.
+    """
+    if not applies_to_text_envs(steps):
+        return {}
+    goal = str(task.context.get("goal") or task.goal or "")
+    lines = task_text_lines(goal, steps)
+    out: dict[str, Lesson] = {}
+    for step in sorted(steps, key=lambda s: s.index):
+        fb = step.feedback
+        if fb.constraint_failure:
+            avoid = True
+        elif not fb.failed and fb.reward > 0:
+            avoid = False
+        else:
+            continue
+        pattern, bindings = abstract_action(step.action, lines, goal, config)
+        conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
+        lid = stable_id("txt", *namespace, task.tool or "", "avoid" if avoid else "prefer", pattern)
+        old = out.get(lid) or existing.get(lid)
+        if old is not None and old.applies_when is not None:
+            conds = sorted(set(old.applies_when) & set(conds))
+        out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
+    return out
+
+
+def _text_lesson(
+    lid: str, old: Lesson | None, namespace: Namespace, run_id: str, task: TaskSpec, step: Step,
+    avoid: bool, pattern: str, conds: list[str], now: float,
+) -> Lesson:
+    """A new text rule, or ``old`` with its condition narrowed and this run added to its provenance."""
+    rule = _rule_text(avoid, pattern, conds)
+    if old is not None:
+        prov = old.provenance.model_copy(update={"run_ids": sorted({*old.provenance.run_ids, run_id})})
+        return old.model_copy(update={"applies_when": conds, "rule_text": rule, "provenance": prov, "updated_at": now})
+    return Lesson(
+        id=lid,
+        namespace=namespace,
+        rule_text=rule,
+        wrong=pattern if avoid else None,
+        correct=None if avoid else pattern,
+        applies_when=conds,
+        tags=["constraint_failed"] if avoid else [],
+        scope=LessonScope(level="domain", tool=task.tool, domain=task.domain, task=task.task_id),
+        provenance=Provenance(run_ids=[run_id]),
+        source="rule",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+__all__ = ["ARTICLES", "SLOTS", "abstract_action", "applies_to_text_envs", "conditions_for", "learn_text_rules", "task_text_lines"]
