@@ -32,8 +32,11 @@ How hints are read (the public contract, so any agent can do the same):
   "Skill ...: start with") makes them recommendations; several patterns in one hint
   are a procedure, followed in order;
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
-  one or more words that the task names beyond its goal (they occur in an observation
-  of this attempt but not in the goal), the same words wherever it recurs;
+  one or more words that the task names beyond its goal (they occur in a short line of
+  an observation of this attempt, ``text_short_line_words``, and not all in the goal),
+  the same words wherever it recurs;
+- a recommendation's bonus goes to an action not yet taken in this attempt (it is
+  followed once);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply;
@@ -176,6 +179,10 @@ class _View:
     def seen(self) -> str:
         return "\n".join(norm(line) for obs in self.observations for line in obs.splitlines())
 
+    def short_lines(self, max_words: int) -> str:
+        lines = (norm(line) for obs in self.observations for line in obs.splitlines())
+        return "\n".join(line for line in lines if line and len(line.split()) <= max_words)
+
 
 def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
     ctx = task.context or {}
@@ -204,13 +211,12 @@ class TextGameExecutor:
         self.config = config
 
     # ---- binding -------------------------------------------------------------
-    @staticmethod
-    def _named(phrase: str, view: _View, goal_words: set[str]) -> bool:
-        """Whether ``phrase`` is something the task names beyond its goal."""
+    def _named(self, phrase: str, view: _View, goal_words: set[str]) -> bool:
+        """Whether ``phrase`` is something the task names beyond its goal (in a short line of an observation)."""
         words = phrase.split()
         if not words or all(w in goal_words or w in STOP_WORDS for w in words):
             return False
-        return re.search(r"\b" + re.escape(phrase) + r"\b", view.seen) is not None
+        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.text_short_line_words)) is not None
 
     def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
         binding = pattern.match(action)
@@ -272,6 +278,8 @@ class TextGameExecutor:
                     bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
             if avoid_spec >= 0 and prefer_spec <= avoid_spec:
                 continue
+            if taken.get(action):
+                bonus = 0.0  # a recommendation is followed once per attempt
             overlap = sum(weight[w] / df[w] for w in content_words(action) if w in weight)
             scored.append((overlap + bonus - taken.get(action, 0), action, tuple(dict.fromkeys(used))))
         if not scored:
