@@ -257,11 +257,12 @@ class MemoryConfig(BaseModel):
     """``TextGameExecutor``: score added to the next step of a remembered procedure (episode or
     skill) that the attempt has followed so far; below a prefer hint, above word overlap."""
     text_short_line_words: int = Field(6, ge=1)
-    """``TextGameExecutor``: a line of an observation with at most this many words is a direct
-    statement (a recipe step, an inventory item); its words weigh fully in the word overlap."""
+    """``TextGameExecutor``: a placeholder binds only a phrase found in a line of an observation
+    with at most this many words (a direct statement such as a recipe step or a listed item),
+    never one found only in a description of everything in a room."""
     text_paragraph_weight: float = Field(0.2, ge=0.0, le=1.0)
-    """``TextGameExecutor``: weight of a word seen only in longer lines (descriptions that name
-    everything in a room), relative to a word of the goal or of a short line."""
+    """``TextGameExecutor``: weight of a word seen only outside the task's text (descriptions that
+    name everything in a room), relative to a word of the goal or of what the goal points at."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

@@ -37,9 +37,9 @@ from langmem_plus.records import TaskSpec
 
 BENCH_NAME = "env"
 DEFAULT_ENV = "twx-cooking:easy"
-DEFAULT_COLLECT = "0-11"
+DEFAULT_COLLECT = "0-19"
 """Train-fold positions played in the collection phase."""
-DEFAULT_SEEDS = "0-19"
+DEFAULT_SEEDS = "0-29"
 """Deployment positions in the chosen fold."""
 DEFAULT_REPEATS = 3
 DEFAULT_MAX_STEPS = 50

@@ -15,9 +15,9 @@ Policy, per step:
    hold, unless a prefer hint with more preconditions also matches it (the more
    specific hint wins; on a tie the avoidance wins).
 3. Each remaining action scores its content words found in the goal and the
-   observations seen so far, each weighted by 1 in the goal or in a short line of an
-   observation (``text_short_line_words``: a direct statement such as a recipe step) and by
-   ``text_paragraph_weight`` when only in a longer line (a room description), divided by
+   observations seen so far, each weighted by 1 in the task's text (the goal, and what the
+   agent read in things the goal names, such as the cookbook a goal points at) and by
+   ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
    the number of valid actions that contain it (so ``open`` or ``examine`` weigh little, so ``open`` or ``examine`` weigh little and a named thing much), minus 1
    per earlier time it was taken in this attempt (so open / close loops die out), plus ``text_prefer_bonus`` for every prefer hint that
    matches it (plus ``text_condition_bonus`` per precondition it checked), plus
@@ -156,15 +156,24 @@ def read_hint(hint: Hint) -> ReadHint | None:
         return None
 
 
-def _word_weights(view: "_View", config: MemoryConfig) -> dict[str, float]:
-    """Weight of each word of the goal and observations: 1 in the goal or a short line, less in a paragraph."""
+def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) -> dict[str, float]:
+    """Weight of each word the attempt has seen: 1 in the task's text, ``text_paragraph_weight`` elsewhere.
+
+    The task's text is the goal and what the agent read in things the goal names (the
+    answer to an action whose object words all occur in the goal, such as a cookbook the
+    goal points at); everything else the game printed (room descriptions, echoes of the
+    agent's own moves) describes the world rather than the task.
+    """
+    goal_words = set(norm_words(view.goal))
     weight: dict[str, float] = {w: 1.0 for w in content_words(view.goal)}
     for obs in view.observations:
-        for line in obs.splitlines():
-            words = content_words(line)
-            w = 1.0 if len(norm_words(line)) <= config.text_short_line_words else config.text_paragraph_weight
-            for word in words:
-                weight[word] = max(weight.get(word, 0.0), w)
+        for word in content_words(obs):
+            weight.setdefault(word, config.text_paragraph_weight)
+    for step in history:
+        obj = norm_words(step.action)[1:]
+        if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
+            for word in content_words(step.observation):
+                weight[word] = 1.0
     return weight
 
 
@@ -249,7 +258,7 @@ class TextGameExecutor:
             return Decision(kind="done", note="no untried valid action")
         read = [r for r in (read_hint(h) for h in hints) if r is not None]
         goal_words = content_words(view.goal)
-        weight = _word_weights(view, self.config)
+        weight = _word_weights(view, history, self.config)
         cfg = self.config
         df: dict[str, int] = {}
         for a in view.valid:
