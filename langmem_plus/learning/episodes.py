@@ -248,20 +248,26 @@ def episodes_from_run(
 def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG) -> list[Step]:
     """The steps of a text-game run that mattered, their entities as placeholders.
 
-    Kept: steps that raised the score, and steps that read what the goal names (the task's
+    Kept: steps that raised the score, the steps that made those possible
+    (``textrules.enabling_step``), and steps that read what the goal names (the task's
     text, ``textrules.task_text_lines``); exploration that changed nothing is dropped, so a
     success becomes a procedure another task of the family can follow.
     """
-    from langmem_plus.learning.textrules import abstract_action, task_text_lines
+    from langmem_plus.learning.textrules import abstract_action, enabling_step, task_text_lines
 
     goal = str(task.context.get("goal") or task.goal or "")
     lines = task_text_lines(goal, commands)
-    out: list[Step] = []
-    for s in commands:
-        reads = bool(task_text_lines(goal, [s]))
-        if (s.feedback.reward > 0 and not s.feedback.failed) or reads:
-            out.append(s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]}))
-    return out
+    keep: set[int] = set()
+    for i, s in enumerate(commands):
+        if s.feedback.reward > 0 and not s.feedback.failed:
+            keep.add(i)
+            j = enabling_step(commands, i)
+            if j is not None:
+                keep.add(j)
+        elif task_text_lines(goal, [s]):
+            keep.add(i)
+    return [s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]})
+            for i, s in enumerate(commands) if i in keep]
 
 
 # --------------------------------------------------------------------------- decay and recall

@@ -8,7 +8,8 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
 - **Attribution**: a terminal failure (the constraint channel) is pinned on the step that
   carries it, never on the steps before it; that action alone becomes an avoidance.
 - **Progress**: an action whose step raised the score (``reward > 0``) becomes a
-  recommendation.
+  recommendation, and so does the step that made it possible (the latest earlier step
+  after which it appeared among the valid actions: opening what held it, taking a tool).
 - **Entities**: the task's text is the goal plus what the agent read in things the goal
   names (the observation of an action whose object words all occur in the goal, such as
   reading the cookbook the goal points at). A phrase of an action (not its verb, at most
@@ -17,14 +18,18 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   becomes ``cook <X> in oven``. What the goal itself says is the same for every task of a
   family and stays literal.
 - **Conditions**: the lines of the task's text that name the entity, with the entity as
-  its placeholder (``roast <X>``), are the situation the action was taken in. A rule's
-  condition (``Lesson.applies_when``) is the intersection of those lines over every run
-  that taught it: the most general conjunction all its evidence agrees on (a rule seen
-  with "slice <X>; roast <X>" and then with "roast <X>" keeps "roast <X>"; an action
-  fatal under unrelated lines ends with no condition: it is always fatal).
+  its placeholder (``roast <X>``), and that bear on the action (``relevant_conditions``:
+  the directive it carries out, else the directives no command names) are the situation
+  the action was taken in (``Lesson.applies_when``). A recommendation keeps the
+  intersection over every run that taught it, the most general conjunction its evidence
+  agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
+  an action that scored in unrelated situations ends with no condition). An avoidance is
+  never widened: each situation it was fatal in is its own lesson (``cook <X> in oven``
+  when "grill <X>", another when "fry <X>"), and a situation with no line about the
+  entity (eating the salt a recipe only lists) gives the unconditional one.
 
-Lesson ids hash the namespace, the tool, the polarity and the action pattern, so the same
-rule learned again updates one record (its condition narrows, its provenance grows).
+Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
+avoidance's condition), so the same rule learned again updates one record.
 
 Example:
     >>> from langmem_plus.records import Feedback, Step, TaskSpec
@@ -43,7 +48,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
@@ -137,6 +142,38 @@ def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int
     return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
 
 
+def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str]) -> list[str]:
+    """The condition lines that bear on ``action``.
+
+    A line whose first word is the action's own verb is the directive the action carries
+    out: it alone is the condition. Otherwise a line whose first word is the verb of a
+    command the game offered answers another command (``chop <X>`` is done by chopping),
+    so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``).
+
+    Example:
+        >>> relevant_conditions("cook <X> in oven", ["chop <X>", "roast <X>"], {"chop", "cook", "take"})
+        ['roast <X>']
+        >>> relevant_conditions("chop <X>", ["chop <X>", "roast <X>"], {"chop", "cook"})
+        ['chop <X>']
+    """
+    verb = action.split()[0] if action.split() else ""
+    own = [c for c in conditions if c.split()[:1] == [verb]]
+    if own:
+        return own
+    return [c for c in conditions if c.split()[0] not in command_verbs]
+
+
+def enabling_step(steps: Sequence[Step], i: int) -> int | None:
+    """Index (in ``steps``) of the latest earlier step after which ``steps[i]``'s action became valid."""
+    action = steps[i].action
+    for j in range(i - 1, -1, -1):
+        before = steps[j - 1].info.get("valid_actions") if j else None
+        after = steps[j].info.get("valid_actions") or []
+        if action in after and before is not None and action not in before and not steps[j].feedback.failed:
+            return j
+    return None
+
+
 def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
     head = f"AVOID: {pattern}" if avoid else f"PREFER: {pattern}"
     return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
@@ -159,19 +196,29 @@ def learn_text_rules(
     if not applies_to_text_envs(steps):
         return {}
     goal = str(task.context.get("goal") or task.goal or "")
-    lines = task_text_lines(goal, steps)
+    ordered = sorted(steps, key=lambda s: s.index)
+    lines = task_text_lines(goal, ordered)
+    verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
+    verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
     out: dict[str, Lesson] = {}
-    for step in sorted(steps, key=lambda s: s.index):
+    teach: list[tuple[Step, bool]] = []
+    for i, step in enumerate(ordered):
         fb = step.feedback
         if fb.constraint_failure:
-            avoid = True
+            teach.append((step, True))
         elif not fb.failed and fb.reward > 0:
-            avoid = False
-        else:
-            continue
+            j = enabling_step(ordered, i)
+            if j is not None:
+                teach.append((ordered[j], False))
+            teach.append((step, False))
+    for step, avoid in teach:
         pattern, bindings = abstract_action(step.action, lines, goal, config)
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
-        lid = stable_id("txt", *namespace, task.tool or "", "avoid" if avoid else "prefer", pattern)
+        conds = relevant_conditions(pattern, conds, verbs)
+        if avoid:  # an avoidance holds where it was seen: one lesson per situation, never widened
+            lid = stable_id("txt", *namespace, task.tool or "", "avoid", pattern, *conds)
+        else:  # a recommendation widens to what every situation it worked in shares
+            lid = stable_id("txt", *namespace, task.tool or "", "prefer", pattern)
         old = out.get(lid) or existing.get(lid)
         if old is not None and old.applies_when is not None:
             conds = sorted(set(old.applies_when) & set(conds))
