@@ -18,7 +18,9 @@ Policy, per step:
    observations seen so far, each weighted by 1 in the task's text (the goal, and what the
    agent read in things the goal names, such as the cookbook a goal points at) and by
    ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
-   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little, so ``open`` or ``examine`` weigh little and a named thing much), minus 1
+   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little,
+   and words naming what the agent already holds or where it is, per the state's
+   ``inventory`` and ``location``, weigh nothing: they no longer draw it, the task's verbs do; so ``open`` or ``examine`` weigh little and a named thing much), minus 1
    per earlier time it was taken in this attempt (so open / close loops die out), plus ``text_prefer_bonus`` for every prefer hint that
    matches it (plus ``text_condition_bonus`` per precondition it checked), plus
    ``text_sequence_bonus`` when it is the next step of a remembered procedure
@@ -61,6 +63,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.executors.base import Decision
@@ -174,6 +177,14 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
         if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
             for word in content_words(step.observation):
                 weight[word] = 1.0
+    state = history[-1].state_after if history else None
+    if not isinstance(state, dict):
+        state = view.start_state
+    held = state.get("inventory") if isinstance(state, dict) else None
+    here = state.get("location") if isinstance(state, dict) else None
+    for item in [*(held if isinstance(held, list) else []), *([here] if isinstance(here, str) else [])]:
+        for word in content_words(str(item)):
+            weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
     return weight
 
 
@@ -183,6 +194,7 @@ class _View:
     observations: list[str]
     valid: list[str]
     state: str
+    start_state: Any = None
 
     @property
     def seen(self) -> str:
@@ -204,7 +216,7 @@ def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
         valid = [str(a) for a in ctx.get("valid_actions") or []]
         state = ctx.get("state")
     key = json.dumps(state, sort_keys=True, default=str) + "\n" + "\n".join(sorted(valid))
-    return _View(goal, observations, valid, key)
+    return _View(goal, observations, valid, key, ctx.get("state"))
 
 
 class TextGameExecutor:

@@ -24,9 +24,10 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   intersection over every run that taught it, the most general conjunction its evidence
   agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
   an action that scored in unrelated situations ends with no condition). An avoidance is
-  never widened: each situation it was fatal in is its own lesson (``cook <X> in oven``
-  when "grill <X>", another when "fry <X>"), and a situation with no line about the
-  entity (eating the salt a recipe only lists) gives the unconditional one.
+  kept per situation it was fatal in (``cook <X> in oven`` when "grill <X>", another
+  when "fry <X>"), and once more under its pattern alone, widened the same way, so an
+  action fatal in unrelated situations (eating any ingredient) becomes unconditional; a
+  recommendation with a condition that holds still outranks it in the executor.
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record.
@@ -40,9 +41,9 @@ Example:
     ...     Step(index=1, action="cook red apple in stove", info={"valid_actions": []},
     ...          feedback=Feedback(constraint_failure=True, error_text="fatal")),
     ... ]
-    >>> [(l.wrong, l.applies_when) for l in learn_text_rules(namespace=("ns",), run_id="r1", task=task,
-    ...     steps=steps, existing={}, now=0.0).values()]
-    [('cook <X> in stove', ['roast <X>'])]
+    >>> learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    >>> sorted({(l.wrong, tuple(l.applies_when)) for l in learned.values()})  # per situation, and widenable
+    [('cook <X> in stove', ('roast <X>',))]
 """
 
 from __future__ import annotations
@@ -215,14 +216,17 @@ def learn_text_rules(
         pattern, bindings = abstract_action(step.action, lines, goal, config)
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs)
-        if avoid:  # an avoidance holds where it was seen: one lesson per situation, never widened
-            lid = stable_id("txt", *namespace, task.tool or "", "avoid", pattern, *conds)
-        else:  # a recommendation widens to what every situation it worked in shares
-            lid = stable_id("txt", *namespace, task.tool or "", "prefer", pattern)
-        old = out.get(lid) or existing.get(lid)
-        if old is not None and old.applies_when is not None:
-            conds = sorted(set(old.applies_when) & set(conds))
-        out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
+        # A recommendation widens to what every situation it worked in shares. An avoidance is
+        # kept per situation, and once more under the pattern alone, widened the same way, so
+        # an action fatal in two unrelated situations becomes unconditional.
+        keys = [("avoid", pattern, *conds), ("avoid-any", pattern)] if avoid else [("prefer", pattern)]
+        for key in keys:
+            lid = stable_id("txt", *namespace, task.tool or "", *key)
+            old = out.get(lid) or existing.get(lid)
+            kept = conds
+            if old is not None and old.applies_when is not None:
+                kept = sorted(set(old.applies_when) & set(conds))
+            out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, kept, now)
     return out
 
 
