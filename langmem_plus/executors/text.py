@@ -41,7 +41,8 @@ How hints are read (the public contract, so any agent can do the same):
   followed once);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
-  hint to apply;
+  hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
+  read in things the goal names) lists the bound phrase and says nothing more about it;
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
   is ignored.
 
@@ -159,6 +160,22 @@ def read_hint(hint: Hint) -> ReadHint | None:
         return None
 
 
+def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
+    """Steps that read something the goal names: an action whose object words all occur in the goal."""
+    goal_words = set(norm_words(goal))
+    out = []
+    for step in history:
+        obj = norm_words(step.action)[1:]
+        if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
+            out.append(step)
+    return out
+
+
+def _task_lines(goal: str, history: Sequence[Step]) -> list[str]:
+    """Normalised lines of what the agent read in things the goal names (the task's text beyond its goal)."""
+    return [line for step in _reads(goal, history) for line in map(norm, step.observation.splitlines()) if line]
+
+
 def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) -> dict[str, float]:
     """Weight of each word the attempt has seen: 1 in the task's text, ``text_paragraph_weight`` elsewhere.
 
@@ -167,16 +184,13 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     goal points at); everything else the game printed (room descriptions, echoes of the
     agent's own moves) describes the world rather than the task.
     """
-    goal_words = set(norm_words(view.goal))
     weight: dict[str, float] = {w: 1.0 for w in content_words(view.goal)}
     for obs in view.observations:
         for word in content_words(obs):
             weight.setdefault(word, config.text_paragraph_weight)
-    for step in history:
-        obj = norm_words(step.action)[1:]
-        if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
-            for word in content_words(step.observation):
-                weight[word] = 1.0
+    for step in _reads(view.goal, history):
+        for word in content_words(step.observation):
+            weight[word] = 1.0
     state = history[-1].state_after if history else None
     if not isinstance(state, dict):
         state = view.start_state
@@ -239,13 +253,25 @@ class TextGameExecutor:
             return False
         return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.text_short_line_words)) is not None
 
-    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
+    @staticmethod
+    def _only_named(phrase: str, view: _View, history: Sequence[Step]) -> bool:
+        """Whether the task's text (what was read in things the goal names) lists ``phrase`` with nothing said about it."""
+        lines = _task_lines(view.goal, history)
+        mentions = [l for l in lines if re.search(r"(^| )" + re.escape(phrase) + r"( |$)", l)]
+        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+
+    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str], history: Sequence[Step] = ()) -> bool:
         binding = pattern.match(action)
         if binding is None:
             return False
         if not all(self._named(v, view, goal_words) for v in binding.values()):
             return False
         for cond in rh.conditions:
+            slot = _SLOT.fullmatch(cond.strip())
+            if slot is not None:  # a bare placeholder: the task names it and says nothing more about it
+                if not self._only_named(binding.get(slot.group(1), ""), view, history):
+                    return False
+                continue
             line = norm(_SLOT.sub(lambda m: binding.get(m.group(1), m.group(0)), cond))
             if "<" in line or not line or re.search(r"(^|\n)[^\n]*\b" + re.escape(line) + r"\b", view.seen) is None:
                 return False
@@ -256,7 +282,7 @@ class TextGameExecutor:
         done = [s.action for s in history if not s.feedback.failed]
         k = 0
         for action in done:
-            if k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words):
+            if k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words, history):
                 k += 1
         return rh.patterns[k] if k < len(rh.patterns) else None
 
@@ -285,11 +311,11 @@ class TextGameExecutor:
             for rh in read:
                 if len(rh.patterns) > 1 and not rh.avoid:
                     nxt = self._following(rh, history, view, goal_words)
-                    if nxt is not None and self._applies(rh, nxt, action, view, goal_words):
+                    if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
                         bonus += cfg.text_sequence_bonus
                         used.append(rh.hint.source_id)
                     continue
-                if not any(self._applies(rh, p, action, view, goal_words) for p in rh.patterns):
+                if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
                     continue
                 used.append(rh.hint.source_id)
                 if rh.avoid:

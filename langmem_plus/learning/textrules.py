@@ -19,15 +19,15 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   family and stays literal.
 - **Conditions**: the lines of the task's text that name the entity, with the entity as
   its placeholder (``roast <X>``), and that bear on the action (``relevant_conditions``:
-  the directive it carries out, else the directives no command names) are the situation
+  the directive it carries out, else the directives no command names; a command is a
+  verb the game offered in this run, or one memory already recommends as ``<verb> <X>``) are the situation
   the action was taken in (``Lesson.applies_when``). A recommendation keeps the
   intersection over every run that taught it, the most general conjunction its evidence
   agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
   an action that scored in unrelated situations ends with no condition). An avoidance is
   kept per situation it was fatal in (``cook <X> in oven`` when "grill <X>", another
-  when "fry <X>"), and once more under its pattern alone, widened the same way, so an
-  action fatal in unrelated situations (eating any ingredient) becomes unconditional; a
-  recommendation with a condition that holds still outranks it in the executor.
+  when "fry <X>"), never widened to a situation it was not seen in: an unconditional
+  avoidance would forbid the very situation (roasting) where the action is right.
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record.
@@ -42,7 +42,7 @@ Example:
     ...          feedback=Feedback(constraint_failure=True, error_text="fatal")),
     ... ]
     >>> learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
-    >>> sorted({(l.wrong, tuple(l.applies_when)) for l in learned.values()})  # per situation, and widenable
+    >>> sorted({(l.wrong, tuple(l.applies_when)) for l in learned.values()})
     [('cook <X> in stove', ('roast <X>',))]
 """
 
@@ -129,8 +129,14 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
 
 
 def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
-    """Lines of the task's text that name a bound phrase, with placeholders (bare mentions left out)."""
+    """Lines of the task's text that name a bound phrase, with placeholders.
+
+    A bare mention (a line that is only the phrase, such as an ingredient list entry) is
+    left out when other lines say something about the phrase; when none does, the bare
+    ``<X>`` is the condition: "the task names X and says nothing more about it".
+    """
     out: list[str] = []
+    bare: list[str] = []
     for line in lines:
         templ = line
         named = False
@@ -140,6 +146,10 @@ def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int
                 named = True
         if named and templ not in {f"<{s}>" for s in bindings}:
             out.append(templ)
+        elif named:
+            bare.append(templ)
+    if not out and bare:  # named, and nothing said about it: that itself is the situation
+        out = bare
     return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
 
 
@@ -149,7 +159,8 @@ def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: C
     A line whose first word is the action's own verb is the directive the action carries
     out: it alone is the condition. Otherwise a line whose first word is the verb of a
     command the game offered answers another command (``chop <X>`` is done by chopping),
-    so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``).
+    so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``);
+    when every line answers some command, all are kept (the action was not asked for).
 
     Example:
         >>> relevant_conditions("cook <X> in oven", ["chop <X>", "roast <X>"], {"chop", "cook", "take"})
@@ -161,7 +172,8 @@ def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: C
     own = [c for c in conditions if c.split()[:1] == [verb]]
     if own:
         return own
-    return [c for c in conditions if c.split()[0] not in command_verbs]
+    unnamed = [c for c in conditions if c.split()[0] not in command_verbs]
+    return unnamed or list(conditions)  # every line answers a command: the situation is all of them
 
 
 def enabling_step(steps: Sequence[Step], i: int) -> int | None:
@@ -212,21 +224,24 @@ def learn_text_rules(
             if j is not None:
                 teach.append((ordered[j], False))
             teach.append((step, False))
+    line_verbs = {line.split()[0] for line in lines}
+    for step, _ in teach:
+        verbs.add(abstract_action(step.action, lines, goal, config)[0].split()[0])
+    for verb in line_verbs - verbs:  # a verb memory already knows as a command (``chop <X>``) is one
+        if existing.get(stable_id("txt", *namespace, task.tool or "", "prefer", f"{verb} <X>")) is not None:
+            verbs.add(verb)
     for step, avoid in teach:
         pattern, bindings = abstract_action(step.action, lines, goal, config)
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs)
-        # A recommendation widens to what every situation it worked in shares. An avoidance is
-        # kept per situation, and once more under the pattern alone, widened the same way, so
-        # an action fatal in two unrelated situations becomes unconditional.
-        keys = [("avoid", pattern, *conds), ("avoid-any", pattern)] if avoid else [("prefer", pattern)]
-        for key in keys:
-            lid = stable_id("txt", *namespace, task.tool or "", *key)
-            old = out.get(lid) or existing.get(lid)
-            kept = conds
-            if old is not None and old.applies_when is not None:
-                kept = sorted(set(old.applies_when) & set(conds))
-            out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, kept, now)
+        # A recommendation widens to what every situation it worked in shares; an avoidance is
+        # kept per situation it was fatal in, never widened.
+        key = ("avoid", pattern, *conds) if avoid else ("prefer", pattern)
+        lid = stable_id("txt", *namespace, task.tool or "", *key)
+        old = out.get(lid) or existing.get(lid)
+        if old is not None and old.applies_when is not None:
+            conds = sorted(set(old.applies_when) & set(conds))
+        out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
     return out
 
 
