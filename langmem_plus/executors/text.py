@@ -295,9 +295,7 @@ class TextGameExecutor:
         if not options:
             return Decision(kind="done", note="no untried valid action")
         read = [r for r in (read_hint(h) for h in hints) if r is not None]
-        goal_words = content_words(view.goal)
         weight = _word_weights(view, history, self.config)
-        cfg = self.config
         df: dict[str, int] = {}
         for a in view.valid:
             for w in content_words(a):
@@ -307,35 +305,48 @@ class TextGameExecutor:
             taken[s.action] = taken.get(s.action, 0) + 1
         scored: list[tuple[float, str, tuple[str, ...]]] = []
         for action in options:
-            avoid_spec, prefer_spec, bonus, used = -1, -1, 0.0, []
-            for rh in read:
-                if len(rh.patterns) > 1 and not rh.avoid:
-                    nxt = self._following(rh, history, view, goal_words)
-                    if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
-                        bonus += cfg.text_sequence_bonus
-                        used.append(rh.hint.source_id)
-                    continue
-                if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
-                    continue
-                used.append(rh.hint.source_id)
-                if rh.avoid:
-                    avoid_spec = max(avoid_spec, len(rh.conditions))
-                else:
-                    prefer_spec = max(prefer_spec, len(rh.conditions))
-                    bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
-            if avoid_spec >= 0 and prefer_spec <= avoid_spec:
-                continue
+            judged = self._hint_bonus(action, read, view, history)
+            if judged is None:
+                continue  # avoided
+            bonus, sources = judged
             if taken.get(action):
                 bonus = 0.0  # a recommendation is followed once per attempt
             overlap = sum(weight[w] / df[w] for w in content_words(action) if w in weight)
-            scored.append((overlap + bonus - taken.get(action, 0), action, tuple(dict.fromkeys(used))))
+            scored.append((overlap + bonus - taken.get(action, 0), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
-        top = max(s for s, _, _ in scored)
-        ties = sorted((a, used) for s, a, used in scored if s == top)
+        top = max(sc for sc, _, _ in scored)
+        ties = sorted((a, src) for sc, a, src in scored if sc == top)
         rng = random.Random(f"{self.seed}:{task.task_id}:{len(history)}")
-        action, used = ties[rng.randrange(len(ties))]
-        return Decision(kind="command", action=action, applied_hints=used, note=f"score {top:g} among {len(ties)}")
+        action, sources = ties[rng.randrange(len(ties))]
+        return Decision(kind="command", action=action, applied_hints=sources, note=f"score {top:g} among {len(ties)}")
+
+    def _hint_bonus(
+        self, action: str, read: Sequence[ReadHint], view: _View, history: Sequence[Step]
+    ) -> tuple[float, tuple[str, ...]] | None:
+        """What the hints add to ``action``'s score and which hints did; None when it is avoided (rule 2)."""
+        cfg = self.config
+        goal_words = content_words(view.goal)
+        avoid_spec, prefer_spec, bonus = -1, -1, 0.0
+        used: list[str] = []
+        for rh in read:
+            if len(rh.patterns) > 1 and not rh.avoid:
+                nxt = self._following(rh, history, view, goal_words)
+                if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
+                    bonus += cfg.text_sequence_bonus
+                    used.append(rh.hint.source_id)
+                continue
+            if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
+                continue
+            used.append(rh.hint.source_id)
+            if rh.avoid:
+                avoid_spec = max(avoid_spec, len(rh.conditions))
+            else:
+                prefer_spec = max(prefer_spec, len(rh.conditions))
+                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
+        if avoid_spec >= 0 and prefer_spec <= avoid_spec:
+            return None
+        return bonus, tuple(dict.fromkeys(used))
 
     @staticmethod
     def _tried(task: TaskSpec, history: Sequence[Step], view: _View) -> set[str]:
