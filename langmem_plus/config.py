@@ -263,6 +263,9 @@ class MemoryConfig(BaseModel):
     text_paragraph_weight: float = Field(0.2, ge=0.0, le=1.0)
     """``TextGameExecutor``: weight of a word seen only outside the task's text (descriptions that
     name everything in a room), relative to a word of the goal or of what the goal points at."""
+    text_new_verb_bonus: float = Field(0.1, ge=0.0)
+    """``TextGameExecutor``: score added to an action whose verb was not used yet in the attempt, so
+    the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

@@ -18,13 +18,16 @@ Policy, per step:
    observations seen so far, each weighted by 1 in the task's text (the goal, and what the
    agent read in things the goal names, such as the cookbook a goal points at) and by
    ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
-   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little,
-   and words naming what the agent already holds or where it is, per the state's
-   ``inventory`` and ``location``, weigh nothing: they no longer draw it, the task's verbs do; so ``open`` or ``examine`` weigh little and a named thing much), minus 1
-   per earlier time it was taken in this attempt (so open / close loops die out), plus ``text_prefer_bonus`` for every prefer hint that
-   matches it (plus ``text_condition_bonus`` per precondition it checked), plus
-   ``text_sequence_bonus`` when it is the next step of a remembered procedure
-   (an episode's or a skill's steps) that this attempt has followed so far.
+   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
+   and a named thing much); words naming what the agent already holds or where it is
+   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
+   To that it adds ``text_new_verb_bonus`` when its verb (first word) was not used yet in
+   this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
+   in this attempt (open / close loops die out), and adds ``text_prefer_bonus`` for every
+   prefer hint that matches it (plus ``text_condition_bonus`` per precondition it checked)
+   and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
+   episode's or a skill's steps) that this attempt has followed so far; a recommendation
+   counts only for an action not yet taken in this attempt (it is followed once).
 4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
 
 How hints are read (the public contract, so any agent can do the same):
@@ -303,6 +306,7 @@ class TextGameExecutor:
         taken: dict[str, int] = {}
         for s in history:
             taken[s.action] = taken.get(s.action, 0) + 1
+        verbs_used = {s.action.split()[0] for s in history if s.action.split()}
         scored: list[tuple[float, str, tuple[str, ...]]] = []
         for action in options:
             judged = self._hint_bonus(action, read, view, history)
@@ -312,7 +316,8 @@ class TextGameExecutor:
             if taken.get(action):
                 bonus = 0.0  # a recommendation is followed once per attempt
             overlap = sum(weight[w] / df[w] for w in content_words(action) if w in weight)
-            scored.append((overlap + bonus - taken.get(action, 0), action, sources))
+            novel = self.config.text_new_verb_bonus if action.split()[:1] and action.split()[0] not in verbs_used else 0.0
+            scored.append((overlap + novel + bonus - taken.get(action, 0), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
         top = max(sc for sc, _, _ in scored)

@@ -26,11 +26,16 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
   an action that scored in unrelated situations ends with no condition). An avoidance is
   kept per situation it was fatal in (``cook <X> in oven`` when "grill <X>", another
-  when "fry <X>"), never widened to a situation it was not seen in: an unconditional
-  avoidance would forbid the very situation (roasting) where the action is right.
+  when "fry <X>"). It is widened to every situation only once memory also knows where the
+  action is right (a recommendation of the same pattern with a condition), so "fatal
+  unless the task says roast" is expressible: the executor lets the more specific
+  recommendation win. Widened earlier, it would forbid the very situation (roasting)
+  where the action is right before anything taught that exception.
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
-avoidance's condition), so the same rule learned again updates one record.
+avoidance's condition), so the same rule learned again updates one record. A run whose
+agent never read what its goal points at teaches nothing here: none of its words can be
+told volatile, and literal rules about one task's objects would only crowd the context.
 
 Example:
     >>> from langmem_plus.records import Feedback, Step, TaskSpec
@@ -211,6 +216,8 @@ def learn_text_rules(
     goal = str(task.context.get("goal") or task.goal or "")
     ordered = sorted(steps, key=lambda s: s.index)
     lines = task_text_lines(goal, ordered)
+    if not lines:  # the agent never read what its goal points at: no word of the run can be told volatile
+        return {}
     verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
     verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
     out: dict[str, Lesson] = {}
@@ -236,12 +243,21 @@ def learn_text_rules(
         conds = relevant_conditions(pattern, conds, verbs)
         # A recommendation widens to what every situation it worked in shares; an avoidance is
         # kept per situation it was fatal in, never widened.
+        wid = stable_id("txt", *namespace, task.tool or "", "avoid", pattern)
+        if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
+            conds = []  # already avoided everywhere (widened below): one lesson, not one per situation
         key = ("avoid", pattern, *conds) if avoid else ("prefer", pattern)
         lid = stable_id("txt", *namespace, task.tool or "", *key)
         old = out.get(lid) or existing.get(lid)
         if old is not None and old.applies_when is not None:
             conds = sorted(set(old.applies_when) & set(conds))
         out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
+        if avoid and conds:
+            pid = stable_id("txt", *namespace, task.tool or "", "prefer", pattern)
+            known = out.get(pid) or existing.get(pid)
+            if known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
+                old_any = out.get(wid) or existing.get(wid)
+                out[wid] = _text_lesson(wid, old_any, namespace, run_id, task, step, True, pattern, [], now)
     return out
 
 
