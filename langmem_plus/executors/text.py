@@ -315,9 +315,10 @@ class TextGameExecutor:
             bonus, sources = judged
             if taken.get(action):
                 bonus = 0.0  # a recommendation is followed once per attempt
-            overlap = sum(weight[w] / df[w] for w in content_words(action) if w in weight)
+            # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
+            overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             novel = self.config.text_new_verb_bonus if action.split()[:1] and action.split()[0] not in verbs_used else 0.0
-            scored.append((overlap + novel + bonus - taken.get(action, 0), action, sources))
+            scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
         top = max(sc for sc, _, _ in scored)
