@@ -54,7 +54,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
@@ -197,6 +197,30 @@ def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
     return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
 
 
+def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
+    """(step, avoid?) pairs a run teaches: each fatal step, each score-raising step and the step that enabled it."""
+    teach: list[tuple[Step, bool]] = []
+    for i, step in enumerate(ordered):
+        fb = step.feedback
+        if fb.constraint_failure:
+            teach.append((step, True))
+        elif not fb.failed and fb.reward > 0:
+            j = enabling_step(ordered, i)
+            if j is not None:
+                teach.append((ordered[j], False))
+            teach.append((step, False))
+    return teach
+
+
+def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
+                   known: Callable[[str], bool]) -> set[str]:
+    """Verbs that name commands: offered in this run, used by what it teaches, or already known to memory."""
+    verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
+    verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
+    verbs |= {p.split()[0] for p in patterns if p.split()}
+    return verbs | {v for v in {line.split()[0] for line in lines} - verbs if known(v)}
+
+
 def learn_text_rules(
     *,
     namespace: Namespace,
@@ -218,46 +242,27 @@ def learn_text_rules(
     lines = task_text_lines(goal, ordered)
     if not lines:  # the agent never read what its goal points at: no word of the run can be told volatile
         return {}
-    verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
-    verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
+
+    def rid(*key: str) -> str:
+        return stable_id("txt", *namespace, task.tool or "", *key)
+
     out: dict[str, Lesson] = {}
-    teach: list[tuple[Step, bool]] = []
-    for i, step in enumerate(ordered):
-        fb = step.feedback
-        if fb.constraint_failure:
-            teach.append((step, True))
-        elif not fb.failed and fb.reward > 0:
-            j = enabling_step(ordered, i)
-            if j is not None:
-                teach.append((ordered[j], False))
-            teach.append((step, False))
-    line_verbs = {line.split()[0] for line in lines}
-    for step, _ in teach:
-        verbs.add(abstract_action(step.action, lines, goal, config)[0].split()[0])
-    for verb in line_verbs - verbs:  # a verb memory already knows as a command (``chop <X>``) is one
-        if existing.get(stable_id("txt", *namespace, task.tool or "", "prefer", f"{verb} <X>")) is not None:
-            verbs.add(verb)
-    for step, avoid in teach:
-        pattern, bindings = abstract_action(step.action, lines, goal, config)
+    teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs)
-        # A recommendation widens to what every situation it worked in shares; an avoidance is
-        # kept per situation it was fatal in, never widened.
-        wid = stable_id("txt", *namespace, task.tool or "", "avoid", pattern)
+        wid = rid("avoid", pattern)  # the widened avoidance, once it exists
         if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
-            conds = []  # already avoided everywhere (widened below): one lesson, not one per situation
-        key = ("avoid", pattern, *conds) if avoid else ("prefer", pattern)
-        lid = stable_id("txt", *namespace, task.tool or "", *key)
+            conds = []  # already avoided everywhere: one lesson, not one per situation
+        lid = rid("avoid", pattern, *conds) if avoid else rid("prefer", pattern)
         old = out.get(lid) or existing.get(lid)
-        if old is not None and old.applies_when is not None:
+        if old is not None and old.applies_when is not None:  # same id: the shared situation (module docstring)
             conds = sorted(set(old.applies_when) & set(conds))
         out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
-        if avoid and conds:
-            pid = stable_id("txt", *namespace, task.tool or "", "prefer", pattern)
-            known = out.get(pid) or existing.get(pid)
-            if known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
-                old_any = out.get(wid) or existing.get(wid)
-                out[wid] = _text_lesson(wid, old_any, namespace, run_id, task, step, True, pattern, [], now)
+        known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
+        if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
+            out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
     return out
 
 
@@ -286,4 +291,15 @@ def _text_lesson(
     )
 
 
-__all__ = ["ARTICLES", "SLOTS", "abstract_action", "applies_to_text_envs", "conditions_for", "learn_text_rules", "task_text_lines"]
+__all__ = [
+    "ARTICLES",
+    "SLOTS",
+    "abstract_action",
+    "applies_to_text_envs",
+    "conditions_for",
+    "enabling_step",
+    "learn_text_rules",
+    "relevant_conditions",
+    "task_text_lines",
+    "teaching_steps",
+]
