@@ -345,6 +345,31 @@ class MemoryConfig(BaseModel):
     """On close, the snapshot's journal is folded into a new base once it holds more records
     than this share of the stored ones (replaying a long journal would slow the next open)."""
 
+    # ---- text environments (issue 11) ------------------------------------------
+    text_prefer_bonus: float = Field(100.0, ge=0.0)
+    """``TextGameExecutor``: score added to a valid action a prefer hint matches; far above any
+    word overlap (a few words), so a remembered rule outranks a lexical guess."""
+    text_condition_bonus: float = Field(10.0, ge=0.0)
+    """``TextGameExecutor``: extra score per precondition a matching prefer hint checked, so the
+    more specific of two recommendations wins."""
+    text_sequence_bonus: float = Field(50.0, ge=0.0)
+    """``TextGameExecutor``: score added to the next step of a remembered procedure (episode or
+    skill) that the attempt has followed so far; below a prefer hint, above word overlap."""
+    text_short_line_words: int = Field(6, ge=1)
+    """``TextGameExecutor``: a placeholder binds only a phrase found in a line of an observation
+    with at most this many words (a direct statement such as a recipe step or a listed item),
+    never one found only in a description of everything in a room."""
+    text_paragraph_weight: float = Field(0.2, ge=0.0, le=1.0)
+    """``TextGameExecutor``: weight of a word seen only outside the task's text (descriptions that
+    name everything in a room), relative to a word of the goal or of what the goal points at."""
+    text_new_verb_bonus: float = Field(0.1, ge=0.0)
+    """``TextGameExecutor``: score added to an action whose verb was not used yet in the attempt, so
+    the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
+    text_rule_max_entity_words: int = Field(4, ge=1)
+    """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
+    text_rule_max_conditions: int = Field(4, ge=0)
+    """Most task-text lines a text rule keeps as its condition (``Lesson.applies_when``)."""
+
     @model_validator(mode="after")
     def _check_bounds(self) -> "MemoryConfig":
         if self.difficulty_easy_max > self.difficulty_medium_max:

@@ -56,6 +56,7 @@ from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.memory_types.context import assemble, habit_relevance
+from langmem_plus.learning.textrules import learn_text_rules
 from langmem_plus.records import (
     LESSON_STATUSES,
     Activation,
@@ -693,6 +694,8 @@ class LearningMemory:
                 out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
             )
             changed = {**integ.upserts, **judged.updated}
+            changed.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
+                                            existing=ChainMap(changed, self.lessons), config=self.config, now=now))
             with self._write_group():  # one generation token for the run's writes
                 self._write_lessons(changed)
                 self._write_links(activated)

@@ -270,6 +270,10 @@ class Lesson(_Record):
     created_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
     last_activated_at: float | None = None
+    applies_when: list[str] | None = None
+    """A text rule's condition (issue 11): lines the task's text must contain, placeholders such
+    as ``<X>`` bound as in the action pattern (``["roast <X>"]``); ``[]`` for a rule that always
+    applies. None (every older record) for a lesson that is not a text rule."""
 
     @property
     def retrievable(self) -> bool:

@@ -188,6 +188,9 @@ def episodes_from_run(
 
     commands = [s for s in sorted(steps, key=lambda s: s.index) if _is_command(s)]
     out: list[Episode] = []
+    enumerated = any("valid_actions" in s.info for s in commands)
+    if enumerated:  # a text game: keep the steps that mattered, entities as placeholders (textrules)
+        commands = key_steps(task, commands, config)
     if verdict.passed:
         good = [s for s in commands if not s.feedback.failed]
         actions = [s.action for s in good]
@@ -222,7 +225,7 @@ def episodes_from_run(
     for ev in events:
         groups.setdefault(ev.fingerprint_id, []).append(ev)
     for fp_id, evs in groups.items():
-        if len(evs) < config.avoidance_min_repeats:
+        if len(evs) < config.avoidance_min_repeats or (enumerated and evs[0].channel == "no_progress"):
             continue
         actions = list(dict.fromkeys(ev.action for ev in evs if ev.action))
         pattern = action_pattern(actions[0]) if actions else evs[0].channel
@@ -240,6 +243,31 @@ def episodes_from_run(
             )
         )
     return out
+
+
+def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG) -> list[Step]:
+    """The steps of a text-game run that mattered, their entities as placeholders.
+
+    Kept: steps that raised the score, the steps that made those possible
+    (``textrules.enabling_step``), and steps that read what the goal names (the task's
+    text, ``textrules.task_text_lines``); exploration that changed nothing is dropped, so a
+    success becomes a procedure another task of the family can follow.
+    """
+    from langmem_plus.learning.textrules import abstract_action, enabling_step, task_text_lines
+
+    goal = str(task.context.get("goal") or task.goal or "")
+    lines = task_text_lines(goal, commands)
+    keep: set[int] = set()
+    for i, s in enumerate(commands):
+        if s.feedback.reward > 0 and not s.feedback.failed:
+            keep.add(i)
+            j = enabling_step(commands, i)
+            if j is not None:
+                keep.add(j)
+        elif task_text_lines(goal, [s]):
+            keep.add(i)
+    return [s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]})
+            for i, s in enumerate(commands) if i in keep]
 
 
 # --------------------------------------------------------------------------- decay and recall

@@ -1,7 +1,9 @@
 """Hints: each chosen item as one actionable next step, rendered as quoted data (DESIGN §6, §8).
 
 Rule-based distillation, no model: a WRONG -> CORRECT lesson says "Use `keep`
-instead of `filter`"; an avoid lesson says what to avoid; a success episode offers
+instead of `filter`"; an avoid lesson says what to avoid; a text rule (``Lesson.applies_when``)
+says "Avoid `eat <X>`" or "Prefer `cook <X> in oven`" with the precondition "when the task
+says `roast <X>`"; a success episode offers
 the step that worked before; an avoidance episode reminds what fails; a skill
 offers its first step and its first missing precondition.
 
@@ -50,6 +52,12 @@ def _cut(text: str) -> str:
 
 
 def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
+    if lesson.applies_when is not None:  # a text rule: an action pattern and the lines it needs
+        when = " and ".join(f"`{c}`" for c in lesson.applies_when)
+        pre = f"when the task says {when}" if when else None
+        if lesson.wrong:
+            return f"Avoid `{lesson.wrong}`", pre
+        return f"Prefer `{lesson.correct}`", pre
     if lesson.wrong and lesson.correct:
         return f"Use `{lesson.correct}` instead of `{lesson.wrong}`", None
     if lesson.correct:

@@ -245,6 +245,10 @@ def synthesize_offline(
     without any usable pair gets one avoid lesson,
     ``"AVOID: {action pattern} (fails with: {fingerprint})"``.
 
+    A run whose steps carry ``info["valid_actions"]`` (the environment enumerates its actions)
+    gets no rewrite or avoid lesson here: its agent chose a wrong action rather than wrote a
+    malformed one, which ``learning.textrules`` learns from instead.
+
     Args:
         namespace: The memory namespace.
         run_id: This run.
@@ -258,6 +262,8 @@ def synthesize_offline(
     Returns:
         Candidate lessons, in order of first occurrence of their fingerprint.
     """
+    if any("valid_actions" in s.info for s in steps):
+        return []  # the env enumerates its actions: a failure is a wrong choice, learned as a text rule (textrules)
     ordered = sorted(steps, key=lambda s: s.index)
     by_index = {s.index: s for s in ordered}
     lessons: list[Lesson] = []

@@ -335,7 +335,8 @@ def sheet_eligible(lesson: Lesson, tool: str | None) -> bool:
     """True for a lesson that may join the tool sheet: a live rewrite scoped to ``tool``, not net harmful.
 
     A rewrite (WRONG -> CORRECT) comes from a failure and the retry the tool accepted,
-    so it is a verified fact about the tool's dialect; one measured to harm more often
+    so it is a verified fact about the tool's dialect; a text rule (``applies_when`` set) is an
+    observed outcome of an enumerated action, equally a fact about the tool; one measured to harm more often
     than it helped (``harmed > helped``) earns no place beyond the K' relevant lessons.
     Task-scoped lessons stay with their task.
 
@@ -351,18 +352,20 @@ def sheet_eligible(lesson: Lesson, tool: str | None) -> bool:
         and lesson.retrievable
         and lesson.scope.tool == tool
         and lesson.scope.level != "task"
-        and bool(lesson.wrong)
-        and lesson.correct is not None
+        and ((bool(lesson.wrong) and lesson.correct is not None) or lesson.applies_when is not None)
         and lesson.stats.harmed <= lesson.stats.helped
     )
 
 
-def sheet_prior(lesson: Lesson) -> tuple[int, int, float]:
-    """How proven a lesson is across its tool, larger first: promoted, net helped runs, reliability.
+def sheet_prior(lesson: Lesson) -> tuple[int, int, int, float]:
+    """How proven a lesson is across its tool, larger first: promoted, net helped runs, breadth, reliability.
 
     Pure evidence, no relevance: it ranks the lessons a task's own history says nothing about.
+    Breadth counts the runs that taught a text rule (``applies_when`` set): an outcome seen in
+    many runs is better established than one seen once; it is 0 for every other lesson.
     """
-    return (int(lesson.status == "promoted"), lesson.stats.helped - lesson.stats.harmed, lesson.reliability)
+    breadth = len(lesson.provenance.run_ids) if lesson.applies_when is not None else 0
+    return (int(lesson.status == "promoted"), lesson.stats.helped - lesson.stats.harmed, breadth, lesson.reliability)
 
 
 def sheet_fill(
@@ -406,11 +409,11 @@ def sheet_fill(
         if items[i].item_id not in taken and isinstance(lesson, Lesson) and sheet_eligible(lesson, tool):
             pool.append((i, why))
 
-    def key(p: tuple[int, str]) -> tuple[int, int, float, float]:
+    def key(p: tuple[int, str]) -> tuple[int, int, int, float, float]:
         lesson = items[p[0]].item
         assert isinstance(lesson, Lesson)
-        promoted, net, rel = sheet_prior(lesson)
-        return (-promoted, -net, -rel, -items[p[0]].score)
+        promoted, net, breadth, rel = sheet_prior(lesson)
+        return (-promoted, -net, -breadth, -rel, -items[p[0]].score)
 
     pool.sort(key=key)  # stable: ties keep score order
     return [

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from langmem_plus.capture import fingerprint
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.envs.base import Env
 from langmem_plus.executors.base import Executor
+from langmem_plus.graph import env_state, env_view
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Efficiency, Feedback, Hint, Step, TaskSpec, Verdict
 from langmem_plus.rewrite import derive_rewrite
@@ -98,9 +99,16 @@ def run_episode(
 ) -> Trajectory:
     """One attempt of ``task`` with ``context``'s hints; the env's evaluator gives the verdict.
 
+    Like the reference graph, an env that exposes ``goal`` / ``valid_actions`` / ``state`` (a
+    text game) has them copied into ``task.context`` at the start and into each step's
+    ``info["valid_actions"]`` and ``state_before`` / ``state_after``, so a text executor can read them.
+
     ``run_id`` defaults to the task id; pass a unique, deterministic one per attempt.
     """
-    env.reset(task.task_id)
+    first = env.reset(task.task_id)
+    view = env_view(env, first)  # goal, valid actions and state of a text game; {} for the CLI tools
+    if view:
+        task = task.model_copy(update={"context": {**task.context, **view}})
     steps: list[Step] = []
     hints = list(context.hints)
     while len(steps) < max_steps and not env.done:
@@ -118,14 +126,21 @@ def run_episode(
                 info={"kind": "docs", "topic": decision.topic},
             )
         else:
+            before = env_state(env)
             obs, fb = env.step(decision.action)
+            info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
+            valid = getattr(env, "valid_actions", None)
+            if valid is not None:
+                info["valid_actions"] = [str(a) for a in valid]
             step = Step(
                 index=len(steps),
                 action=decision.action,
                 observation=obs,
                 feedback=fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)}),
                 tool=env.name,
-                info={"applied_hints": list(decision.applied_hints)},
+                state_before=before,
+                state_after=env_state(env),
+                info=info,
             )
         steps.append(step)
     verdict: Verdict = env.evaluate()

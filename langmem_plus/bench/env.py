@@ -1,0 +1,226 @@
+"""``langmem-plus bench env``: memory designs on a text game, ALMA's protocol (issue 11 item 4).
+
+Per repeat ``r`` (executor seed ``seed + r``) and per design, with the same
+``TextGameExecutor`` and the same seeds for every design:
+
+1. collection: the train-fold seeds ``--collect-seeds`` are played with no retrieval,
+   each trajectory folded in with ``general_update``;
+2. deployment: the ``--fold`` seeds ``--seeds`` are played with ``general_retrieve``'s
+   hints; ``static`` keeps memory frozen, ``dynamic`` keeps calling ``general_update``.
+
+Seed ranges ``A-B`` are positions in the fold's own seed list (0-based, inclusive), so
+``--seeds 0-19 --fold test`` means the first twenty test seeds (20000..20019 in
+TextWorldExpress). Figures per design are means over repeats with standard errors;
+curves are per episode of the whole sequence (collection then deployment), averaged over
+repeats: cumulative fatal failures (games lost) and success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
+from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
+from langmem_plus.bench.designs.evaluation import mean_se
+from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
+from langmem_plus.envs.registry import make_env
+from langmem_plus.errors import EnvError
+from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.memory import Trajectory
+from langmem_plus.records import TaskSpec
+
+BENCH_NAME = "env"
+DEFAULT_ENV = "twx-cooking:easy"
+DEFAULT_COLLECT = "0-19"
+"""Train-fold positions played in the collection phase."""
+DEFAULT_SEEDS = "0-29"
+"""Deployment positions in the chosen fold."""
+DEFAULT_REPEATS = 3
+DEFAULT_MAX_STEPS = 50
+"""Commands per attempt (the issue's measurement used 50)."""
+TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
+    "no_memory": NoMemory,
+    "trajectory_retrieval": TextTrajectoryRetrieval,
+    "reasoning_bank": ReasoningBank,
+    "dynamic_cheatsheet": DynamicCheatsheet,
+    "expel": Expel,
+    "langmem_plus": LangmemPlus,
+}
+"""Design name -> factory of a fresh, empty design."""
+TEXT_DESIGN_NAMES: tuple[str, ...] = tuple(TEXT_DESIGNS)
+
+Progress = Callable[[str], None]
+
+
+def parse_range(text: str) -> list[int]:
+    """``"A-B"`` (inclusive) or ``"A"`` as a list of positions.
+
+    Example:
+        >>> parse_range("2-4"), parse_range("7")
+        ([2, 3, 4], [7])
+    """
+    a, _, b = str(text).partition("-")
+    try:
+        lo, hi = int(a), int(b or a)
+    except ValueError as exc:
+        raise EnvError(f"seed range {text!r} is not 'A-B' with integers") from exc
+    if lo < 0 or hi < lo:
+        raise EnvError(f"seed range {text!r} must satisfy 0 <= A <= B")
+    return list(range(lo, hi + 1))
+
+
+def _tasks(env: Any, fold: str, positions: Sequence[int]) -> list[TaskSpec]:
+    seeds = env.fold_seeds(fold)
+    if positions and positions[-1] >= len(seeds):
+        raise EnvError(f"the {fold} fold has {len(seeds)} seeds; position {positions[-1]} is out of range")
+    family = getattr(env, "family", "") or env.name
+    out = []
+    for p in positions:
+        task_id = f"{fold}-{seeds[p]}"
+        env.reset(task_id)  # the goal a design retrieves by
+        out.append(TaskSpec(task_id=task_id, goal=str(getattr(env, "goal", "")), tool=env.name, domain=env.domain, family=family))
+    return out
+
+
+def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
+    return {
+        "task_id": traj.task.task_id,
+        "passed": bool(traj.verdict and traj.verdict.passed),
+        "score": traj.verdict.score if traj.verdict else 0.0,
+        "steps": len(traj.steps),
+        "fatal": int(any(s.feedback.constraint_failure for s in traj.steps)),
+        "invalid": sum(1 for s in traj.steps if s.feedback.hard_failure),
+        "context_tokens": ctx.tokens,
+        "seconds": seconds,
+    }
+
+
+def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
+               repeat: int, max_steps: int) -> dict[str, list[dict[str, Any]]]:
+    """One repeat of one design: per-episode rows of collection and deployment."""
+    design = TEXT_DESIGNS[name]()
+    executor = TextGameExecutor(seed=seed + repeat)
+    out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
+    try:
+        for phase, tasks in (("collection", collect), ("deployment", deploy)):
+            for t in tasks:
+                run_id = f"r{repeat}-{phase[0]}-{t.task_id}"
+                started = time.perf_counter()
+                ctx = design.general_retrieve(t, run_id=run_id) if phase == "deployment" else Context()
+                traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
+                if phase == "collection" or mode == "dynamic":
+                    design.general_update(traj)
+                out[phase].append(_row(traj, ctx, time.perf_counter() - started))
+    finally:
+        design.close()
+    return out
+
+
+def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """Deployment figures (mean and SE over repeats) and the per-episode curves over the whole sequence."""
+    def per_rep(key: str) -> list[float]:
+        return [statistics.fmean(float(r[key]) for r in rep["deployment"]) if rep["deployment"] else 0.0 for rep in repeats]
+
+    success, success_se = mean_se(per_rep("passed"))
+    fig: dict[str, Any] = {"success": success, "success_se": success_se}
+    for key, out in (("score", "score"), ("steps", "steps"), ("invalid", "invalid_actions"),
+                     ("context_tokens", "context_tokens_per_task"), ("seconds", "seconds")):
+        fig[out], fig[f"{out}_se"] = mean_se(per_rep(key))
+    fig["fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["deployment"]) for rep in repeats), 3)
+    fig["fatal_failures_per_episode"] = mean_se(per_rep("fatal"))[0]
+    fig["collection_fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["collection"]) for rep in repeats), 3)
+    fig["collection_success"] = round(statistics.fmean(statistics.fmean(float(r["passed"]) for r in rep["collection"]) if rep["collection"] else 0.0 for rep in repeats), 4)
+    fig["repeats"] = len(repeats)
+    seqs = [rep["collection"] + rep["deployment"] for rep in repeats]
+    n = min(len(s) for s in seqs) if seqs else 0
+    cum = []
+    for s in seqs:
+        total, c = 0, []
+        for row in s[:n]:
+            total += row["fatal"]
+            c.append(total)
+        cum.append(c)
+    curves = {
+        "cumulative_fatal_failures": [round(statistics.fmean(c[i] for c in cum), 3) for i in range(n)],
+        "success": [round(statistics.fmean(float(s[i]["passed"]) for s in seqs), 3) for i in range(n)],
+    }
+    return fig, curves
+
+
+def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT, seeds: str = DEFAULT_SEEDS,
+                  fold: str = "test", mode: str = "static", repeats: int = DEFAULT_REPEATS,
+                  max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
+                  progress: Progress | None = None) -> dict[str, Any]:
+    """The whole bench: ``{"env", "setting", "fold", "mode", "designs": {...}, "curves": {...}}``."""
+    unknown = [d for d in designs if d not in TEXT_DESIGNS]
+    if unknown:
+        raise EnvError(f"unknown design(s) {unknown}; choose from {', '.join(TEXT_DESIGN_NAMES)}")
+    if mode not in ("static", "dynamic"):
+        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
+    if repeats < 1:
+        raise EnvError(f"repeats must be >= 1, got {repeats}")
+    env = make_env(env_name)
+    base, _, setting = env_name.partition(":")
+    try:
+        collect_tasks = _tasks(env, "train", parse_range(collect))
+        deploy_tasks = _tasks(env, fold, parse_range(seeds))
+        out_designs: dict[str, Any] = {}
+        curves: dict[str, Any] = {}
+        for name in designs:
+            reps = []
+            for r in range(repeats):
+                started = time.perf_counter()
+                reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps))
+                if progress:
+                    dep = reps[-1]["deployment"]
+                    progress(f"[env] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
+                             f"fatal {sum(x['fatal'] for x in dep)} ({time.perf_counter() - started:.1f}s)")
+            out_designs[name], curves[name] = summarize(reps)
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "max_steps": max_steps,
+            "collect_seeds": collect, "seeds": seeds, "designs": out_designs, "curves": curves}
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """A table for people."""
+    lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']}",
+             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'invalid':>8}{'tok/task':>9}"]
+    for name, d in result["designs"].items():
+        lines.append(f"{name:<22}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
+                     f"{d['fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``langmem-plus bench env``."""
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"NAME[:SETTING] (default {DEFAULT_ENV})")
+    parser.add_argument("--collect-seeds", default=DEFAULT_COLLECT, help=f"train-fold positions A-B (default {DEFAULT_COLLECT})")
+    parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"deployment positions A-B (default {DEFAULT_SEEDS})")
+    parser.add_argument("--fold", default="test", choices=("train", "dev", "test"))
+    parser.add_argument("--mode", default="static", choices=("static", "dynamic"))
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    parser.add_argument("--designs", nargs="+", default=list(TEXT_DESIGN_NAMES), choices=TEXT_DESIGN_NAMES)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``langmem-plus bench env``."""
+    started = time.perf_counter()
+    result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
+                           repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
+                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    print(json.dumps(result) if args.json else format_text(result))
+    return 0
+
+
+__all__ = ["BENCH_NAME", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "format_text", "parse_range", "run", "run_env_bench", "summarize"]

@@ -1,0 +1,368 @@
+"""TextGameExecutor: one policy for every text environment (issue 11 item 2, DESIGN §11).
+
+It knows nothing about any particular game. At each step it reads the goal, the
+observations of this attempt and the valid actions (``task.context`` before the first
+step, ``Step.info["valid_actions"]`` after each step) and picks one valid action.
+Across attempts everything it knows comes from the hints it is given, which it reads
+with its own small matcher (below), as a user's agent or a model would: it never calls
+the library's synthesis or rewrite code.
+
+Policy, per step:
+
+1. Candidates are the valid actions not yet tried in the current state (the state is
+   the env's structured state plus the valid actions).
+2. An action is **avoided** when an avoidance hint matches it and its preconditions
+   hold, unless a prefer hint with more preconditions also matches it (the more
+   specific hint wins; on a tie the avoidance wins).
+3. Each remaining action scores its content words found in the goal and the
+   observations seen so far, each weighted by 1 in the task's text (the goal, and what the
+   agent read in things the goal names, such as the cookbook a goal points at) and by
+   ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
+   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
+   and a named thing much); words naming what the agent already holds or where it is
+   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
+   To that it adds ``text_new_verb_bonus`` when its verb (first word) was not used yet in
+   this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
+   in this attempt (open / close loops die out), and adds ``text_prefer_bonus`` for every
+   prefer hint that matches it (plus ``text_condition_bonus`` per precondition it checked)
+   and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
+   episode's or a skill's steps) that this attempt has followed so far; a recommendation
+   counts only for an action not yet taken in this attempt (it is followed once).
+4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
+
+How hints are read (the public contract, so any agent can do the same):
+
+- the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
+  them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
+  "Skill ...: start with") makes them recommendations; several patterns in one hint
+  are a procedure, followed in order;
+- a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
+  one or more words that the task names beyond its goal (they occur in a short line of
+  an observation of this attempt, ``text_short_line_words``, and not all in the goal),
+  the same words wherever it recurs;
+- a recommendation's bonus goes to an action not yet taken in this attempt (it is
+  followed once);
+- ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
+  each, with the placeholders bound, must occur in the attempt's observations for the
+  hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
+  read in things the goal names) lists the bound phrase and says nothing more about it;
+- a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
+  is ignored.
+
+Example:
+    >>> from langmem_plus.records import Hint, TaskSpec
+    >>> task = TaskSpec(task_id="t", goal="Cook a meal.", context={
+    ...     "observation": "Directions: roast the red apple",
+    ...     "valid_actions": ["cook red apple in oven", "cook red apple in stove", "eat red apple"]})
+    >>> avoid = Hint(text="Avoid `eat <X>`", source_id="l1")
+    >>> prefer = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says `roast the <X>`", source_id="l2")
+    >>> TextGameExecutor(seed=0).act(task, [], [avoid, prefer]).action
+    'cook red apple in oven'
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.executors.base import Decision
+from langmem_plus.records import Hint, Step, TaskSpec
+
+STOP_WORDS = frozenset(
+    "a an the in on to of for and or is are you your it its s let once done with at from into this that".split()
+)
+"""Words that carry no content (overlap on them would favour every action with ``in``)."""
+ARTICLES = frozenset({"a", "an", "the", "some"})
+"""Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
+
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"`([^`]+)`")
+_SLOT = re.compile(r"<([A-Z])>")
+
+
+def norm_words(text: str) -> list[str]:
+    """Lowercase words of ``text`` without articles.
+
+    Example:
+        >>> norm_words("Roast the Red Apple!")
+        ['roast', 'red', 'apple']
+    """
+    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
+
+
+def norm(text: str) -> str:
+    """``text`` as one normalised line of words (see ``norm_words``)."""
+    return " ".join(norm_words(text))
+
+
+def content_words(text: str) -> set[str]:
+    """Content words of ``text`` (stop words removed)."""
+    return set(_WORD.findall(text.lower())) - STOP_WORDS
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One back-quoted action pattern of a hint, compiled."""
+
+    text: str
+    regex: re.Pattern[str]
+    slots: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, raw: str) -> "Pattern | None":
+        """Compile ``raw`` (``cook <X> in oven``); None when it has no words or only placeholders."""
+        pieces: list[str] = []
+        slots: list[str] = []
+        for part in re.split(r"(<[A-Z]>)", raw.strip()):
+            m = _SLOT.fullmatch(part)
+            if m is None:
+                pieces += [re.escape(w) for w in norm_words(part)]
+            elif m.group(1) in slots:
+                pieces.append(f"(?P={m.group(1)})")
+            else:
+                slots.append(m.group(1))
+                pieces.append(f"(?P<{m.group(1)}>.+?)")
+        if len(pieces) == len(slots):
+            return None
+        return cls(raw.strip(), re.compile("^" + r"\s+".join(pieces) + "$"), tuple(slots))
+
+    def match(self, action: str) -> dict[str, str] | None:
+        """Bindings of the placeholders when ``action`` matches, else None."""
+        m = self.regex.match(norm(action))
+        if m is None:
+            return None
+        return {s: " ".join(m.group(s).split()) for s in self.slots}
+
+
+@dataclass(frozen=True)
+class ReadHint:
+    """A hint as this executor understood it."""
+
+    hint: Hint
+    avoid: bool
+    patterns: tuple[Pattern, ...]
+    conditions: tuple[str, ...]
+
+
+def read_hint(hint: Hint) -> ReadHint | None:
+    """Parse one hint by the contract of the module docstring; None when it is unusable."""
+    try:
+        text = str(hint.text or "")
+        raws = _QUOTED.findall(text)
+        patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
+        if not patterns:
+            return None
+        conditions = tuple(c.strip() for c in _QUOTED.findall(str(hint.precondition or "")) if c.strip())
+        return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, conditions)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
+    """Steps that read something the goal names: an action whose object words all occur in the goal."""
+    goal_words = set(norm_words(goal))
+    out = []
+    for step in history:
+        obj = norm_words(step.action)[1:]
+        if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
+            out.append(step)
+    return out
+
+
+def _task_lines(goal: str, history: Sequence[Step]) -> list[str]:
+    """Normalised lines of what the agent read in things the goal names (the task's text beyond its goal)."""
+    return [line for step in _reads(goal, history) for line in map(norm, step.observation.splitlines()) if line]
+
+
+def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) -> dict[str, float]:
+    """Weight of each word the attempt has seen: 1 in the task's text, ``text_paragraph_weight`` elsewhere.
+
+    The task's text is the goal and what the agent read in things the goal names (the
+    answer to an action whose object words all occur in the goal, such as a cookbook the
+    goal points at); everything else the game printed (room descriptions, echoes of the
+    agent's own moves) describes the world rather than the task.
+    """
+    weight: dict[str, float] = {w: 1.0 for w in content_words(view.goal)}
+    for obs in view.observations:
+        for word in content_words(obs):
+            weight.setdefault(word, config.text_paragraph_weight)
+    for step in _reads(view.goal, history):
+        for word in content_words(step.observation):
+            weight[word] = 1.0
+    state = history[-1].state_after if history else None
+    if not isinstance(state, dict):
+        state = view.start_state
+    held = state.get("inventory") if isinstance(state, dict) else None
+    here = state.get("location") if isinstance(state, dict) else None
+    for item in [*(held if isinstance(held, list) else []), *([here] if isinstance(here, str) else [])]:
+        for word in content_words(str(item)):
+            weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
+    return weight
+
+
+@dataclass
+class _View:
+    goal: str
+    observations: list[str]
+    valid: list[str]
+    state: str
+    start_state: Any = None
+
+    @property
+    def seen(self) -> str:
+        return "\n".join(norm(line) for obs in self.observations for line in obs.splitlines())
+
+    def short_lines(self, max_words: int) -> str:
+        lines = (norm(line) for obs in self.observations for line in obs.splitlines())
+        return "\n".join(line for line in lines if line and len(line.split()) <= max_words)
+
+
+def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
+    ctx = task.context or {}
+    goal = str(ctx.get("goal") or task.goal or "")
+    observations = [str(ctx.get("observation") or "")] + [s.observation for s in history]
+    if history:
+        valid = [str(a) for a in history[-1].info.get("valid_actions") or []]
+        state = history[-1].state_after
+    else:
+        valid = [str(a) for a in ctx.get("valid_actions") or []]
+        state = ctx.get("state")
+    key = json.dumps(state, sort_keys=True, default=str) + "\n" + "\n".join(sorted(valid))
+    return _View(goal, observations, valid, key, ctx.get("state"))
+
+
+class TextGameExecutor:
+    """Picks among a text game's valid actions by word overlap and hints (module docstring).
+
+    Args:
+        seed: Seed of the tie-break; the same seed, task and history give the same action.
+        config: Supplies ``text_prefer_bonus``, ``text_condition_bonus``, ``text_sequence_bonus``.
+    """
+
+    def __init__(self, seed: int = 0, config: MemoryConfig = DEFAULT_CONFIG) -> None:
+        self.seed = seed
+        self.config = config
+
+    # ---- binding -------------------------------------------------------------
+    def _named(self, phrase: str, view: _View, goal_words: set[str]) -> bool:
+        """Whether ``phrase`` is something the task names beyond its goal (in a short line of an observation)."""
+        words = phrase.split()
+        if not words or all(w in goal_words or w in STOP_WORDS for w in words):
+            return False
+        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.text_short_line_words)) is not None
+
+    @staticmethod
+    def _only_named(phrase: str, view: _View, history: Sequence[Step]) -> bool:
+        """Whether the task's text (what was read in things the goal names) lists ``phrase`` with nothing said about it."""
+        lines = _task_lines(view.goal, history)
+        mentions = [l for l in lines if re.search(r"(^| )" + re.escape(phrase) + r"( |$)", l)]
+        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+
+    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str], history: Sequence[Step] = ()) -> bool:
+        binding = pattern.match(action)
+        if binding is None:
+            return False
+        if not all(self._named(v, view, goal_words) for v in binding.values()):
+            return False
+        for cond in rh.conditions:
+            slot = _SLOT.fullmatch(cond.strip())
+            if slot is not None:  # a bare placeholder: the task names it and says nothing more about it
+                if not self._only_named(binding.get(slot.group(1), ""), view, history):
+                    return False
+                continue
+            line = norm(_SLOT.sub(lambda m: binding.get(m.group(1), m.group(0)), cond))
+            if "<" in line or not line or re.search(r"(^|\n)[^\n]*\b" + re.escape(line) + r"\b", view.seen) is None:
+                return False
+        return True
+
+    def _following(self, rh: ReadHint, history: Sequence[Step], view: _View, goal_words: set[str]) -> Pattern | None:
+        """The next step of a procedure hint whose earlier steps this attempt has taken, in order."""
+        done = [s.action for s in history if not s.feedback.failed]
+        k = 0
+        for action in done:
+            if k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words, history):
+                k += 1
+        return rh.patterns[k] if k < len(rh.patterns) else None
+
+    # ---- the policy ----------------------------------------------------------
+    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+        """The next valid action (module docstring), or ``done`` when none is left."""
+        view = _view(task, history)
+        tried = self._tried(task, history, view)
+        options = [a for a in view.valid if a not in tried]
+        if not options:
+            return Decision(kind="done", note="no untried valid action")
+        read = [r for r in (read_hint(h) for h in hints) if r is not None]
+        weight = _word_weights(view, history, self.config)
+        df: dict[str, int] = {}
+        for a in view.valid:
+            for w in content_words(a):
+                df[w] = df.get(w, 0) + 1
+        taken: dict[str, int] = {}
+        for s in history:
+            taken[s.action] = taken.get(s.action, 0) + 1
+        verbs_used = {s.action.split()[0] for s in history if s.action.split()}
+        scored: list[tuple[float, str, tuple[str, ...]]] = []
+        for action in options:
+            judged = self._hint_bonus(action, read, view, history)
+            if judged is None:
+                continue  # avoided
+            bonus, sources = judged
+            if taken.get(action):
+                bonus = 0.0  # a recommendation is followed once per attempt
+            # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
+            overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
+            novel = self.config.text_new_verb_bonus if action.split()[:1] and action.split()[0] not in verbs_used else 0.0
+            scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
+        if not scored:
+            return Decision(kind="done", note="every untried action is avoided")
+        top = max(sc for sc, _, _ in scored)
+        ties = sorted((a, src) for sc, a, src in scored if sc == top)
+        rng = random.Random(f"{self.seed}:{task.task_id}:{len(history)}")
+        action, sources = ties[rng.randrange(len(ties))]
+        return Decision(kind="command", action=action, applied_hints=sources, note=f"score {top:g} among {len(ties)}")
+
+    def _hint_bonus(
+        self, action: str, read: Sequence[ReadHint], view: _View, history: Sequence[Step]
+    ) -> tuple[float, tuple[str, ...]] | None:
+        """What the hints add to ``action``'s score and which hints did; None when it is avoided (rule 2)."""
+        cfg = self.config
+        goal_words = content_words(view.goal)
+        avoid_spec, prefer_spec, bonus = -1, -1, 0.0
+        used: list[str] = []
+        for rh in read:
+            if len(rh.patterns) > 1 and not rh.avoid:
+                nxt = self._following(rh, history, view, goal_words)
+                if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
+                    bonus += cfg.text_sequence_bonus
+                    used.append(rh.hint.source_id)
+                continue
+            if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
+                continue
+            used.append(rh.hint.source_id)
+            if rh.avoid:
+                avoid_spec = max(avoid_spec, len(rh.conditions))
+            else:
+                prefer_spec = max(prefer_spec, len(rh.conditions))
+                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
+        if avoid_spec >= 0 and prefer_spec <= avoid_spec:
+            return None
+        return bonus, tuple(dict.fromkeys(used))
+
+    @staticmethod
+    def _tried(task: TaskSpec, history: Sequence[Step], view: _View) -> set[str]:
+        """Actions already taken from the current state (same structured state and valid actions)."""
+        out: set[str] = set()
+        for i, step in enumerate(history):
+            before = _view(task, history[:i]).state
+            if before == view.state:
+                out.add(step.action)
+        return out
+
+
+__all__ = ["ARTICLES", "STOP_WORDS", "Pattern", "ReadHint", "TextGameExecutor", "content_words", "norm", "norm_words", "read_hint"]

@@ -1,0 +1,305 @@
+"""Text rules: what an agent that chooses among enumerated actions learns from their outcomes (issue 11 item 3).
+
+Where the environment enumerates its valid actions (each step carries
+``info["valid_actions"]``), a mistake is not a malformed command but a wrong choice, so
+the lesson is about the action: this module turns a run's signals into avoid / prefer
+lessons over actions, in the terms of the task's own text, with no game knowledge.
+
+- **Attribution**: a terminal failure (the constraint channel) is pinned on the step that
+  carries it, never on the steps before it; that action alone becomes an avoidance.
+- **Progress**: an action whose step raised the score (``reward > 0``) becomes a
+  recommendation, and so does the step that made it possible (the latest earlier step
+  after which it appeared among the valid actions: opening what held it, taking a tool).
+- **Entities**: the task's text is the goal plus what the agent read in things the goal
+  names (the observation of an action whose object words all occur in the goal, such as
+  reading the cookbook the goal points at). A phrase of an action (not its verb, at most
+  ``text_rule_max_entity_words`` words) that occurs in that text but not in the goal is
+  volatile: it becomes a placeholder ``<X>`` (then ``<Y>``), so "cook red apple in oven"
+  becomes ``cook <X> in oven``. What the goal itself says is the same for every task of a
+  family and stays literal.
+- **Conditions**: the lines of the task's text that name the entity, with the entity as
+  its placeholder (``roast <X>``), and that bear on the action (``relevant_conditions``:
+  the directive it carries out, else the directives no command names; a command is a
+  verb the game offered in this run, or one memory already recommends as ``<verb> <X>``) are the situation
+  the action was taken in (``Lesson.applies_when``). A recommendation keeps the
+  intersection over every run that taught it, the most general conjunction its evidence
+  agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
+  an action that scored in unrelated situations ends with no condition). An avoidance is
+  kept per situation it was fatal in (``cook <X> in oven`` when "grill <X>", another
+  when "fry <X>"). It is widened to every situation only once memory also knows where the
+  action is right (a recommendation of the same pattern with a condition), so "fatal
+  unless the task says roast" is expressible: the executor lets the more specific
+  recommendation win. Widened earlier, it would forbid the very situation (roasting)
+  where the action is right before anything taught that exception.
+
+Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
+avoidance's condition), so the same rule learned again updates one record. A run whose
+agent never read what its goal points at teaches nothing here: none of its words can be
+told volatile, and literal rules about one task's objects would only crowd the context.
+
+Example:
+    >>> from langmem_plus.records import Feedback, Step, TaskSpec
+    >>> task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
+    >>> steps = [
+    ...     Step(index=0, action="read cookbook", observation="Directions:\\n  roast the red apple",
+    ...          info={"valid_actions": []}),
+    ...     Step(index=1, action="cook red apple in stove", info={"valid_actions": []},
+    ...          feedback=Feedback(constraint_failure=True, error_text="fatal")),
+    ... ]
+    >>> learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    >>> sorted({(l.wrong, tuple(l.applies_when)) for l in learned.values()})
+    [('cook <X> in stove', ('roast <X>',))]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from langmem_plus._text import stable_id
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
+
+_WORD = re.compile(r"[a-z0-9]+")
+ARTICLES = frozenset({"a", "an", "the", "some"})
+"""Dropped when text is normalised (``the red apple`` and ``a red apple`` are one phrase)."""
+STOP_WORDS = frozenset("in on to of for and or with at from into is are it".split())
+"""Words that are never a placeholder's whole content."""
+SLOTS = ("X", "Y", "Z")
+"""Placeholder names, in order of appearance in an action."""
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
+
+
+def applies_to_text_envs(steps: Sequence[Step]) -> bool:
+    """Whether the run's environment enumerated its actions (steps carry ``info["valid_actions"]``)."""
+    return any("valid_actions" in s.info for s in steps)
+
+
+def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
+    """Normalised lines of the task's text: what the agent read in things the goal names.
+
+    A step counts when its action has an object and every object word occurs in the goal.
+    """
+    goal_words = set(_words(goal))
+    lines: list[str] = []
+    for step in steps:
+        obj = _words(step.action)[1:]
+        if not obj or not all(w in goal_words for w in obj) or step.feedback.failed:
+            continue
+        for line in step.observation.splitlines():
+            words = _words(line)
+            if words:
+                lines.append(" ".join(words))
+    return list(dict.fromkeys(lines))
+
+
+def _occurs(phrase: str, line: str) -> bool:
+    return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
+
+
+def abstract_action(action: str, lines: Sequence[str], goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, dict[str, str]]:
+    """The action with its volatile phrases as placeholders, and the bindings.
+
+    Example:
+        >>> abstract_action("slice red apple with knife", ["slice the red apple"], "cook a meal")
+        ('slice <X> with knife', {'X': 'red apple'})
+    """
+    words = _words(action)
+    goal_words = set(_words(goal))
+    out: list[str] = words[:1]
+    bindings: dict[str, str] = {}
+    i = 1
+    while i < len(words):
+        found = 0
+        for n in range(min(config.text_rule_max_entity_words, len(words) - i), 0, -1):
+            phrase = " ".join(words[i : i + n])
+            if all(w in goal_words or w in STOP_WORDS for w in words[i : i + n]):
+                continue
+            if any(_occurs(phrase, line) for line in lines):
+                found = n
+                break
+        if found and len(bindings) < len(SLOTS):
+            phrase = " ".join(words[i : i + found])
+            slot = next((s for s, p in bindings.items() if p == phrase), SLOTS[len(bindings)])
+            bindings[slot] = phrase
+            out.append(f"<{slot}>")
+            i += found
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out), bindings
+
+
+def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
+    """Lines of the task's text that name a bound phrase, with placeholders.
+
+    A bare mention (a line that is only the phrase, such as an ingredient list entry) is
+    left out when other lines say something about the phrase; when none does, the bare
+    ``<X>`` is the condition: "the task names X and says nothing more about it".
+    """
+    out: list[str] = []
+    bare: list[str] = []
+    for line in lines:
+        templ = line
+        named = False
+        for slot, phrase in bindings.items():
+            if _occurs(phrase, templ):
+                templ = re.sub(r"(^| )" + re.escape(phrase) + r"(?= |$)", rf"\1<{slot}>", templ)
+                named = True
+        if named and templ not in {f"<{s}>" for s in bindings}:
+            out.append(templ)
+        elif named:
+            bare.append(templ)
+    if not out and bare:  # named, and nothing said about it: that itself is the situation
+        out = bare
+    return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
+
+
+def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str]) -> list[str]:
+    """The condition lines that bear on ``action``.
+
+    A line whose first word is the action's own verb is the directive the action carries
+    out: it alone is the condition. Otherwise a line whose first word is the verb of a
+    command the game offered answers another command (``chop <X>`` is done by chopping),
+    so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``);
+    when every line answers some command, all are kept (the action was not asked for).
+
+    Example:
+        >>> relevant_conditions("cook <X> in oven", ["chop <X>", "roast <X>"], {"chop", "cook", "take"})
+        ['roast <X>']
+        >>> relevant_conditions("chop <X>", ["chop <X>", "roast <X>"], {"chop", "cook"})
+        ['chop <X>']
+    """
+    verb = action.split()[0] if action.split() else ""
+    own = [c for c in conditions if c.split()[:1] == [verb]]
+    if own:
+        return own
+    unnamed = [c for c in conditions if c.split()[0] not in command_verbs]
+    return unnamed or list(conditions)  # every line answers a command: the situation is all of them
+
+
+def enabling_step(steps: Sequence[Step], i: int) -> int | None:
+    """Index (in ``steps``) of the latest earlier step after which ``steps[i]``'s action became valid."""
+    action = steps[i].action
+    for j in range(i - 1, -1, -1):
+        before = steps[j - 1].info.get("valid_actions") if j else None
+        after = steps[j].info.get("valid_actions") or []
+        if action in after and before is not None and action not in before and not steps[j].feedback.failed:
+            return j
+    return None
+
+
+def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
+    head = f"AVOID: {pattern}" if avoid else f"PREFER: {pattern}"
+    return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
+
+
+def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
+    """(step, avoid?) pairs a run teaches: each fatal step, each score-raising step and the step that enabled it."""
+    teach: list[tuple[Step, bool]] = []
+    for i, step in enumerate(ordered):
+        fb = step.feedback
+        if fb.constraint_failure:
+            teach.append((step, True))
+        elif not fb.failed and fb.reward > 0:
+            j = enabling_step(ordered, i)
+            if j is not None:
+                teach.append((ordered[j], False))
+            teach.append((step, False))
+    return teach
+
+
+def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
+                   known: Callable[[str], bool]) -> set[str]:
+    """Verbs that name commands: offered in this run, used by what it teaches, or already known to memory."""
+    verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
+    verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
+    verbs |= {p.split()[0] for p in patterns if p.split()}
+    return verbs | {v for v in {line.split()[0] for line in lines} - verbs if known(v)}
+
+
+def learn_text_rules(
+    *,
+    namespace: Namespace,
+    run_id: str,
+    task: TaskSpec,
+    steps: Sequence[Step],
+    existing: Mapping[str, Lesson],
+    config: MemoryConfig = DEFAULT_CONFIG,
+    now: float,
+) -> dict[str, Lesson]:
+    """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
+
+    Returns an empty dict for a run whose environment does not enumerate actions.
+    """
+    if not applies_to_text_envs(steps):
+        return {}
+    goal = str(task.context.get("goal") or task.goal or "")
+    ordered = sorted(steps, key=lambda s: s.index)
+    lines = task_text_lines(goal, ordered)
+    if not lines:  # the agent never read what its goal points at: no word of the run can be told volatile
+        return {}
+
+    def rid(*key: str) -> str:
+        return stable_id("txt", *namespace, task.tool or "", *key)
+
+    out: dict[str, Lesson] = {}
+    teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    for step, avoid, pattern, bindings in teach:
+        conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
+        conds = relevant_conditions(pattern, conds, verbs)
+        wid = rid("avoid", pattern)  # the widened avoidance, once it exists
+        if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
+            conds = []  # already avoided everywhere: one lesson, not one per situation
+        lid = rid("avoid", pattern, *conds) if avoid else rid("prefer", pattern)
+        old = out.get(lid) or existing.get(lid)
+        if old is not None and old.applies_when is not None:  # same id: the shared situation (module docstring)
+            conds = sorted(set(old.applies_when) & set(conds))
+        out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
+        known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
+        if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
+            out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
+    return out
+
+
+def _text_lesson(
+    lid: str, old: Lesson | None, namespace: Namespace, run_id: str, task: TaskSpec, step: Step,
+    avoid: bool, pattern: str, conds: list[str], now: float,
+) -> Lesson:
+    """A new text rule, or ``old`` with its condition narrowed and this run added to its provenance."""
+    rule = _rule_text(avoid, pattern, conds)
+    if old is not None:
+        prov = old.provenance.model_copy(update={"run_ids": sorted({*old.provenance.run_ids, run_id})})
+        return old.model_copy(update={"applies_when": conds, "rule_text": rule, "provenance": prov, "updated_at": now})
+    return Lesson(
+        id=lid,
+        namespace=namespace,
+        rule_text=rule,
+        wrong=pattern if avoid else None,
+        correct=None if avoid else pattern,
+        applies_when=conds,
+        tags=["constraint_failed"] if avoid else [],
+        scope=LessonScope(level="domain", tool=task.tool, domain=task.domain, task=task.task_id),
+        provenance=Provenance(run_ids=[run_id]),
+        source="rule",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+__all__ = [
+    "ARTICLES",
+    "SLOTS",
+    "abstract_action",
+    "applies_to_text_envs",
+    "conditions_for",
+    "enabling_step",
+    "learn_text_rules",
+    "relevant_conditions",
+    "task_text_lines",
+    "teaching_steps",
+]

@@ -1,0 +1,225 @@
+"""Learning in text games: the generic executor, text rules, and ``bench env`` (issue 11 items 2-4).
+
+Every game here is the real TextWorldExpress CookingWorld (``twx-cooking:easy``); the
+recipes named below were read by playing the seeds (train and dev folds only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from langmem_plus import LearningMemory
+from langmem_plus.bench.designs.base import Context, run_episode
+from langmem_plus.envs.registry import make_env
+from langmem_plus.envs.textgame import TextGameEnv
+from langmem_plus.executors.base import Decision
+from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
+from langmem_plus.learning.textrules import abstract_action, conditions_for, learn_text_rules
+from langmem_plus.memory import Trajectory
+from langmem_plus.records import Hint, Lesson, Step, TaskSpec
+
+ROAST_TRAIN = "train-18"
+"""Recipe: chop the yellow potato, roast the yellow potato, prepare meal."""
+ROAST_DEV = "dev-10001"
+"""Recipe: roast the chicken wing, prepare meal (another ingredient, the same cooking verb)."""
+FRY_TRAIN = "train-10"
+"""Recipe: fry the pork chop, prepare meal."""
+
+
+@pytest.fixture(scope="module")
+def cooking() -> Iterator[TextGameEnv]:
+    pytest.importorskip("textworld_express")
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("the text games need a Java runtime")
+    env = make_env("twx-cooking:easy")
+    assert isinstance(env, TextGameEnv)
+    yield env
+    env.close()
+
+
+def _task(env: TextGameEnv, task_id: str) -> TaskSpec:
+    env.reset(task_id)
+    return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name, domain=env.domain, family=env.family)
+
+
+class Fixed:
+    """Test-only executor: plays a fixed list of actions, then stops."""
+
+    def __init__(self, actions: Sequence[str]) -> None:
+        self.actions = list(actions)
+
+    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+        if len(history) < len(self.actions):
+            return Decision(kind="command", action=self.actions[len(history)])
+        return Decision(kind="done")
+
+
+def _play(env: TextGameEnv, task_id: str, actions: Sequence[str], run_id: str) -> Trajectory:
+    return run_episode(env, Fixed(actions), _task(env, task_id), Context(), run_id=run_id, max_steps=len(actions))
+
+
+# --------------------------------------------------------------------------- the executor
+
+
+def test_executor_never_repeats_an_action_in_the_same_state(cooking: TextGameEnv) -> None:
+    traj = run_episode(cooking, TextGameExecutor(seed=3), _task(cooking, "train-5"), Context(), max_steps=40)
+    assert len(traj.steps) > 10
+    seen: set[tuple[str, str]] = set()
+    for i, step in enumerate(traj.steps):
+        valid = traj.steps[i - 1].info["valid_actions"] if i else traj.task.context["valid_actions"]
+        key = (json.dumps(step.state_before, sort_keys=True) + "|".join(sorted(valid)), step.action)
+        assert key not in seen, f"step {i} repeats {step.action!r} in the same state"
+        seen.add(key)
+        assert step.action in valid  # only valid actions: no invalid-action failures
+    assert not any(s.feedback.hard_failure for s in traj.steps)
+
+
+def test_executor_is_deterministic_per_seed(cooking: TextGameEnv) -> None:
+    task = _task(cooking, "train-3")
+    a = [s.action for s in run_episode(cooking, TextGameExecutor(seed=1), task, Context(), max_steps=15).steps]
+    b = [s.action for s in run_episode(cooking, TextGameExecutor(seed=1), task, Context(), max_steps=15).steps]
+    assert a == b
+
+
+def _cook_choice(env: TextGameEnv, task_id: str, ingredient: str, hints: Sequence[Hint]) -> Decision:
+    """The executor's decision once the recipe is read and ``ingredient`` is held."""
+    traj = _play(env, task_id, ["read cookbook", "open fridge", f"take {ingredient}"], run_id=f"setup-{task_id}")
+    assert not any(s.feedback.failed for s in traj.steps)
+    return TextGameExecutor(seed=0).act(traj.task, traj.steps, hints)
+
+
+def test_executor_follows_a_prefer_hint_with_its_condition_bound(cooking: TextGameEnv) -> None:
+    prefer = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says `roast <X>`", source_id="p1")
+    decision = _cook_choice(cooking, ROAST_DEV, "chicken wing", [prefer])
+    assert decision.action == "cook chicken wing in oven" and decision.applied_hints == ("p1",)
+    # the condition does not hold for a fry recipe: the hint is not applied there
+    other = _cook_choice(cooking, FRY_TRAIN, "pork chop", [prefer])
+    assert "p1" not in other.applied_hints and other.action != "cook pork chop in oven"
+
+
+def test_executor_avoids_what_an_avoid_hint_matches(cooking: TextGameEnv) -> None:
+    traj = _play(cooking, ROAST_DEV, ["read cookbook", "open fridge", "take chicken wing"], run_id="avoid")
+    valid = traj.steps[-1].info["valid_actions"]
+    cooks = [a for a in valid if a.startswith("cook ")]
+    avoid = [Hint(text=f"Avoid `{a.replace('chicken wing', '<X>')}`", source_id=f"a{i}") for i, a in enumerate(cooks)]
+    avoid.append(Hint(text="Avoid `eat <X>`", source_id="eat"))
+    ex = TextGameExecutor(seed=0)
+    for seed in range(5):
+        action = TextGameExecutor(seed=seed).act(traj.task, traj.steps, avoid).action
+        assert not action.startswith(("cook ", "eat chicken"))
+    assert ex.act(traj.task, traj.steps, []).action in valid
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        Hint(text="", source_id="empty"),
+        Hint(text="Prefer cook things in the oven", source_id="no-quotes"),
+        Hint(text="Prefer `<X>`", source_id="only-slot"),
+        Hint(text="Prefer ``", source_id="empty-quotes"),
+        Hint(text="Prefer `cook <X> in oven`", precondition="when `roast <Z> <Q>`", source_id="unbound"),
+        Hint(text="Avoid `((( [unbalanced`", source_id="regexy"),
+    ],
+)
+def test_executor_ignores_malformed_hints(cooking: TextGameEnv, hint: Hint) -> None:
+    traj = _play(cooking, ROAST_DEV, ["read cookbook", "open fridge", "take chicken wing"], run_id="malformed")
+    plain = TextGameExecutor(seed=0).act(traj.task, traj.steps, [])
+    with_hint = TextGameExecutor(seed=0).act(traj.task, traj.steps, [hint])
+    assert with_hint.action == plain.action and hint.source_id not in with_hint.applied_hints
+
+
+def test_hint_reader_parses_patterns_and_conditions() -> None:
+    rh = read_hint(Hint(text="Avoid `eat <X>`", precondition="when the task says `slice <X>` and `fry <X>`", source_id="l"))
+    assert rh is not None and rh.avoid and rh.conditions == ("slice <X>", "fry <X>")
+    pattern = Pattern.parse("put <X> in <Y>")
+    assert pattern is not None and pattern.match("put the red apple in fridge") == {"X": "red apple", "Y": "fridge"}
+    assert Pattern.parse("<X>") is None
+
+
+# --------------------------------------------------------------------------- learning
+
+
+def test_terminal_failure_is_attributed_to_the_fatal_action_only(cooking: TextGameEnv, tmp_path: Path) -> None:
+    actions = ["read cookbook", "open fridge", "take pork chop", "cook pork chop in oven"]  # the recipe says fry
+    traj = _play(cooking, FRY_TRAIN, actions, run_id="fatal-1")
+    assert traj.steps[-1].feedback.constraint_failure and traj.steps[2].feedback.reward > 0
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "fatal"))
+    memory.general_update(traj)
+    rules = {l.rule_text: l for l in memory.list_lessons() if l.applies_when is not None}
+    avoids = [l for l in rules.values() if l.wrong]
+    assert [l.wrong for l in avoids] == ["cook <X> in oven"] and avoids[0].applies_when == ["fry <X>"]
+    prefers = sorted(l.correct for l in rules.values() if l.correct)
+    # the step that scored and the step that made it possible: recommended, never blamed
+    assert prefers == ["open fridge", "take <X>"]
+    # no rewrite or stall lessons from a run whose actions were enumerated
+    assert all(l.applies_when is not None for l in memory.list_lessons())
+    memory.close()
+
+
+def test_a_rule_learned_with_one_ingredient_steers_another(cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "transfer"))
+    lost = _play(cooking, ROAST_TRAIN, ["read cookbook", "take yellow potato", "cook yellow potato in stove"], "c1")
+    won = _play(cooking, ROAST_TRAIN, ["read cookbook", "take yellow potato", "cook yellow potato in oven"], "c2")
+    assert lost.steps[-1].feedback.constraint_failure and won.steps[-1].feedback.reward > 0
+    memory.general_update(lost)
+    memory.general_update(won)
+    by_pattern = {(l.wrong, l.correct): l.applies_when for l in memory.list_lessons() if l.applies_when is not None}
+    assert by_pattern[(None, "cook <X> in oven")] == ["chop <X>", "roast <X>"]
+    assert by_pattern[("cook <X> in stove", None)] == ["chop <X>", "roast <X>"]
+    # a second roast run without chopping narrows the condition to what all evidence shares
+    won2 = _play(cooking, "train-20", ["read cookbook", "open fridge", "take orange bell pepper", "cook orange bell pepper in oven"], "c3")
+    memory.general_update(won2)
+    narrowed = {l.correct: l.applies_when for l in memory.list_lessons() if l.correct}
+    assert narrowed["cook <X> in oven"] == ["roast <X>"]
+
+    task = _task(cooking, ROAST_DEV)  # chicken wing: never seen in collection
+    hints = [Hint.model_validate(h) for h in memory.general_retrieve(Trajectory(task=task, run_id="d1"))["hints"]]
+    assert any("cook <X> in oven" in h.text for h in hints)
+    decision = _cook_choice(cooking, ROAST_DEV, "chicken wing", hints)
+    assert decision.action == "cook chicken wing in oven"
+    _, fb = cooking.step(decision.action)
+    assert fb.reward > 0 and not fb.constraint_failure
+    memory.close()
+
+
+def test_text_rule_abstraction_is_general_over_the_task_text() -> None:
+    lines = ["ingredients", "milk", "directions", "roast milk", "prepare meal"]
+    assert abstract_action("cook milk in oven", lines, "cook a meal") == ("cook <X> in oven", {"X": "milk"})
+    assert abstract_action("prepare meal", lines, "cook a meal") == ("prepare meal", {})  # goal words stay literal
+    assert conditions_for({"X": "milk"}, lines, 4) == ["roast <X>"]  # the bare mention is no condition
+    steps = [Step(index=0, action="cook milk in oven")]  # no valid_actions: not a text game
+    assert learn_text_rules(namespace=("n",), run_id="r", task=TaskSpec(task_id="t", goal="g"), steps=steps, existing={}, now=0.0) == {}
+
+
+def test_old_lesson_records_load_without_a_condition() -> None:
+    old = Lesson.model_validate_json('{"id": "l", "namespace": ["n"], "rule_text": "WRONG: a -> CORRECT: b"}')
+    assert old.applies_when is None
+
+
+# --------------------------------------------------------------------------- bench env
+
+
+def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, capsys: pytest.CaptureFixture[str]) -> None:
+    from langmem_plus.cli import main
+
+    code = main(["bench", "env", "--env", "twx-cooking:easy", "--collect-seeds", "0-1", "--seeds", "0-1", "--fold", "dev",
+                 "--repeats", "2", "--max-steps", "20", "--designs", "no_memory", "langmem_plus", "--json"])
+    out = capsys.readouterr()
+    assert code == 0 and "[env] langmem_plus repeat 2/2" in out.err
+    result = json.loads(out.out)
+    assert (result["env"], result["setting"], result["fold"], result["mode"]) == ("twx-cooking", "easy", "dev", "static")
+    assert set(result["designs"]) == {"no_memory", "langmem_plus"} == set(result["curves"])
+    for fig in result["designs"].values():
+        for key in ("success", "success_se", "score", "steps", "fatal_failures", "invalid_actions", "context_tokens_per_task", "seconds"):
+            assert key in fig
+        assert 0.0 <= fig["success"] <= 1.0 and fig["repeats"] == 2
+    for curve in result["curves"].values():
+        assert len(curve["cumulative_fatal_failures"]) == len(curve["success"]) == 4
+        assert curve["cumulative_fatal_failures"] == sorted(curve["cumulative_fatal_failures"])
+    assert result["designs"]["no_memory"]["context_tokens_per_task"] == 0
