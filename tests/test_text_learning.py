@@ -223,3 +223,19 @@ def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, 
         assert len(curve["cumulative_fatal_failures"]) == len(curve["success"]) == 4
         assert curve["cumulative_fatal_failures"] == sorted(curve["cumulative_fatal_failures"])
     assert result["designs"]["no_memory"]["context_tokens_per_task"] == 0
+
+
+def test_bench_env_context_tokens_reach_the_langmem_plus_design() -> None:
+    from langmem_plus.bench.env import make_design
+    from langmem_plus.config import DEFAULT_CONFIG
+
+    design = make_design("langmem_plus", 480)
+    try:
+        assert design.memory.config.max_context_tokens == 480  # type: ignore[attr-defined]
+    finally:
+        design.close()
+    default = make_design("langmem_plus")
+    try:
+        assert default.memory.config.max_context_tokens == DEFAULT_CONFIG.max_context_tokens  # type: ignore[attr-defined]
+    finally:
+        default.close()

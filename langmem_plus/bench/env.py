@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
 from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
@@ -101,10 +102,17 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
     }
 
 
+def make_design(name: str, context_tokens: int | None = None) -> MemoryDesign:
+    """A fresh design; ``context_tokens`` sets langmem_plus's ``max_context_tokens`` (None: the default config)."""
+    if name == "langmem_plus" and context_tokens is not None:
+        return LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}))
+    return TEXT_DESIGNS[name]()
+
+
 def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
-               repeat: int, max_steps: int) -> dict[str, list[dict[str, Any]]]:
+               repeat: int, max_steps: int, context_tokens: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design: per-episode rows of collection and deployment."""
-    design = TEXT_DESIGNS[name]()
+    design = make_design(name, context_tokens)
     executor = TextGameExecutor(seed=seed + repeat)
     out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
     try:
@@ -156,7 +164,7 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
 def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT, seeds: str = DEFAULT_SEEDS,
                   fold: str = "test", mode: str = "static", repeats: int = DEFAULT_REPEATS,
                   max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
-                  progress: Progress | None = None) -> dict[str, Any]:
+                  progress: Progress | None = None, context_tokens: int | None = None) -> dict[str, Any]:
     """The whole bench: ``{"env", "setting", "fold", "mode", "designs": {...}, "curves": {...}}``."""
     unknown = [d for d in designs if d not in TEXT_DESIGNS]
     if unknown:
@@ -176,7 +184,8 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
             reps = []
             for r in range(repeats):
                 started = time.perf_counter()
-                reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps))
+                reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
+                                       context_tokens=context_tokens))
                 if progress:
                     dep = reps[-1]["deployment"]
                     progress(f"[env] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
@@ -210,6 +219,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
     parser.add_argument("--designs", nargs="+", default=list(TEXT_DESIGN_NAMES), choices=TEXT_DESIGN_NAMES)
+    parser.add_argument("--context-tokens", type=int, default=None,
+                        help="langmem_plus's max_context_tokens (default: the config's; text rules want ~500)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -217,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
                            repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
-                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+                           progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens)
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
     return 0

@@ -118,11 +118,13 @@ def habit_relevance(
     runs: Sequence[RunRecord], config: MemoryConfig = DEFAULT_CONFIG, *, task_runs: Sequence[RunRecord] = ()
 ) -> Relevance:
     """Before a run: a lesson's ``habit_rate`` over the tool's ``runs``, or over ``task_runs`` (the task's, else its
-    family's) when that is higher; other items ``default_relevance``."""
+    family's) when that is higher; text rules and other items ``default_relevance``."""
     matchers, task_matchers = opening_matchers(runs), opening_matchers(task_runs)
 
     def relevance(item: ScoredItem) -> float:
-        if isinstance(item.item, Lesson):
+        # A text rule (``applies_when`` set) is conditioned on what the agent will read, not on
+        # its first guess: no opening mistake can show it is needed, so its retrieval score counts.
+        if isinstance(item.item, Lesson) and item.item.applies_when is None:
             own = habit_rate(item.item, task_runs, task_matchers) if task_runs else 0.0
             return max(habit_rate(item.item, runs, matchers), own)
         return default_relevance(item, config)

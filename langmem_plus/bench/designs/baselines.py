@@ -39,6 +39,7 @@ from langmem_plus.bench.designs.base import (
     rewrite_hint,
     task_text,
 )
+from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
 from langmem_plus.records import Hint, TaskSpec
@@ -232,9 +233,13 @@ class LangmemPlus:
     memory: LearningMemory = field(init=False)
     _retrieved_as: dict[str, str] = field(default_factory=dict)
     """Run id of the latest retrieval per task id, for an update recorded under another id."""
+    config: MemoryConfig | None = None
+    """The memory's config; None: the defaults."""
 
     def __post_init__(self) -> None:
-        self.memory = LearningMemory.open(self.root, namespace=("bench", "designs"), clock=LogicalClock(CLOCK_START))
+        self.memory = LearningMemory.open(
+            self.root, namespace=("bench", "designs"), clock=LogicalClock(CLOCK_START), config=self.config
+        )
 
     def general_update(self, trajectory: Trajectory) -> None:
         """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured."""
