@@ -204,6 +204,42 @@ def executor_node(executor: Executor) -> Node:
     return decide
 
 
+def take_step(env: Env, decision: Decision, index: int) -> Step:
+    """Carry out a command or docs decision in ``env`` and record it as the run's ``index``-th Step.
+
+    A command's step carries the env's optional ``state`` before and after and its
+    ``valid_actions`` (the text games); a docs lookup costs a step too. Used by the
+    reference graph and by the design harness's episode loop, so both record alike.
+    """
+    started = time.perf_counter()
+    if decision.kind == "docs":
+        return Step(
+            index=index,
+            action=f"docs {decision.topic or ''}".strip(),
+            observation=env.docs(decision.topic),
+            feedback=Feedback(efficiency=Efficiency(seconds=time.perf_counter() - started)),
+            tool=env.name,
+            info={"kind": "docs", "topic": decision.topic},
+        )
+    before = env_state(env)
+    obs, fb = env.step(decision.action)
+    fb = fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)})
+    info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
+    valid = getattr(env, "valid_actions", None)
+    if valid is not None:
+        info["valid_actions"] = [str(a) for a in valid]
+    return Step(
+        index=index,
+        action=decision.action,
+        observation=obs,
+        feedback=fb,
+        tool=env.name,
+        state_before=before,
+        state_after=env_state(env),
+        info=info,
+    )
+
+
 def act_node(env: Env | RunEnvs) -> Node:
     """Node: carry out the decision in the run's environment (a docs lookup costs a step too)."""
     envs = _run_envs(env)
@@ -215,35 +251,7 @@ def act_node(env: Env | RunEnvs) -> Node:
         index = len(steps)
         if decision is None or decision.kind == "done":
             return {"done": True}
-        started = time.perf_counter()
-        if decision.kind == "docs":
-            text = env.docs(decision.topic)
-            step = Step(
-                index=index,
-                action=f"docs {decision.topic or ''}".strip(),
-                observation=text,
-                feedback=Feedback(efficiency=Efficiency(seconds=time.perf_counter() - started)),
-                tool=env.name,
-                info={"kind": "docs", "topic": decision.topic},
-            )
-        else:
-            before = env_state(env)
-            obs, fb = env.step(decision.action)
-            fb = fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)})
-            info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
-            valid = getattr(env, "valid_actions", None)
-            if valid is not None:
-                info["valid_actions"] = [str(a) for a in valid]
-            step = Step(
-                index=index,
-                action=decision.action,
-                observation=obs,
-                feedback=fb,
-                tool=env.name,
-                state_before=before,
-                state_after=env_state(env),
-                info=info,
-            )
+        step = take_step(env, decision, index)
         budget = state.get("max_steps", DEFAULT_MAX_STEPS)
         return {"steps": [step], "done": bool(env.done) or index + 1 >= budget}
 
@@ -422,4 +430,5 @@ __all__ = [
     "judge_node",
     "reset_node",
     "run_task",
+    "take_step",
 ]

@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile  # noqa: F401  (the example)
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager

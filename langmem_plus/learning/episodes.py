@@ -42,6 +42,7 @@ from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import hamming, normalize_rule, simhash
 from langmem_plus.learning.synthesis import action_pattern
+from langmem_plus.learning.textrules import abstract_action, applies_to_text_envs, enabling_step, task_text_lines
 from langmem_plus.records import (
     Episode,
     EpisodeKind,
@@ -188,7 +189,7 @@ def episodes_from_run(
 
     commands = [s for s in sorted(steps, key=lambda s: s.index) if _is_command(s)]
     out: list[Episode] = []
-    enumerated = any("valid_actions" in s.info for s in commands)
+    enumerated = applies_to_text_envs(commands)
     if enumerated:  # a text game: keep the steps that mattered, entities as placeholders (textrules)
         commands = key_steps(task, commands, config)
     if verdict.passed:
@@ -253,8 +254,6 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
     text, ``textrules.task_text_lines``); exploration that changed nothing is dropped, so a
     success becomes a procedure another task of the family can follow.
     """
-    from langmem_plus.learning.textrules import abstract_action, enabling_step, task_text_lines
-
     goal = str(task.context.get("goal") or task.goal or "")
     lines = task_text_lines(goal, commands)
     keep: set[int] = set()

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from langmem_plus._text import action_tokens, stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import lesson_simhash
+from langmem_plus.learning.textrules import applies_to_text_envs
 from langmem_plus.records import (
     ErrorEvent,
     Lesson,
@@ -262,7 +263,7 @@ def synthesize_offline(
     Returns:
         Candidate lessons, in order of first occurrence of their fingerprint.
     """
-    if any("valid_actions" in s.info for s in steps):
+    if applies_to_text_envs(steps):
         return []  # the env enumerates its actions: a failure is a wrong choice, learned as a text rule (textrules)
     ordered = sorted(steps, key=lambda s: s.index)
     by_index = {s.index: s for s in ordered}

@@ -21,9 +21,8 @@ Example:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,9 +30,9 @@ from langmem_plus.capture import fingerprint
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.envs.base import Env
 from langmem_plus.executors.base import Executor
-from langmem_plus.graph import env_state, env_view
+from langmem_plus.graph import env_view, take_step
 from langmem_plus.memory import Trajectory
-from langmem_plus.records import Efficiency, Feedback, Hint, Step, TaskSpec, Verdict
+from langmem_plus.records import Hint, Step, TaskSpec, Verdict
 from langmem_plus.rewrite import derive_rewrite
 from langmem_plus.tokens import count_tokens
 
@@ -115,34 +114,7 @@ def run_episode(
         decision = executor.act(task, steps, hints)
         if decision.kind == "done":
             break
-        started = time.perf_counter()
-        if decision.kind == "docs":
-            step = Step(
-                index=len(steps),
-                action=f"docs {decision.topic or ''}".strip(),
-                observation=env.docs(decision.topic),
-                feedback=Feedback(efficiency=Efficiency(seconds=time.perf_counter() - started)),
-                tool=env.name,
-                info={"kind": "docs", "topic": decision.topic},
-            )
-        else:
-            before = env_state(env)
-            obs, fb = env.step(decision.action)
-            info: dict[str, Any] = {"applied_hints": list(decision.applied_hints)}
-            valid = getattr(env, "valid_actions", None)
-            if valid is not None:
-                info["valid_actions"] = [str(a) for a in valid]
-            step = Step(
-                index=len(steps),
-                action=decision.action,
-                observation=obs,
-                feedback=fb.model_copy(update={"efficiency": Efficiency(seconds=time.perf_counter() - started)}),
-                tool=env.name,
-                state_before=before,
-                state_after=env_state(env),
-                info=info,
-            )
-        steps.append(step)
+        steps.append(take_step(env, decision, len(steps)))
     verdict: Verdict = env.evaluate()
     return Trajectory(task=task, steps=steps, verdict=verdict, run_id=run_id or task.task_id)
 
