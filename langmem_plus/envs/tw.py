@@ -77,20 +77,18 @@ REJECTIONS: tuple[str, ...] = (
     r"^That's not a verb I recognise",
     r"^I didn't understand",
     r"^I only understood you as far as",
-    r"^You can't see any such thing",
     r"^You must name something more substantial",
     r"^That's plainly inedible",
     r"^You couldn't pay me to eat",
     r"^It isn't something you can",
-    r"^That's not something you can",
     r"^That's (already|fixed|hardly)",
     r"\bis (already here|fixed in place)\b",
     r"^You (aren't|don't|haven't|already)",
-    r"^You can't",
     r"^That isn't available",
     r"^There is no\b",
 )
-"""Inform 7 library refusals seen in TextWorld games (random play and deliberate bad commands)."""
+"""Inform 7 library refusals seen in TextWorld games (random play and deliberate bad commands),
+beyond ``textgame.COMMON_REJECTIONS`` (which holds "You can't ..." and "That's not something you can")."""
 
 _ROOM = re.compile(r"-=\s*(.+?)\s*=-")
 _PROMPT = re.compile(r"\n\s*>.*\Z", re.DOTALL)

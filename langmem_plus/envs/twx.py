@@ -81,15 +81,12 @@ SETTINGS: Mapping[str, Mapping[str, Mapping[str, int]]] = {
 DEFAULT_SETTING = "default"
 """Setting used when a name carries none."""
 
-REJECTIONS: tuple[str, ...] = (
-    r"^Unknown action",
-    r"^That is not a command that I recognize",
-    r"^That is already (open|closed)",
-    r"^You can't",
-    r"^You are unable to",
-)
-"""TextWorldExpress's own rejection lines (read from its jar). Any command outside the valid
-actions, impossible ones included, gets "Unknown action: I'm not sure what you mean."."""
+REJECTIONS: tuple[str, ...] = ()
+"""Rejection lines of TextWorldExpress beyond ``textgame.COMMON_REJECTIONS``: none. Its own
+lines (read from its jar: "Unknown action", "That is not a command that I recognize",
+"That is already open/closed", "You can't", "You are unable to") are all common ones. Any
+command outside the valid actions, impossible ones included, gets "Unknown action: I'm not
+sure what you mean."."""
 
 HELP = (
     "TextWorldExpress {game}: a text game. Type short commands such as 'look around', "
