@@ -17,9 +17,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from langmem_plus._lazy import lazy_getattr
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import (
     EnvError,
@@ -117,13 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.tokens import count_tokens
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'langmem_plus' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

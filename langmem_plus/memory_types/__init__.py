@@ -18,8 +18,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langmem_plus._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "CognitiveMemory": "langmem_plus.memory_types.cognitive",
@@ -35,13 +36,7 @@ if TYPE_CHECKING:
     from langmem_plus.memory_types.semantic import SemanticMemory
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = ["CognitiveMemory", "InstantMemory", "Recalled", "SemanticMemory", "decayed_score"]
