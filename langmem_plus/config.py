@@ -199,6 +199,10 @@ class MemoryConfig(BaseModel):
     the sweep's due runs, the status counts): its cost follows the run's change, not the store
     (~1 s -> tens of ms at 100k lessons, docs/PERFORMANCE.md). False scans every lesson as
     before: the reference the indexes are tested against, and the bench's comparison."""
+    shared_refresh_s: float = Field(0.0, ge=0.0)
+    """Least seconds between two reads of what other writers appended (lessons, runs, evidence) at a
+    run's start (``retrieve_pre_run`` with a run id); 0 reads at every run's start. ``end_run``
+    always reads first, and ``LearningMemory.refresh`` reads on demand (issue 13)."""
     utility_w_errors: float = 0.65
     """Utility weight of error_reduction without an LLM referee (DESIGN §6)."""
     utility_w_steps: float = 0.35

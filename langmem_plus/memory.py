@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import math
 import threading
@@ -43,6 +44,7 @@ from langmem_plus.learning.dedup import find_conflicts, lesson_hashes
 from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
 from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.incremental import StoreLookup, index_entries, index_key
+from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
 from langmem_plus.learning.lifecycle import (
     Integration,
     Judgement,
@@ -67,6 +69,7 @@ from langmem_plus.records import (
     Link,
     Moment,
     Namespace,
+    RunEvidence,
     RunRecord,
     RunReport,
     ScoredItem,
@@ -81,6 +84,7 @@ from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCach
 from langmem_plus.store.audit import AuditLog, audit_path
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.journal import Entry, SharedLog
 from langmem_plus.store.lesson_index import LessonIndex
 from langmem_plus.store.mapping import KIND_SPECS
 from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, SnapshotDir, snapshot_dir
@@ -97,6 +101,13 @@ DEFAULT_PATH = ".langmem_plus"
 """Where the embedded store lives when no path is given."""
 SHOWN_UNCLAIMED_MAX = 1000
 """Run ids whose ``general_retrieve`` activations wait for a ``general_update``; the oldest are dropped beyond this."""
+LOG_NAME = "evidence"
+"""The shared log of run evidence and write announcements (``store.journal.SharedLog``)."""
+
+
+def _run_order(r: RunRecord) -> tuple[int, float, str]:
+    """Runs in Lamport order: sequence number, then end time, then id (two writers may share a number)."""
+    return (r.seq, r.ts, r.run_id)
 
 
 class Trajectory(BaseModel):
@@ -177,11 +188,23 @@ class LearningMemory:
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
         self._journal_group: list[tuple[str, str, list[tuple[str, str]]]] | None = None
         """Journal entries of the open ``_write_group``, written when it ends."""
+        self._announce: dict[str, list[str]] | None = None
+        """Ids of the tracked writes of the open ``_write_group``, by kind: announced on the shared log when it ends."""
+        self._ledger = Ledger(config)
+        """Records and run evidence of the lessons that have evidence; ``self.lessons`` holds their fold."""
+        self._log = SharedLog(store, LOG_NAME, clock=clock)
+        """Run evidence and write announcements, shared with every other writer of the namespace."""
+        self._snapshot_heads: dict[str, int] | None = None
+        self._refreshed_at = -math.inf
+        heads_before = self._log.heads()  # before the state is read: later announcements may not be in it
         loaded = self._load_snapshot()
         if loaded is None:
             self._load_store()
         if self._index is None:
             self._index = self._build_index()
+        self._log_since_base = 0
+        """Shared-log entries folded since the snapshot base: they count toward a rebase like journal records."""
+        self._catch_up(heads_before if loaded is None else (self._snapshot_heads or {}), from_snapshot=loaded is not None)
         store.listeners.append(self._on_write)
         self.engine = RetrievalEngine(
             store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
@@ -262,7 +285,7 @@ class LearningMemory:
         with self._lock:
             if self._snapshot is not None and not self.store.closed:
                 stored = len(self.lessons) + len(self._links) + len(self._skills) + len(self.runs)
-                if self._snapshot.journal_records > self.config.snapshot_rebase_share * stored:
+                if self._snapshot.journal_records + self._log_since_base > self.config.snapshot_rebase_share * stored:
                     self._write_base()
         self.engine.close()  # the retrieval worker thread, before the client it calls
         self.audit.close()  # writes the deferred retrieval records
@@ -292,13 +315,20 @@ class LearningMemory:
             )
             self._lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
             self._index = self._saved_index(loaded)  # before the journal: its writes update it
+            if loaded.ledger is None:  # the saved lessons are folds: without their evidence they cannot be trusted
+                raise ValueError("the base has no run-evidence ledger")
+            saved = json.loads(loaded.ledger)  # before the journal: its lesson writes fold over the saved evidence
+            self._ledger = Ledger.from_json(json.dumps(saved["accounts"]), self.config)
+            self._snapshot_heads = {str(w): int(n) for w, n in saved["heads"].items()}
             for _token, kind, entries in loaded.journal:
                 parse = KIND_SPECS[kind].model.model_validate_json if kind else None
                 if parse is not None:
                     self._apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
-        except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:  # ValidationError is a ValueError
             logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self._snapshot.path, exc)
             self._index = None
+            self._snapshot_heads = None
+            self._ledger = Ledger(self.config)
             return None
         self._generation = generation
         return loaded
@@ -319,8 +349,8 @@ class LearningMemory:
         self._set_runs(_all(self.store, "runs", RunRecord))
 
     def _set_runs(self, runs: Iterable[RunRecord]) -> None:
-        """The stored runs in ``seq`` order, and how many runs each fingerprint appeared in."""
-        self.runs = sorted(runs, key=lambda r: r.seq)
+        """The stored runs in Lamport order (``_run_order``), and how many runs each fingerprint appeared in."""
+        self.runs = sorted(runs, key=_run_order)
         self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
 
     def _new_index(self) -> LessonIndex:
@@ -388,8 +418,10 @@ class LearningMemory:
         }
         try:
             self._snapshot.write_base(
-                self._generation, records, self.graph.to_state(), self._base_vectors(), self._index_state(lesson_ids)
+                self._generation, records, self.graph.to_state(), self._base_vectors(), self._index_state(lesson_ids),
+                ledger=f'{{"heads": {json.dumps(self._log.seen())}, "accounts": {self._ledger.to_json()}}}',
             )
+            self._log_since_base = 0
         except (OSError, StoreUnavailable) as exc:
             logger.warning("langmem_plus: could not write the snapshot %s (%s); opens read from Chroma", self._snapshot.path, exc)
 
@@ -402,13 +434,13 @@ class LearningMemory:
             if token is None:
                 return
             self._generation = token
-            if self._snapshot is not None:
-                id_of = KIND_SPECS[kind].id_of
-                entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
-                if self._journal_group is not None and self.store.in_write_group():
-                    self._journal_group.append((token, kind, entries))  # journalled when the group ends
-                else:
-                    self._journal([(token, kind, entries)])
+            id_of = KIND_SPECS[kind].id_of
+            entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
+            if self._journal_group is not None and self.store.in_write_group():
+                self._journal_group.append((token, kind, entries))  # journalled and announced when the group ends
+            else:
+                self._journal([(token, kind, entries)])
+                self._publish([(token, kind, entries)], [])
 
     def _journal(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]]) -> None:
         """Append committed writes to the snapshot journal, one end line per token."""
@@ -424,41 +456,125 @@ class LearningMemory:
             logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
 
     @contextlib.contextmanager
-    def _write_group(self) -> Iterator[None]:
+    def _write_group(self) -> Iterator[list[RunEvidence]]:
         """The block's tracked writes share one generation token (``ChromaStore.write_group``), journalled after it.
 
         One Chroma call for the token instead of one per write. The journal gets the
         writes only once the block is over (also when it fails: what Chroma took is
         journalled), so a crash inside leaves Chroma's token ahead and the next open exact.
+        Then the writes are announced on the shared log, with the run evidence the block
+        added to the list it yields, in one append (``_publish``); the evidence is folded
+        here only once the log holds it, so what this memory shows another can read.
         """
+        evidence: list[RunEvidence] = []
         if self._journal_group is not None:
-            yield
+            yield evidence
+            if evidence:
+                raise InvalidRecord("run evidence belongs to the outermost write group")
             return
         self._journal_group = []
+        done = False
         try:
             with self.store.write_group():
-                yield
+                yield evidence
+            done = True
         finally:
             pending, self._journal_group = self._journal_group, None
             self._journal(pending)
+            if done or pending:
+                self._publish(pending, evidence if done else [])
+
+    def _publish(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]], evidence: Sequence[RunEvidence]) -> None:
+        """Announce committed writes (their ids) and append run evidence on the shared log, then fold the evidence.
+
+        Records first, announcement after: a reader that sees the announcement finds the
+        records. A crash in between leaves records nobody was told of, whose write never
+        returned; a full open still reads them from Chroma.
+        """
+        wrote: dict[str, list[str]] = {}
+        for _token, kind, entries in writes:
+            wrote.setdefault(kind, []).extend(i for i, _ in entries)
+        records: list[dict[str, Any]] = [{"wrote": wrote}] if wrote else []
+        records += [{"evidence": ev.model_dump(mode="json")} for ev in evidence]
+        if not records:
+            return
+        appended = self._log.append_entries(records)
+        self._fold_evidence(appended)
+        self._log_since_base += len(appended)
+
+    def _fold_evidence(self, entries: Sequence[Entry]) -> None:
+        """Fold log entries holding run evidence into the lessons they are about."""
+        found: list[tuple[LogKey, RunEvidence]] = []
+        for e in entries:
+            raw = e.data.get("evidence")
+            if raw is None:
+                continue
+            try:
+                ev = RunEvidence.model_validate(raw)
+                found.append(((ev.run_seq, e.ts, e.writer, e.n), ev))
+            except ValueError as exc:
+                logger.warning("langmem_plus: skipped unreadable run evidence %s: %s", e.id, exc)
+        if found:
+            changed = self._ledger.add(found, current=self.lessons.get)
+            self._put_lessons([(lesson, None) for lesson in changed.values()], None)
+
+    def _catch_up(self, heads: dict[str, int], *, from_snapshot: bool) -> None:
+        """At open: read what the state does not reflect yet from the shared log.
+
+        From a snapshot, the state (its ledger included) reflects the log up to the heads
+        saved with the base: only the entries past them are read. From Chroma, the records
+        are all there but not the evidence: every entry is read, and the records of
+        announcements past ``heads`` (the heads read before the records) are fetched.
+        """
+        if from_snapshot:
+            self._log.skip_to(heads)
+            entries = self._log.read_new()
+            self._apply_announced(entries)
+        else:
+            entries = self._log.read_all()
+            self._apply_announced([e for e in entries if e.n > heads.get(e.writer, 0)])
+        self._fold_evidence(entries)
+        self._log_since_base += len(entries)
+
+    def refresh(self) -> int:
+        """Read what other writers appended since the last look: their records and run evidence; returns the entries read.
+
+        Runs at every ``end_run``, at a run's start (``shared_refresh_s``), and on demand.
+
+        Raises:
+            StoreUnavailable: Chroma cannot be read.
+        """
+        with self._lock:
+            self._refreshed_at = self.clock()
+            entries = self._log.read_new()
+            if entries:
+                self._apply_announced(entries)
+                self._fold_evidence(entries)
+                self._log_since_base += len(entries)
+            return len(entries)
+
+    def _apply_announced(self, entries: Sequence[Entry]) -> None:
+        """Read the records named by ``wrote`` announcements from Chroma and fold them into the state (journalled)."""
+        wanted: dict[str, set[str]] = {}
+        for e in entries:
+            wrote = e.data.get("wrote")
+            if isinstance(wrote, dict):
+                for kind, ids in wrote.items():
+                    if kind in KIND_SPECS and isinstance(ids, list):
+                        wanted.setdefault(kind, set()).update(str(i) for i in ids)
+        for kind, ids in wanted.items():
+            records = self.store.get(kind, sorted(ids))
+            if not records:
+                continue
+            self._apply(kind, records, [r.model_dump_json() for r in records], None)
 
     def _apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
         """Fold written records into the in-memory state; ``vectors`` are their stored embeddings (None on replay)."""
-        document = KIND_SPECS["lessons"].document
-        written: list[Lesson] = []
-        for n, (record, raw) in enumerate(zip(records, raws)):
+        lessons: list[tuple[Lesson, str | None]] = []
+        for record, raw in zip(records, raws):
             if isinstance(record, Lesson):
-                old = self.lessons.get(record.id)
-                embedded_text_changed = old is None or document(old) != document(record)
-                if vectors is not None:
-                    self._lesson_vectors.put(record.id, vectors[n])
-                elif embedded_text_changed:
-                    self._lesson_vectors.forget(record.id)
-                if old is None or embedded_text_changed or rule_core(old) != rule_core(record):
-                    self.vectors.drop(record.id)
-                self.graph.upsert_lesson(record)  # before the table: the graph reads the old record from it
-                self.lessons.put(record.id, record, raw)
-                written.append(record)
+                lesson = self._ledger.set_record(record)  # a lesson with evidence is the fold over its record
+                lessons.append((lesson, raw if lesson is record else None))
             elif isinstance(record, Link):
                 self._links.put(record.id, record, raw)
                 self.graph.set_link(record)
@@ -467,7 +583,25 @@ class LearningMemory:
                 self.graph.upsert_skill(record)
             elif isinstance(record, RunRecord):
                 self._add_run(record)
-        if written and self._index is not None:
+        if lessons:
+            self._put_lessons(lessons, vectors if len(lessons) == len(records) else None)
+
+    def _put_lessons(self, lessons: Sequence[tuple[Lesson, str | None]], vectors: np.ndarray | None) -> None:
+        """Put lessons (with their JSON when known) into the table, graph, vector caches and index."""
+        document = KIND_SPECS["lessons"].document
+        for n, (lesson, raw) in enumerate(lessons):
+            old = self.lessons.get(lesson.id)
+            embedded_text_changed = old is None or document(old) != document(lesson)
+            if vectors is not None:
+                self._lesson_vectors.put(lesson.id, vectors[n])
+            elif embedded_text_changed:
+                self._lesson_vectors.forget(lesson.id)
+            if old is None or embedded_text_changed or rule_core(old) != rule_core(lesson):
+                self.vectors.drop(lesson.id)
+            self.graph.upsert_lesson(lesson)  # before the table: the graph reads the old record from it
+            self.lessons.put(lesson.id, lesson, raw)
+        if self._index is not None:
+            written = [lesson for lesson, _ in lessons]
             for lesson, entry in zip(written, index_entries(written, self.config)):
                 self._index.put(lesson.id, *entry)
 
@@ -477,8 +611,8 @@ class LearningMemory:
                 self.runs[i] = run
                 return
         self.runs.append(run)
-        if len(self.runs) > 1 and self.runs[-2].seq > run.seq:
-            self.runs.sort(key=lambda r: r.seq)
+        if len(self.runs) > 1 and _run_order(self.runs[-2]) > _run_order(run):
+            self.runs.sort(key=_run_order)
         self._fp_runs.update(set(run.fingerprint_counts))
 
     def __enter__(self) -> "LearningMemory":
@@ -543,7 +677,11 @@ class LearningMemory:
         them (``memory_types.context``): lessons ranked by how often the tool's recent runs
         needed them, within ``max_context_tokens``.
         """
-        return self._after_retrieval("pre_run", self._pre_run(task, context, now=now, k=k), run_id=run_id)
+        with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
+            if run_id is not None and self.clock() - self._refreshed_at >= self.config.shared_refresh_s:
+                self.refresh()  # a run starts: see what other writers learned
+            result = self._pre_run(task, context, now=now, k=k)
+        return self._after_retrieval("pre_run", result, run_id=run_id)
 
     def _pre_run(self, task: TaskSpec, context: WorkingContext | None, *, now: float | None, k: int | None) -> Retrieval:
         """``retrieve_pre_run``'s retrieval, before it is recorded."""
@@ -584,7 +722,8 @@ class LearningMemory:
         """
         now = self.clock() if now is None else now
         ctx = context or WorkingContext(last_fail=event.error_text[: self.config.context_text_chars], context=event.tool or "")
-        result = self.engine.on_error(event, ctx, now=now, limit=k)
+        with self._lock:  # see retrieve_pre_run
+            result = self.engine.on_error(event, ctx, now=now, limit=k)
         return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
 
     def _after_retrieval(self, moment: Moment, result: Retrieval, *, run_id: str | None) -> list[ScoredItem]:
@@ -642,9 +781,16 @@ class LearningMemory:
         verdict: Verdict | None = None,
         now: float | None = None,
     ) -> RunReport:
-        """Synthesize lessons from the run's failures, measure activated lessons, apply the lifecycle."""
+        """Synthesize lessons from the run's failures, measure activated lessons, apply the lifecycle.
+
+        First reads what other writers appended (``refresh``), so the run's sequence
+        number follows every run known (a Lamport clock) and its judgement sees their
+        evidence. What the run says about each lesson is appended to the shared log as
+        ``RunEvidence``, never written into the lesson's record (issue 13).
+        """
         now = self.clock() if now is None else now
         with self._lock:
+            self.refresh()
             outcome = run_outcome(steps, events, verdict, self.config)
             seq = (self.runs[-1].seq + 1) if self.runs else 1
             activated = Counter(a.lesson_id for a in activations)
@@ -687,17 +833,21 @@ class LearningMemory:
             # Writes to the pool land in its first map: the lessons changed this run.
             pool = ChainMap({**integ.upserts, **judged.updated}, self.lessons)
             apply_conflict_losses(
-                pool, dict(self._pending_losses.pop(run_id, Counter())), run_id=run_id, run_seq=seq, config=self.config, out=judged
+                pool, dict(self._pending_losses.pop(run_id, Counter())), run_id=run_id, run_seq=seq, config=self.config,
+                out=judged, now=now,
             )
             sweep_unused(
                 pool if lookup is not None else dict(pool), run_seq=seq, skip=set(activated), config=self.config,
                 out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
+                run_id=run_id, now=now,
             )
-            changed = {**integ.upserts, **judged.updated}
-            changed.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
-                                            existing=ChainMap(changed, self.lessons), config=self.config, now=now))
-            with self._write_group():  # one generation token for the run's writes
-                self._write_lessons(changed)
+            content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
+            content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
+                                            existing=ChainMap(judged.updated, content, self.lessons),
+                                            config=self.config, now=now))
+            with self._write_group() as evidence:  # one generation token for the run's writes
+                self._write_lessons({i: self._as_record(l) for i, l in content.items()})
+                evidence.extend(judged.evidence.values())
                 self._write_links(activated)
                 self.store.upsert("runs", [run])  # _on_write appends it to self.runs
                 episodes = episodes_from_run(
@@ -869,6 +1019,13 @@ class LearningMemory:
         assert self._index is not None  # _lookup checked it
         return self._index.rows_in_order([*self._index.due_by(run_seq), *changed])
 
+    def _as_record(self, lesson: Lesson) -> Lesson:
+        """``lesson``'s content with its stored record's counters: what a content write stores (evidence stays in the log)."""
+        if lesson.id in self._ledger:
+            return self._ledger.record_of(lesson)
+        stored = self.lessons.get(lesson.id)  # no evidence yet: the table holds the record
+        return lesson if stored is None else lesson.model_copy(update={k: getattr(stored, k) for k in FOLDED_FIELDS})
+
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
         """Store changed lessons; ``_on_write`` updates the table, graph and vector cache."""
         if changed:
@@ -941,6 +1098,11 @@ class LearningMemory:
         """The lesson with this id in this namespace, or None."""
         return self.lessons.get(lesson_id)
 
+    def evidence(self, lesson_id: str) -> list[RunEvidence]:
+        """What each run said about a lesson, in the order its stats and status fold from (``learning.ledger``)."""
+        with self._lock:
+            return self._ledger.evidence(lesson_id)
+
     def list_lessons(self, status: str | None = None) -> list[Lesson]:
         """All lessons of this namespace, optionally of one status, newest first."""
         out = [l for l in self.lessons.values() if status is None or l.status == status]
@@ -994,7 +1156,8 @@ class LearningMemory:
         What it shows is remembered under the trajectory's run id, so the matching
         ``general_update`` can measure whether those lessons helped.
         """
-        result = self._pre_run(recorder.task, None, now=None, k=None)
+        with self._lock:
+            result = self._pre_run(recorder.task, None, now=None, k=None)
         items = self._after_retrieval("pre_run", result, run_id=recorder.run_id)
         hints = hints_from_items(items)
         with self._lock:
@@ -1029,24 +1192,74 @@ class LearningMemory:
         return LangGraphChromaStore(self.store.client, index=index, root=self.namespace, location=self.store.location)
 
     # ------------------------------------------------------------------ async twins
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-    async def acapture(self, step: Step, **kwargs: Any) -> ErrorEvent | None:
+    # The async twins run the sync core on a worker thread (Chroma's client is synchronous); the
+    # memory's lock makes them safe beside each other and beside sync callers (issue 13).
+    async def acapture(
+        self,
+        step: Step,
+        *,
+        run_id: str,
+        task: TaskSpec | None = None,
+        history: Sequence[Step] = (),
+        now: float | None = None,
+    ) -> ErrorEvent | None:
         """Async ``capture``."""
-        return await self._run(self.capture, step, **kwargs)
+        return await asyncio.to_thread(self.capture, step, run_id=run_id, task=task, history=history, now=now)
 
-    async def aretrieve_pre_run(self, task: TaskSpec, context: WorkingContext | None = None, **kwargs: Any) -> list[ScoredItem]:
+    async def aretrieve_pre_run(
+        self,
+        task: TaskSpec,
+        context: WorkingContext | None = None,
+        *,
+        run_id: str | None = None,
+        now: float | None = None,
+        k: int | None = None,
+    ) -> list[ScoredItem]:
         """Async ``retrieve_pre_run``."""
-        return await self._run(self.retrieve_pre_run, task, context, **kwargs)
+        return await asyncio.to_thread(self.retrieve_pre_run, task, context, run_id=run_id, now=now, k=k)
 
-    async def aretrieve_on_error(self, event: ErrorEvent, context: WorkingContext | None = None, **kwargs: Any) -> list[ScoredItem]:
+    async def aretrieve_on_error(
+        self,
+        event: ErrorEvent,
+        context: WorkingContext | None = None,
+        *,
+        run_id: str | None = None,
+        now: float | None = None,
+        k: int | None = None,
+    ) -> list[ScoredItem]:
         """Async ``retrieve_on_error``."""
-        return await self._run(self.retrieve_on_error, event, context, **kwargs)
+        return await asyncio.to_thread(self.retrieve_on_error, event, context, run_id=run_id, now=now, k=k)
 
-    async def aend_run(self, **kwargs: Any) -> RunReport:
+    async def aend_run(
+        self,
+        *,
+        run_id: str,
+        task: TaskSpec,
+        steps: Sequence[Step],
+        events: Sequence[ErrorEvent],
+        activations: Sequence[Activation] = (),
+        verdict: Verdict | None = None,
+        now: float | None = None,
+    ) -> RunReport:
         """Async ``end_run``."""
-        return await self._run(self.end_run, **kwargs)
+        return await asyncio.to_thread(
+            self.end_run, run_id=run_id, task=task, steps=steps, events=events, activations=activations,
+            verdict=verdict, now=now,
+        )
+
+    async def arefresh(self) -> int:
+        """Async ``refresh``."""
+        return await asyncio.to_thread(self.refresh)
+
+    async def aclose(self) -> None:
+        """Async ``close``."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> "LearningMemory":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # ------------------------------------------------------------------ other memory types
     def cognitive(self, agent_id: str) -> "CognitiveMemory":

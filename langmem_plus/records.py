@@ -472,6 +472,43 @@ class RunRecord(_Record):
     ts: float = Field(default_factory=time.time)
 
 
+class RunEvidence(_Record):
+    """What one run said about one lesson: the append-only evidence its stats and status fold from (DESIGN §6).
+
+    Keyed by (lesson, run), so two writers never write the same evidence; a lesson's
+    stats and status are the deterministic fold of its stored record and its evidence
+    in log order (``learning.lifecycle.apply_evidence``), never a record read, changed
+    and written back.
+    """
+
+    lesson_id: str
+    run_id: str
+    run_seq: int
+    """The run's sequence number (a Lamport clock over the runs every writer stored)."""
+    at: float
+    """When the run ended, epoch seconds."""
+    shown: int = Field(0, ge=0)
+    """Times the lesson was shown in the run (0: not shown)."""
+    utility: float | None = None
+    """The run's measured utility for the lesson, when the run could say (``activation_utility``)."""
+    passed: bool = False
+    baseline_pass: float | None = None
+    """Pass rate of comparable runs without the lesson, when measured."""
+    conflict_losses: int = Field(0, ge=0)
+    """Conflict-cluster losses counted in the run (``apply_conflict_losses``)."""
+    lost_to: list[str] = Field(default_factory=list)
+    """The rivals it lost to, for the audit log."""
+    swept: bool = False
+    """The run's unused-lesson sweep looked at it (archive / suppress without activation)."""
+
+    @field_validator("utility", "baseline_pass")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"must be a finite number, got {v!r}")
+        return v
+
+
 class Link(_Record):
     """A graph edge that lesson fields cannot rebuild, e.g. co_activated (DESIGN §4)."""
 
@@ -636,6 +673,7 @@ class RunReport(_Record):
 
 
 __all__ = [
+    "RunEvidence",
     "Activation",
     "BeliefChange",
     "Channel",

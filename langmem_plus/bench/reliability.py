@@ -10,7 +10,8 @@ Three rounds on a real ``chroma run`` server on 127.0.0.1, started and stopped h
 2. **Kills**: K times, a worker runs attempts and imports lessons on its own local
    snapshot until it is SIGKILLed at a random moment (seeded). The store must then open
    from that same snapshot folder, answer a query, and hold every run and lesson whose
-   write call had returned before the kill.
+   write call had returned before the kill, with all of each such run's evidence (the
+   activations it reported).
 3. **Threads**: T threads retrieving (and an asyncio gather of retrievals) while the
    main thread runs attempts; exceptions are counted.
 
@@ -196,7 +197,14 @@ def _kill_round(url: str, snapshot_dir: Path, rnd: int, rng: random.Random, sess
 
             memory.retrieve_pre_run(TaskSpec(task_id="probe", goal="names of people over 30", tool="gridtool"))
             runs = {r.run_id for r in memory.runs}
-            lost = len(set(acked_runs) - runs) + sum(1 for i in acked_lessons if memory.get_lesson(i) is None)
+            shown: Counter[str] = Counter()
+            for lesson in memory.list_lessons():
+                shown.update({ev.run_id: ev.shown for ev in memory.evidence(lesson.id)})
+            lost = (
+                len(set(acked_runs) - runs)
+                + sum(1 for i in acked_lessons if memory.get_lesson(i) is None)
+                + sum(1 for r, n in acked_runs.items() if shown[r] != n)  # a run's evidence, all of it or none
+            )
         return {"survived": True, "acknowledged": len(acked_runs) + len(acked_lessons), "lost": lost, "error": ""}
     except Exception as exc:  # the round's finding: the store did not open or answer after the kill
         return {"survived": False, "acknowledged": len(acked_runs) + len(acked_lessons), "lost": 0, "error": repr(exc)[:300]}

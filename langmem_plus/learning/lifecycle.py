@@ -28,6 +28,7 @@ from langmem_plus.records import (
     ErrorEvent,
     FailureNote,
     Lesson,
+    RunEvidence,
     RunRecord,
     Step,
     TaskSpec,
@@ -203,11 +204,93 @@ class Transition:
 
 @dataclass
 class Judgement:
-    """Updated lessons, their lifecycle transitions and the utilities measured this run."""
+    """Updated lessons, their lifecycle transitions, the utilities measured this run and its evidence per lesson."""
 
     updated: dict[str, Lesson] = field(default_factory=dict)
     transitions: list[Transition] = field(default_factory=list)
     utilities: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, RunEvidence] = field(default_factory=dict)
+    """Lesson id -> what this run said about it: the append-only record ``updated`` was folded from."""
+
+    def add_evidence(self, ev: RunEvidence) -> None:
+        """Record ``ev``, combined with what this run already said about the same lesson."""
+        old = self.evidence.get(ev.lesson_id)
+        self.evidence[ev.lesson_id] = ev if old is None else _combine(old, ev)
+
+
+def _combine(a: RunEvidence, b: RunEvidence) -> RunEvidence:
+    """Two parts of one run's evidence about one lesson as one record (each part is set in one of them)."""
+    return a.model_copy(
+        update={
+            "shown": a.shown or b.shown,
+            "utility": a.utility if a.utility is not None else b.utility,
+            "passed": a.passed or b.passed,
+            "baseline_pass": a.baseline_pass if a.baseline_pass is not None else b.baseline_pass,
+            "conflict_losses": a.conflict_losses + b.conflict_losses,
+            "lost_to": sorted({*a.lost_to, *b.lost_to}),
+            "swept": a.swept or b.swept,
+        }
+    )
+
+
+def _mark_shown(lesson: Lesson, shown: int, run_seq: int, at: float) -> Lesson:
+    """``lesson`` shown ``shown`` times in the run numbered ``run_seq``, which ended at ``at``."""
+    s = lesson.stats
+    latest = s.last_activated_run_seq is None or run_seq >= s.last_activated_run_seq
+    stats = s.model_copy(
+        update={
+            "activations": s.activations + shown,
+            "runs_activated": s.runs_activated + 1,
+            "last_activated_run_seq": run_seq if latest else s.last_activated_run_seq,
+        }
+    )
+    update: dict[str, object] = {"stats": stats, "updated_at": at}
+    if latest:
+        update["last_activated_at"] = at
+    return lesson.model_copy(update=update)
+
+
+def _runs_since(lesson: Lesson, run_seq: int) -> int:
+    last = lesson.stats.last_activated_run_seq
+    return run_seq - (last if last is not None else lesson.stats.created_run_seq)
+
+
+def apply_evidence(
+    lesson: Lesson, ev: RunEvidence, config: MemoryConfig, out: Judgement | None = None
+) -> Lesson:
+    """``lesson`` with one run's evidence folded in: counts, utility, then the status rules (DESIGN §6).
+
+    The one place a lesson's stats and status change. ``end_run`` applies its own
+    run's evidence with it as it judges, and every memory folds the evidence other
+    writers appended with it (``learning.ledger``), so both reach the same lesson.
+    Parts apply in a fixed order: shown (with its utility), conflict losses, sweep.
+    ``out`` receives the status transitions, with their evidence, for the audit log.
+    """
+    if ev.shown:
+        lesson = _mark_shown(lesson, ev.shown, ev.run_seq, ev.at)
+        if ev.utility is not None:
+            lesson = record_outcome(lesson, ev.utility, passed=ev.passed, now=ev.at, window=config.utility_window)
+            if ev.baseline_pass is not None:
+                stats = lesson.stats.model_copy(update={"pass_rate_baseline": ev.baseline_pass})
+                lesson = lesson.model_copy(update={"stats": stats})
+        shown_note: dict[str, object] = {
+            "run_id": ev.run_id,
+            "shown_this_run": ev.shown,
+            "utility_this_run": None if ev.utility is None else round(ev.utility, 4),
+        }
+        lesson = _apply_status(lesson, 0, config, out, evidence=shown_note)
+    if ev.conflict_losses:
+        stats = lesson.stats.model_copy(update={"conflict_losses": lesson.stats.conflict_losses + ev.conflict_losses})
+        lesson = lesson.model_copy(update={"stats": stats})
+        utilities = out.utilities if out is not None else {}
+        loss_note: dict[str, object] = {"run_id": ev.run_id, "lost_to": list(ev.lost_to), "winner_utilities": {
+            w: round(utilities[w], 4) for w in ev.lost_to if w in utilities
+        }}
+        lesson = _apply_status(lesson, _runs_since(lesson, ev.run_seq), config, out, evidence=loss_note)
+    if ev.swept and lesson.status not in ("archived", "suppressed"):
+        since = _runs_since(lesson, ev.run_seq)
+        lesson = _apply_status(lesson, since, config, out, evidence={"runs_since_activation": since})
+    return lesson
 
 
 def judge_activated(
@@ -233,17 +316,9 @@ def judge_activated(
         lesson = lessons.get(lesson_id)
         if lesson is None:
             continue
-        stats = lesson.stats.model_copy(
-            update={
-                "activations": lesson.stats.activations + count,
-                "runs_activated": lesson.stats.runs_activated + 1,
-                "last_activated_run_seq": run.seq,
-            }
-        )
-        lesson = lesson.model_copy(update={"stats": stats, "last_activated_at": now, "updated_at": now})
         first = first_steps.get(lesson_id, 0)
         measured = activation_utility(
-            lesson=lesson,
+            lesson=_mark_shown(lesson, count, run.seq, now),
             run=run,
             prior_runs=prior_runs,
             task=task,
@@ -253,20 +328,15 @@ def judge_activated(
             repeats_before=count_addressed(lesson, (f for f in run.failures if f.step < first)),
             config=config,
         )
-        if measured is not None:
-            u, baseline_pass = measured
-            lesson = record_outcome(lesson, u, passed=run.passed, now=now, window=config.utility_window)
-            if baseline_pass is not None:
-                lesson = lesson.model_copy(
-                    update={"stats": lesson.stats.model_copy(update={"pass_rate_baseline": baseline_pass})}
-                )
+        u, baseline_pass = measured if measured is not None else (None, None)
+        if u is not None:
             out.utilities[lesson_id] = u
-        evidence: dict[str, object] = {
-            "run_id": run.run_id,
-            "shown_this_run": count,
-            "utility_this_run": None if lesson_id not in out.utilities else round(out.utilities[lesson_id], 4),
-        }
-        out.updated[lesson_id] = _apply_status(lesson, 0, config, out, evidence=evidence)
+        ev = RunEvidence(
+            lesson_id=lesson_id, run_id=run.run_id, run_seq=run.seq, at=now, shown=count,
+            utility=u, passed=run.passed, baseline_pass=baseline_pass,
+        )
+        out.add_evidence(ev)
+        out.updated[lesson_id] = apply_evidence(lesson, ev, config, out)
     return out
 
 
@@ -278,22 +348,25 @@ def sweep_unused(
     config: MemoryConfig,
     out: Judgement,
     only: Sequence[str] | None = None,
+    run_id: str = "",
+    now: float = 0.0,
 ) -> None:
     """Archive or suppress lessons that were not activated this run, where the rules say so.
 
     ``only``: the ids to look at, in ``lessons``' order, when the caller knows no other
     lesson changes (the due lessons of ``incremental.sweep_due`` and those written this
-    run); None looks at every lesson (the reference).
+    run); None looks at every lesson (the reference). A lesson whose status changes
+    gets a ``swept`` evidence record of run ``run_id``.
     """
     found = (lessons.get(i) for i in only) if only is not None else iter(lessons.values())
     for lesson in found:
         if lesson is None or lesson.id in skip or lesson.status in ("archived", "suppressed"):
             continue
-        last = lesson.stats.last_activated_run_seq
-        since = run_seq - (last if last is not None else lesson.stats.created_run_seq)
-        updated = _apply_status(lesson, since, config, out, evidence={"runs_since_activation": since})
+        ev = RunEvidence(lesson_id=lesson.id, run_id=run_id, run_seq=run_seq, at=now, swept=True)
+        updated = apply_evidence(lesson, ev, config, out)
         if updated is not lesson:
             out.updated[lesson.id] = updated
+            out.add_evidence(ev)
 
 
 def apply_conflict_losses(
@@ -304,6 +377,7 @@ def apply_conflict_losses(
     run_seq: int,
     config: MemoryConfig,
     out: Judgement,
+    now: float = 0.0,
 ) -> None:
     """Count this run's conflict-cluster losses and suppress lessons that keep losing (DESIGN §6).
 
@@ -325,41 +399,37 @@ def apply_conflict_losses(
             if not winners:
                 continue
             n = 1
-        stats = lesson.stats.model_copy(update={"conflict_losses": lesson.stats.conflict_losses + n})
-        lesson = lesson.model_copy(update={"stats": stats})
-        last = lesson.stats.last_activated_run_seq
-        since = run_seq - (last if last is not None else lesson.stats.created_run_seq)
-        evidence: dict[str, object] = {"run_id": run_id, "lost_to": winners, "winner_utilities": {
-            w: round(out.utilities[w], 4) for w in winners
-        }}
-        pool[lesson_id] = out.updated[lesson_id] = _apply_status(lesson, since, config, out, evidence=evidence)
+        ev = RunEvidence(lesson_id=lesson_id, run_id=run_id, run_seq=run_seq, at=now, conflict_losses=n, lost_to=winners)
+        out.add_evidence(ev)
+        pool[lesson_id] = out.updated[lesson_id] = apply_evidence(lesson, ev, config, out)
 
 
 def _apply_status(
-    lesson: Lesson, runs_since: int, config: MemoryConfig, out: Judgement, *, evidence: dict[str, object]
+    lesson: Lesson, runs_since: int, config: MemoryConfig, out: Judgement | None, *, evidence: dict[str, object]
 ) -> Lesson:
     new, reason = decide_status(lesson, config, runs_since_activation=runs_since)
     if new == lesson.status:
         return lesson
     s = lesson.stats
-    out.transitions.append(
-        Transition(
-            lesson_id=lesson.id,
-            old=lesson.status,
-            new=new,
-            reason=reason,
-            evidence={
-                **evidence,
-                "activations": s.activations,
-                "evidence_runs": s.evidence_runs,
-                "utility_window": list(s.utility_window),
-                "helped": s.helped,
-                "harmed": s.harmed,
-                "conflict_losses": s.conflict_losses,
-                "reliability": lesson.reliability,
-            },
+    if out is not None:
+        out.transitions.append(
+            Transition(
+                lesson_id=lesson.id,
+                old=lesson.status,
+                new=new,
+                reason=reason,
+                evidence={
+                    **evidence,
+                    "activations": s.activations,
+                    "evidence_runs": s.evidence_runs,
+                    "utility_window": list(s.utility_window),
+                    "helped": s.helped,
+                    "harmed": s.harmed,
+                    "conflict_losses": s.conflict_losses,
+                    "reliability": lesson.reliability,
+                },
+            )
         )
-    )
     return lesson.model_copy(update={"status": new})
 
 
@@ -369,6 +439,7 @@ __all__ = [
     "RunOutcome",
     "Transition",
     "apply_conflict_losses",
+    "apply_evidence",
     "integrate_candidates",
     "judge_activated",
     "run_outcome",

@@ -119,6 +119,15 @@ class SharedLog:
             InvalidRecord: a record is not a JSON object (nothing is written).
             StoreUnavailable: Chroma failed (the head is not raised, so nothing half-written is ever read).
         """
+        return [e.id for e in self.append_entries(records)]
+
+    def append_entries(self, records: Iterable[Mapping[str, Any]]) -> list[Entry]:
+        """``append``, returning the entries as every reader will see them (their place in the log order).
+
+        Raises:
+            InvalidRecord: a record is not a JSON object (nothing is written).
+            StoreUnavailable: Chroma failed (the head is not raised, so nothing half-written is ever read).
+        """
         docs: list[str] = []
         for record in records:
             if not isinstance(record, Mapping):
@@ -138,7 +147,19 @@ class SharedLog:
                 head = start + len(docs) - 1
                 self._heads.upsert(ids=[self.writer], documents=[self.writer], metadatas=[{"head": head}], embeddings=[_VECTOR])
             self._head = self._seen[self.writer] = head
-        return ids
+        return [Entry(ts=float(ts), writer=self.writer, n=start + i, data=json.loads(d)) for i, d in enumerate(docs)]
+
+    def seen(self) -> dict[str, int]:
+        """Each writer's last entry this reader has read (its own appends included): where ``read_new`` goes on from."""
+        with self._lock:
+            return dict(self._seen)
+
+    def skip_to(self, heads: Mapping[str, int]) -> None:
+        """Treat the entries up to ``heads`` as read (a reader whose state already reflects them)."""
+        with self._lock:
+            for writer, head in heads.items():
+                if writer != self.writer:
+                    self._seen[writer] = max(self._seen.get(writer, 0), int(head))
 
     def heads(self) -> dict[str, int]:
         """Every writer's head: the number of entries it has appended and acknowledged."""

@@ -187,6 +187,8 @@ class Loaded:
     """What ``write_base`` was given to describe the lesson index (None: no index saved)."""
     index_arrays: dict[str, np.ndarray] | None = None
     """The lesson index's columns, aligned with the base's lesson records."""
+    ledger: str | None = None
+    """The run-evidence ledger saved with the base, as JSON (None: none saved)."""
 
 
 class LessonVectors:
@@ -262,6 +264,8 @@ class SnapshotDir:
             if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(vector_ids)):
                 raise ValueError("the vector rows do not match their ids")
             index_meta, index_arrays = _read_index(Path(f"{base}.index.npz"), graph.get("lesson_index"))
+            ledger_path = Path(f"{base}.ledger.json")
+            ledger = ledger_path.read_text(encoding="utf-8") if ledger_path.exists() else None
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("langmem_plus: snapshot %s is unreadable (%s); reading from Chroma", self.path, exc)
             return None
@@ -275,6 +279,7 @@ class SnapshotDir:
             records=records, graph_data=graph["data"], graph_names=graph["names"],
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
             index_meta=index_meta, index_arrays=index_arrays,
+            ledger=ledger,
         )
 
     # ---- writing --------------------------------------------------------------
@@ -300,10 +305,12 @@ class SnapshotDir:
         graph_state: tuple[dict[str, Any], list[str], Mapping[str, np.ndarray]],
         vectors: tuple[list[str], np.ndarray] | None = None,
         index: tuple[dict[str, Any], Mapping[str, np.ndarray]] | None = None,
+        ledger: str | None = None,
     ) -> None:
         """Write a new base reflecting ``generation`` and start an empty journal; old files are removed after the commit.
 
         ``index``: the lesson index's description and columns (aligned with the lesson records).
+        ``ledger``: the memory's run-evidence ledger and shared-log heads, as JSON (``learning.ledger``).
         """
         self.path.mkdir(parents=True, exist_ok=True)
         base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
@@ -323,6 +330,8 @@ class SnapshotDir:
             np.savez(f, **dict(arrays))  # type: ignore[arg-type]
         if vectors is not None:
             np.save(Path(f"{base}.vectors.npy"), np.asarray(vectors[1], dtype=np.float32), allow_pickle=False)
+        if ledger is not None:
+            Path(f"{base}.ledger.json").write_text(ledger, encoding="utf-8")
         (self.path / f"journal-{journal_id}.tsv").touch()
         meta = {"format": FORMAT, "generation": generation, "base": base_id, "journal": journal_id}
         tmp = self.path / "meta.json.tmp"
@@ -330,7 +339,7 @@ class SnapshotDir:
         os.replace(tmp, self.path / "meta.json")
         self._journal_name, self.journal_records = journal_id, 0
         keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
-                f"base-{base_id}.vectors.npy", f"base-{base_id}.index.npz", f"journal-{journal_id}.tsv", "meta.json"}
+                f"base-{base_id}.vectors.npy", f"base-{base_id}.index.npz", f"base-{base_id}.ledger.json", f"journal-{journal_id}.tsv", "meta.json"}
         for old in self.path.iterdir():
             if old.name not in keep and (old.name.startswith("base-") or old.name.startswith("journal-")):
                 try:

@@ -1,0 +1,234 @@
+"""One memory, many writers: run evidence is appended, never read-modified-written (issue 13, item 1).
+
+Two memories open on one Chroma server each keep their own view. Each judges its runs
+and appends what a run said about a lesson as ``RunEvidence``; a lesson's stats and
+status are the fold of that evidence over its stored record. So the activations two
+stale writers report all reach the store, every reader that has read the same evidence
+holds the same lessons, and the fold does not depend on the order evidence arrives in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langmem_plus import LearningMemory
+from langmem_plus.bench.reliability import round_processes
+from langmem_plus.config import MemoryConfig
+from langmem_plus.learning.ledger import Ledger, LogKey, fold_all
+from langmem_plus.records import Activation, Feedback, Lesson, LessonStats, RunEvidence, Step, TaskSpec
+
+TASK = TaskSpec(task_id="t1", goal="list adults", tool="gridtool", family="f")
+CFG = MemoryConfig(promote_min_runs=2, suppress_min_activations=2, archive_unused_runs=3, warm_lessons=False)
+LESSON_IDS = ["l1", "l2", "l3"]
+
+
+def _lesson(ns: tuple[str, ...], lid: str) -> Lesson:
+    return Lesson(id=lid, namespace=ns, rule_text=f"WRONG: bad{lid} -> CORRECT: good{lid}", wrong=f"bad{lid}",
+                  correct=f"good{lid}", triggers=[f"fp-{lid}"], stats=LessonStats(created_run_seq=0))
+
+
+def _steps(lid: str, fixed: bool) -> list[Step]:
+    steps = [Step(index=0, action=f"bad{lid} x", tool="gridtool", feedback=Feedback(hard_failure=True, error_text="unknown"))]
+    if fixed:
+        steps.append(Step(index=1, action=f"good{lid} x", tool="gridtool"))
+    return steps
+
+
+def _end(mem: LearningMemory, run_id: str, lid: str, shown: int, fixed: bool) -> int:
+    """One run in which lesson ``lid`` was shown ``shown`` times; returns the activations its report counted."""
+    steps = _steps(lid, fixed)
+    acts = [Activation(lesson_id=lid, run_id=run_id, step=0, moment="pre_run") for _ in range(shown)]
+    report = mem.end_run(run_id=run_id, task=TASK, steps=steps, events=mem.capture_steps(steps, run_id=run_id, task=TASK),
+                         activations=acts)
+    return report.lesson_activations
+
+
+def _open(url: str, ns: tuple[str, ...], root: Path, name: str, **cfg: Any) -> LearningMemory:
+    return LearningMemory.open(url=url, namespace=ns, audit_dir=root / name, config=CFG.model_copy(update=cfg))
+
+
+def _lessons(mem: LearningMemory) -> dict[str, dict[str, Any]]:
+    return {i: mem.lessons[i].model_dump(exclude={"updated_at"}) for i in sorted(mem.lessons)}
+
+
+# --------------------------------------------------------------------------- the fold
+
+
+EVIDENCE = st.lists(
+    st.tuples(st.sampled_from(LESSON_IDS), st.integers(0, 3), st.one_of(st.none(), st.floats(-1, 1)), st.booleans(),
+              st.integers(0, 2), st.booleans()),
+    min_size=1, max_size=25,
+)
+
+
+@given(evidence=EVIDENCE, seed=st.integers(0, 10_000))
+@settings(max_examples=60, deadline=None)
+def test_the_fold_is_the_same_whatever_order_the_evidence_arrives_in(evidence: list[Any], seed: int) -> None:
+    """Two ledgers given the same evidence in different batches and orders hold the fold of it in Lamport order."""
+    records = {lid: _lesson(("ns",), lid) for lid in LESSON_IDS}
+    entries: list[tuple[LogKey, RunEvidence]] = []
+    for n, (lid, shown, u, passed, losses, swept) in enumerate(evidence):
+        seq = n // 2 + 1  # two writers at a time share a run number
+        entries.append(((seq, float(n % 3), f"w{n % 2}", n), RunEvidence(
+            lesson_id=lid, run_id=f"r{n}", run_seq=seq, at=float(n), shown=shown, utility=u if shown else None,
+            passed=passed, conflict_losses=losses, lost_to=["x"] if losses else [], swept=swept,
+        )))
+    reference = fold_all(records, entries, CFG)
+    rng = random.Random(seed)
+    for _ in range(2):
+        shuffled = entries[:]
+        rng.shuffle(shuffled)
+        ledger, view = Ledger(CFG), dict(records)
+        cut = sorted(rng.sample(range(len(shuffled) + 1), k=min(3, len(shuffled) + 1)))
+        for lo, hi in itertools.pairwise([0, *cut, len(shuffled)]):
+            view.update(ledger.add(shuffled[lo:hi], current=view.get))
+        assert {i: l.model_dump() for i, l in view.items()} == {i: l.model_dump() for i, l in reference.items()}
+        again = ledger.add(shuffled, current=view.get)  # the same evidence again (a retried write) changes nothing
+        assert again == {}
+        for lid in LESSON_IDS:
+            assert ledger.record_of(view[lid]).stats == records[lid].stats  # the record keeps no evidence
+
+
+def test_a_folded_lesson_matches_what_end_run_judged_in_one_process(tmp_path: Path) -> None:
+    """The lessons ``end_run`` judged equal the fold of the evidence it appended over the stored records."""
+    mem = LearningMemory.open(tmp_path / "s", namespace=("one",), config=CFG)
+    mem.add_lessons([_lesson(("one",), lid) for lid in LESSON_IDS])
+    for n in range(6):
+        _end(mem, f"r{n}", LESSON_IDS[n % 3], shown=1 + n % 2, fixed=n % 4 != 0)
+    records = {l.id: l for l in mem.store.all("lessons") if isinstance(l, Lesson)}
+    assert all(records[lid].stats.activations == 0 for lid in LESSON_IDS)  # the records were never rewritten
+    entries = [((ev.run_seq, 0.0, "w", n), ev) for n, ev in enumerate(
+        ev for lid in LESSON_IDS for ev in mem._ledger.evidence(lid))]
+    assert sum(ev.shown for _, ev in entries) == sum(mem.lessons[lid].stats.activations for lid in LESSON_IDS) > 0
+    folded = fold_all(records, entries, CFG)
+    for lid in LESSON_IDS:
+        assert folded[lid].stats == mem.lessons[lid].stats and folded[lid].status == mem.lessons[lid].status
+    mem.close()
+
+
+# --------------------------------------------------------------------------- writers on one server
+
+
+@pytest.mark.server
+def test_two_stale_writers_lose_no_activation_and_agree_after_a_refresh(chroma_server: str, tmp_path: Path) -> None:
+    ns = ("shared", uuid.uuid4().hex[:8])
+    a = _open(chroma_server, ns, tmp_path, "a")
+    a.add_lessons([_lesson(ns, lid) for lid in LESSON_IDS])
+    b = _open(chroma_server, ns, tmp_path, "b")  # opened once; from here on each writes from its own view
+    reported = 0
+    for n in range(4):
+        reported += _end(a, f"a{n}", "l1", shown=2, fixed=True)
+        reported += _end(b, f"b{n}", "l1", shown=1, fixed=n % 2 == 0)
+    assert reported == 12
+    reader = _open(chroma_server, ns, tmp_path, "reader")
+    assert reader.lessons["l1"].stats.activations == 12 and reader.lessons["l1"].stats.runs_activated == 8
+    a.refresh()
+    assert _lessons(a) == _lessons(b) == _lessons(reader)  # one fold, whoever computes it
+    seqs = sorted(r.seq for r in reader.runs)
+    assert len(set(seqs)) == len(seqs) == 8  # each end_run read the others first: a Lamport clock, no collision
+    for mem in (a, b, reader):
+        mem.close()
+
+
+@pytest.mark.server
+def test_a_snapshot_saved_after_another_writer_reopens_to_the_same_state(chroma_server: str, tmp_path: Path) -> None:
+    """The base's ledger and log heads: a snapshot reopen neither double-folds nor misses the other writer's evidence."""
+    ns = ("shared", uuid.uuid4().hex[:8])
+    a = _open(chroma_server, ns, tmp_path, "a")
+    a.add_lessons([_lesson(ns, lid) for lid in LESSON_IDS])
+    b = _open(chroma_server, ns, tmp_path, "b")
+    _end(b, "b0", "l2", shown=3, fixed=True)
+    _end(a, "a0", "l2", shown=1, fixed=True)  # a reads b's run first, then writes last
+    a._write_base()
+    a.close()
+    b.close()
+    again = _open(chroma_server, ns, tmp_path, "a")
+    assert again._snapshot_heads  # opened from the snapshot, which recorded the heads it reflects
+    fresh = _open(chroma_server, ns, tmp_path, "fresh", snapshot=False)
+    assert again.lessons["l2"].stats.activations == 4
+    assert _lessons(again) == _lessons(fresh)
+    again.close()
+    fresh.close()
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_three_processes_lose_no_activation(chroma_server: str, tmp_path: Path) -> None:
+    """The issue's user scenario: worker processes on one namespace report activations; a fresh reader finds them all."""
+    out = round_processes(chroma_server, tmp_path, processes=3, runs=4, seed=5, progress=lambda _: None)
+    assert out["runs"] == 12 and out["workers_failed"] == 0
+    assert out["activations_reported"] > 0 and out["activations_stored"] == out["activations_reported"]
+    assert out["run_records_lost"] == 0 and out["duplicate_live_lessons"] == 0
+
+
+# --------------------------------------------------------------------------- threads and async tasks in one process
+
+
+def test_threads_and_async_tasks_share_one_memory_without_loss_or_error(tmp_path: Path) -> None:
+    """Retrievals from threads and an ``asyncio.gather`` run while other threads end runs: no exception, nothing lost."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from langmem_plus.capture import detect_failure
+
+    mem = LearningMemory.open(tmp_path / "s", namespace=("threads",), config=CFG)
+    mem.add_lessons([_lesson(("threads",), lid) for lid in LESSON_IDS])
+    event = detect_failure(_steps("l1", False)[0], [], namespace=("threads",), run_id="probe", task=TASK, now=0.0)
+    assert event is not None
+
+    def ender(w: int) -> int:
+        return sum(_end(mem, f"t{w}-{n}", LESSON_IDS[(w + n) % 3], shown=1 + n % 3, fixed=n % 2 == 0) for n in range(5))
+
+    def reader(w: int) -> int:
+        found = 0
+        for n in range(15):
+            found += len(mem.retrieve_pre_run(TASK, run_id=f"q{w}-{n}"))
+            found += len(mem.retrieve_on_error(event))
+        return found
+
+    async def gathered() -> list[list[Any]]:
+        return await asyncio.gather(*(mem.aretrieve_on_error(event) for _ in range(8)),
+                                    *(mem.aretrieve_pre_run(TASK) for _ in range(8)))
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        enders = [pool.submit(ender, w) for w in range(3)]
+        readers = [pool.submit(reader, w) for w in range(2)]
+        results = asyncio.run(gathered())
+        reported = sum(f.result() for f in enders)  # .result() re-raises any exception of the thread
+        assert all(f.result() > 0 for f in readers)
+    assert len(results) == 16 and all(isinstance(r, list) for r in results)
+    assert sum(mem.lessons[lid].stats.activations for lid in LESSON_IDS) == reported > 0
+    assert len({r.seq for r in mem.runs}) == len(mem.runs) == 15
+    mem.close()
+    again = LearningMemory.open(tmp_path / "s", namespace=("threads",), config=CFG)
+    assert sum(again.lessons[lid].stats.activations for lid in LESSON_IDS) == reported
+    again.close()
+
+
+async def test_the_async_context_manager_closes_the_memory(tmp_path: Path) -> None:
+    async with LearningMemory.open(tmp_path / "s", namespace=("async",), config=CFG) as mem:
+        await mem.aend_run(run_id="r0", task=TASK, steps=_steps("l1", True), events=[])
+        assert await mem.arefresh() == 0  # nobody else writes here
+    assert mem.store.closed
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_twenty_kills_in_a_row_lose_no_acknowledged_write(chroma_server: str, tmp_path: Path) -> None:
+    """SIGKILL at random moments (end_run, add_lessons, a snapshot base being written), 20 times on one store and folder."""
+    from langmem_plus.bench.reliability import round_kills
+
+    said: list[str] = []
+    out = round_kills(chroma_server, tmp_path, kills=20, seed=11, progress=said.append)
+    assert out["kill_rounds_survived"] == 20, out["kill_errors"]
+    assert out["records_acknowledged_before_kills"] > 20  # the kills landed after real work, not before it
+    assert out["records_lost_after_kills"] == 0
+    assert len(said) == 20
