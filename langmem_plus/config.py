@@ -118,8 +118,9 @@ class MemoryConfig(BaseModel):
     agent_context_tokens: int = Field(1200, ge=0)
     """Token cap on the memory block ``LearningMiddleware`` adds to an agent's system message at each
     model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
-    twice the hint's tokens), pre-run lessons and the latest on-error lessons together. 1.5 x
-    ``max_context_tokens``, so one retrieval's hints fit with their rules (issue 12)."""
+    twice the hint's tokens), pre-run lessons and the latest on-error lessons together. Its own
+    number, not derived from ``max_context_tokens``: an agent's prompt carries the rules beside the
+    hints and both moments' lessons, so it needs several times the executor's budget (issue 12)."""
     pre_run_sheet_max: int = Field(20, ge=0)
     """Before a run, at most this many of the task's tool's rewrite lessons are shown beyond the K'
     chosen by difficulty (the "tool sheet", ``select.sheet_fill``), most proven first, while the hints

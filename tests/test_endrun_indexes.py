@@ -93,7 +93,7 @@ def _state(mem: LearningMemory) -> tuple[dict[str, Any], dict[str, int]]:
 
 def _check_index(mem: LearningMemory) -> None:
     """The live index equals one computed from the lessons now (what a rebuild would hold)."""
-    index = mem._index
+    index = mem.view.index
     assert index is not None
     lessons = [mem.lessons[i] for i in mem.lessons]
     assert [index.row_of(l.id) for l in lessons] == sorted(index.row_of(l.id) for l in lessons)  # table order
@@ -137,7 +137,7 @@ def test_end_run_with_indexes_equals_the_full_scan_before_and_after_reopen(
 def test_the_index_saved_with_the_snapshot_is_reused_and_a_changed_threshold_rebuilds_it(tmp_path: Path) -> None:
     mem = _open(tmp_path, True)
     mem.add_lessons(_imports(30))
-    mem._write_base()  # fold the journal, with the index, into a base
+    mem.sync.write_base()  # fold the journal, with the index, into a base
     mem.close()
     again = _open(tmp_path, True)
     assert again.lessons.parsed_count() == 0  # the index came from the snapshot, no lesson was parsed
@@ -177,8 +177,8 @@ def test_end_run_on_a_large_store_reads_the_lessons_it_changes_not_the_store(
         shown = mem.activations_for(mem.retrieve_on_error(events[0], run_id=run_id), run_id=run_id, step=0, moment="on_error")
         reads.clear()
         decided.clear()
-        if mem._index is not None:
-            mem._index.touched = 0
+        if mem.view.index is not None:
+            mem.view.index.touched = 0
         mem.end_run(run_id=run_id, task=TASK, steps=steps, events=events, activations=shown)
 
     for indexes in (True, False):
@@ -190,7 +190,7 @@ def test_end_run_on_a_large_store_reads_the_lessons_it_changes_not_the_store(
         if indexes:
             # The run's own lessons, their fingerprint and SimHash neighbours, the activated ones.
             assert sum(reads.values()) < 40 and sum(decided.values()) < 20, (reads, decided)
-            assert mem._index is not None and mem._index.touched < 40
+            assert mem.view.index is not None and mem.view.index.touched < 40
         else:
             assert sum(reads.values()) >= 3000 and sum(decided.values()) >= 3000  # the reference scans
         monkeypatch.undo()
@@ -203,7 +203,7 @@ def test_end_run_on_a_large_store_reads_the_lessons_it_changes_not_the_store(
 def _full(mem: LearningMemory) -> tuple[Any, ...]:
     return (
         {i: l.model_dump() for i, l in mem.lessons.items()},
-        {i: l.model_dump() for i, l in mem._links.items()},
+        {i: l.model_dump() for i, l in mem.view.links.items()},
         [r.model_dump() for r in mem.runs],
         mem.graph.snapshot(),
     )
@@ -242,7 +242,7 @@ def test_a_crash_inside_the_group_before_the_journal_means_a_full_read(
 ) -> None:
     mem = _open(tmp_path, True)
     mem.add_lessons(_imports(4))
-    mem._journal = lambda writes: None  # type: ignore[method-assign]  # the process dies before the journal append
+    mem.sync._journal = lambda writes: None  # type: ignore[method-assign]  # the process dies before the journal append
     _run(mem, "r1", [(0, True), (2, True)], mem)
     live = _full(mem)
     mem.store.close()  # no clean close: nothing more reaches the snapshot

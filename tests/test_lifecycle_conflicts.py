@@ -115,7 +115,7 @@ def test_imported_lessons_in_other_namespaces_or_with_other_triggers_are_not_lin
 
 def test_conflict_losses_belong_to_the_run_that_retrieved(tmp_path: Path, monkeypatch: Any) -> None:
     """A loss at run A's retrieval is judged at A's end_run, not at whichever run ends first; ad-hoc reads count for none."""
-    import langmem_plus.memory as memory_mod
+    import langmem_plus.memory.facade as memory_mod
 
     seen: dict[str, dict[str, int]] = {}
     real = memory_mod.apply_conflict_losses

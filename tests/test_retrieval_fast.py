@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.records import Lesson, LessonScope, Link, Provenance, ScoredItem
-from langmem_plus.retrieval.reference import apply_guards_reference, budget_reference
 from langmem_plus.retrieval.select import apply_guards, budget
 from langmem_plus.retrieval.support import cap_tokens, cap_tokens_reference
 from langmem_plus.store.graph import (
@@ -26,6 +25,7 @@ from langmem_plus.store.graph import (
     tool_node,
 )
 from ppr_reference import dense_ppr, power_iteration
+from retrieval_reference import apply_guards_reference, budget_reference
 
 NS = ("acme", "fast")
 TAGS = ["t0", "t1", "t2", "t3", "t4"]

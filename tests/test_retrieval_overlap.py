@@ -14,6 +14,7 @@ from langmem_plus.memory import LearningMemory
 from langmem_plus.records import Lesson, WorkingContext
 from langmem_plus.retrieval.engine import Retrieval, VectorCache
 from langmem_plus.retrieval.worker import StrategyTimer, Worker
+from retrieval_reference import on_error_reference, score_reference
 
 NS = ("acme", "overlap")
 NOW = 2_000_000.0
@@ -41,12 +42,11 @@ def test_fast_on_error_equals_the_sequential_reference(synthetic: tuple[Path, li
     mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
     try:
         mem.engine.overlap = overlap
-        assert mem.engine.fast
         compared = 0
         for q in queries:
             ctx = WorkingContext(last_fail=q.event.error_text[:300], context=q.event.tool or "")
             fast = _comparable(mem.engine.on_error(q.event, ctx, now=NOW))
-            ref = _comparable(mem.engine.on_error_reference(q.event, ctx, now=NOW))
+            ref = _comparable(on_error_reference(mem.engine, q.event, ctx, now=NOW))
             assert fast == ref
             assert [c.reasons for c in fast.chosen] == [c.reasons for c in ref.chosen]
             assert [list(c.components) for c in fast.candidates] == [list(c.components) for c in ref.candidates]
@@ -176,7 +176,7 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
             found += len(fast)
             for i in list(mem.lessons)[:50]:
                 assert mem.engine._tool_ok(i, tool or "") == (mem.lessons[i].scope.tool in (None, tool or ""))
-            mem.lessons = type(mem.lessons)(Lesson, NS, {i: mem.lessons.raw_json(i) for i in mem.lessons})
+            mem.view.lessons = type(mem.lessons)(Lesson, NS, {i: mem.lessons.raw_json(i) for i in mem.lessons})
             mem.engine.lessons = mem.lessons
         assert found > len(queries)
     finally:
@@ -200,7 +200,7 @@ def test_fast_scoring_equals_the_reference_on_pre_run_inputs(synthetic: tuple[Pa
             known = set(ids[::5])
             qvec = mem.store.embed_query(" ".join(actions))
             kwargs = dict(fingerprint_ids={q.event.fingerprint_id for q in batch}, tags={t for q in batch for t in q.event.tags}, now=NOW, known=known)
-            ref = eng._score(sources, qvec, {}, actions=actions, **kwargs)  # type: ignore[arg-type]
+            ref = score_reference(eng, sources, qvec, {}, actions=actions, **kwargs)  # type: ignore[arg-type]
             fast = eng._score_fast(sources, qvec, {}, matcher=ActionMatcher(actions), **kwargs)  # type: ignore[arg-type]
             assert [(c.item_id, c.score, c.components, c.reasons) for c in fast] == [
                 (c.item_id, c.score, c.components, c.reasons) for c in ref

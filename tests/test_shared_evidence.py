@@ -106,7 +106,7 @@ def test_a_folded_lesson_matches_what_end_run_judged_in_one_process(tmp_path: Pa
     records = {l.id: l for l in mem.store.all("lessons") if isinstance(l, Lesson)}
     assert all(records[lid].stats.activations == 0 for lid in LESSON_IDS)  # the records were never rewritten
     entries = [((ev.run_seq, 0.0, "w", n), ev) for n, ev in enumerate(
-        ev for lid in LESSON_IDS for ev in mem._ledger.evidence(lid))]
+        ev for lid in LESSON_IDS for ev in mem.view.ledger.evidence(lid))]
     assert sum(ev.shown for _, ev in entries) == sum(mem.lessons[lid].stats.activations for lid in LESSON_IDS) > 0
     folded = fold_all(records, entries, CFG)
     for lid in LESSON_IDS:
@@ -147,11 +147,11 @@ def test_a_snapshot_saved_after_another_writer_reopens_to_the_same_state(chroma_
     b = _open(chroma_server, ns, tmp_path, "b")
     _end(b, "b0", "l2", shown=3, fixed=True)
     _end(a, "a0", "l2", shown=1, fixed=True)  # a reads b's run first, then writes last
-    a._write_base()
+    a.sync.write_base()
     a.close()
     b.close()
     again = _open(chroma_server, ns, tmp_path, "a")
-    assert again._snapshot_heads  # opened from the snapshot, which recorded the heads it reflects
+    assert again.sync.snapshot_heads  # opened from the snapshot, which recorded the heads it reflects
     fresh = _open(chroma_server, ns, tmp_path, "fresh", snapshot=False)
     assert again.lessons["l2"].stats.activations == 4
     assert _lessons(again) == _lessons(fresh)

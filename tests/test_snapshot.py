@@ -25,10 +25,10 @@ def _state(mem: LearningMemory) -> tuple[Any, ...]:
     return (
         mem.graph.snapshot(),
         {i: l.model_dump() for i, l in mem.lessons.items()},
-        {i: l.model_dump() for i, l in mem._links.items()},
-        {i: s.model_dump() for i, s in mem._skills.items()},
+        {i: l.model_dump() for i, l in mem.view.links.items()},
+        {i: s.model_dump() for i, s in mem.view.skills.items()},
         [r.model_dump() for r in mem.runs],
-        dict(mem._fp_runs),
+        dict(mem.view.fp_runs),
     )
 
 
@@ -65,9 +65,11 @@ def test_open_pauses_the_garbage_collector_throughout_and_restores_it(
     from langmem_plus.store.chroma import ChromaStore
 
     seen: list[bool] = []
-    real_open, real_load = ChromaStore.open.__func__, LearningMemory._load_snapshot  # type: ignore[attr-defined]
+    from langmem_plus.memory.sync import StoreSync
+
+    real_open, real_load = ChromaStore.open.__func__, StoreSync._load_snapshot  # type: ignore[attr-defined]
     monkeypatch.setattr(ChromaStore, "open", classmethod(lambda cls, **kw: (seen.append(gc.isenabled()), real_open(cls, **kw))[1]))
-    monkeypatch.setattr(LearningMemory, "_load_snapshot", lambda self: (seen.append(gc.isenabled()), real_load(self))[1])
+    monkeypatch.setattr(StoreSync, "_load_snapshot", lambda self: (seen.append(gc.isenabled()), real_load(self))[1])
     for enabled in (True, False):
         (gc.enable if enabled else gc.disable)()
         try:
@@ -208,17 +210,17 @@ def test_snapshot_vectors_are_chromas_and_never_stale(demo_store: Path, tmp_path
     ids = sorted(mem.lessons)
     stored = mem.store.stored_embeddings("lessons", ids)
     for i in ids:
-        row = mem._lesson_vectors.get(i)
+        row = mem.view.lesson_vectors.get(i)
         assert row is not None and np.allclose(row, stored[i], rtol=0, atol=1e-6)
     target = mem.lessons[ids[0]]
     rewritten = target.model_copy(update={"rule_text": "WRONG: frobnicate -> CORRECT: defrobnicate", "wrong": "frobnicate"})
     mem.store.upsert("lessons", [rewritten])  # journalled, not folded into the base (no close)
     again = LearningMemory.open(path, namespace=NS)
-    assert again._lesson_vectors.get(target.id) is None  # the base row is stale: not used
+    assert again.view.lesson_vectors.get(target.id) is None  # the base row is stale: not used
     fresh = again.store.stored_embeddings("lessons", [target.id])[target.id]
     assert np.array_equal(again.vectors.relevance([again.lessons[target.id]])[0], fresh)
     assert not np.allclose(fresh, stored[target.id], rtol=0, atol=1e-3)
-    assert np.allclose(again._lesson_vectors.get(ids[1]), stored[ids[1]], rtol=0, atol=1e-6)  # the others: from the base
+    assert np.allclose(again.view.lesson_vectors.get(ids[1]), stored[ids[1]], rtol=0, atol=1e-6)  # the others: from the base
 
 
 def test_background_warm_parses_everything_and_never_undoes_a_write() -> None:

@@ -199,7 +199,7 @@ def test_langmem_plus_design_pairs_retrieval_and_update_through_the_memory() -> 
 
 def test_unclaimed_retrievals_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A frozen memory (static deployment) retrieves without ever updating: what it showed must not pile up."""
-    import langmem_plus.memory as memory_module
+    import langmem_plus.memory.facade as memory_module
     from langmem_plus.memory import LearningMemory, Trajectory
     from langmem_plus.records import TaskSpec
 

@@ -120,7 +120,7 @@ def _write(mem: Any, lessons: list[Lesson]) -> None:
 
     ``add_lessons`` also checks each import for conflicts and audits it, which is a
     learning cost, not a storage one; it is left out so the figure is the store's.
-    The memory follows the store's writes (``LearningMemory._on_write``).
+    The memory follows the store's writes (``StoreSync.on_write``).
     """
     mem.store.upsert("lessons", lessons)
 

@@ -22,8 +22,8 @@ the guard survivors only and cached.
 
 On error, the fast path (``on_error``) runs the Chroma calls on a worker thread
 beside the in-memory work when that has been faster lately (``retrieval.worker``)
-and scores with ``fast_scoring``; ``on_error_reference`` is the sequential version
-with the reference scoring, and the two return the same ``Retrieval`` (tested).
+and scores with ``fast_scoring``. The sequential version with reference scoring lives
+in ``tests/retrieval_reference.py``; the two return the same ``Retrieval`` (tested).
 
 The engine reads; it writes nothing but what it returns. The facade persists
 activations and audit records.
@@ -64,12 +64,8 @@ from langmem_plus.retrieval.fast_scoring import (
 )
 from langmem_plus.retrieval.query import build_query
 from langmem_plus.retrieval.scoring import (
-    cosine,
     episode_components,
     episode_score,
-    fingerprint_credit,
-    lesson_components,
-    lesson_score,
 )
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
 from langmem_plus.retrieval.support import choose_support, skill_components
@@ -80,12 +76,6 @@ from langmem_plus.store.mapping import KIND_SPECS
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-FAST_ON_ERROR = True
-"""On error, overlap the Chroma calls with the in-memory work (``worker``) and score with
-``fast_scoring``; False runs ``on_error_reference`` (sequential, reference scoring), which
-returns the same ``Retrieval`` (tested)."""
-
 
 class VectorCache:
     """Two vectors per lesson, computed in one batch when first needed.
@@ -262,8 +252,6 @@ class RetrievalEngine:
     ) -> None:
         self.store, self.graph, self.lessons, self.vectors, self.config = store, graph, lessons, vectors, config
         self._graph_ms = 0.0
-        self.fast = FAST_ON_ERROR
-        """Whether ``on_error`` takes the fast path (else ``on_error_reference``)."""
         self._worker = Worker("langmem-plus-retrieval")
 
         self.overlap: bool | None = config.overlap_store_calls
@@ -328,53 +316,6 @@ class RetrievalEngine:
                 if lesson is not None and lesson.retrievable:
                     out.append(lesson)
         return out
-
-    def _score(
-        self,
-        sources: dict[str, list[str]],
-        qvec: list[float],
-        vector_sims: Mapping[str, float],
-        *,
-        fingerprint_ids: Collection[str],
-        tags: Collection[str],
-        now: float,
-        actions: Sequence[str] = (),
-        known: Collection[str] = (),
-    ) -> list[ScoredItem]:
-        """Every candidate scored by the reference functions of ``scoring``; ``_score_fast`` must equal it (tested)."""
-        lessons = self._retrievable(sources)
-        need = [l for l in lessons if l.id not in vector_sims]
-        q = np.asarray(qvec, dtype=np.float32)
-        sims = dict(vector_sims)
-        if need:
-            sims.update(zip((l.id for l in need), (cosine(q, row) for row in self.vectors.relevance(need))))
-        items: list[ScoredItem] = []
-        for lesson in lessons:
-            sim = sims[lesson.id]
-            comps = lesson_components(
-                lesson, fingerprint_ids=fingerprint_ids, tags=tags, text_similarity=sim, now=now, config=self.config
-            )
-            if lesson.id in known:
-                comps["fingerprint_match"] = 1.0
-            else:
-                comps["fingerprint_match"] = fingerprint_credit(
-                    lesson,
-                    exact=comps["fingerprint_match"] > 0,
-                    actions=actions,
-                    miss_factor=self.config.rewrite_miss_factor,
-                    action_credit=self.config.action_match_credit,
-                )
-            items.append(
-                ScoredItem(
-                    kind="lesson",
-                    item=lesson,
-                    score=lesson_score(comps, self.config),
-                    components=comps,
-                    reasons=[f"source:{s}" for s in sources[lesson.id]],
-                )
-            )
-        order = sorted(range(len(items)), key=lambda i: -items[i].score)
-        return [items[i] for i in order]
 
     def _score_fast(
         self,
@@ -523,10 +464,8 @@ class RetrievalEngine:
         the stored-vector read of ``_score_fast``. Whether to overlap is ``self.overlap``,
         or, when None, whichever has been faster lately (``worker.StrategyTimer``): on a
         busy machine thread wake-ups cost more than the overlap saves. Either way the
-        result is ``on_error_reference``'s (tested). ``limit``: as in ``_finish``.
+        result is the sequential reference's (``tests/retrieval_reference.py``, tested). ``limit``: as in ``_finish``.
         """
-        if not self.fast:
-            return self.on_error_reference(event, ctx, now=now, limit=limit)
         overlap = self._strategy.choose() if self.overlap is None else self.overlap
         started = time.perf_counter()
         result = self._on_error_fast(event, ctx, now=now, overlap=overlap, limit=limit)
@@ -568,22 +507,6 @@ class RetrievalEngine:
         if event.tool:
             sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
         return sources
-
-    def on_error_reference(
-        self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None
-    ) -> Retrieval:
-        """``on_error`` the obvious way: every step in turn, reference scoring. For tests."""
-        query = _error_query(event, ctx, self.config.query_error_chars)
-        qvec = self.store.embed_query(query)
-        exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
-        action = self._action_candidates(event.action, event.tool) if event.action else []
-        vec = self._vector_candidates(qvec, self.config.candidates_k)
-        graph = self._graph_candidates(self._error_seeds(event))
-        sources = self._error_sources(event, exact, action, vec, graph)
-        items = self._score(
-            sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
-        )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now, limit=limit)
 
     def pre_run(
         self,

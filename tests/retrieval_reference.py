@@ -1,18 +1,25 @@
 """Slow, obvious versions of the selection functions, kept only to test the fast ones against.
 
-STYLE: a fast algorithm keeps an obvious reference beside it. ``mmr.mmr_select_reference``
-lives beside its fast version (the PageRank references are in ``tests/ppr_reference.py``); the guards
-of DESIGN §5.4 and the budget of §5.6 are referenced here, written the way the design
-states them rather than the way ``select`` computes them (one pass, counters, union-find).
+STYLE: a fast algorithm keeps an obvious reference beside it; the references only tests
+use live in the tests (issue 13). ``mmr.mmr_select_reference`` stays beside its fast
+version (``select_reference`` uses it); the PageRank references are in
+``tests/ppr_reference.py``. Here: the guards of DESIGN §5.4 and the budget of §5.6,
+written the way the design states them rather than the way ``select`` computes them (one
+pass, counters, union-find), and the on-error retrieval done sequentially with the
+reference scoring, which the overlapped fast path must equal.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import numpy as np
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import Lesson, ScoredItem
+from langmem_plus.records import ErrorEvent, Lesson, ScoredItem, WorkingContext
+from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, _error_query
+from langmem_plus.retrieval.scoring import cosine, fingerprint_credit, lesson_components, lesson_score
 from langmem_plus.retrieval.select import default_bucket_of, default_run_of
 
 
@@ -102,3 +109,68 @@ def budget_reference(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -
 
 
 __all__ = ["apply_guards_reference", "budget_reference"]
+
+
+def score_reference(
+    engine: RetrievalEngine,
+    sources: dict[str, list[str]],
+    qvec: list[float],
+    vector_sims: Mapping[str, float],
+    *,
+    fingerprint_ids: Collection[str],
+    tags: Collection[str],
+    now: float,
+    actions: Sequence[str] = (),
+    known: Collection[str] = (),
+) -> list[ScoredItem]:
+    """Every candidate scored by the reference functions of ``scoring``: ``RetrievalEngine._score_fast`` must equal it."""
+    lessons = engine._retrievable(sources)
+    need = [l for l in lessons if l.id not in vector_sims]
+    q = np.asarray(qvec, dtype=np.float32)
+    sims = dict(vector_sims)
+    if need:
+        sims.update(zip((l.id for l in need), (cosine(q, row) for row in engine.vectors.relevance(need))))
+    items: list[ScoredItem] = []
+    for lesson in lessons:
+        sim = sims[lesson.id]
+        comps = lesson_components(
+            lesson, fingerprint_ids=fingerprint_ids, tags=tags, text_similarity=sim, now=now, config=engine.config
+        )
+        if lesson.id in known:
+            comps["fingerprint_match"] = 1.0
+        else:
+            comps["fingerprint_match"] = fingerprint_credit(
+                lesson,
+                exact=comps["fingerprint_match"] > 0,
+                actions=actions,
+                miss_factor=engine.config.rewrite_miss_factor,
+                action_credit=engine.config.action_match_credit,
+            )
+        items.append(
+            ScoredItem(
+                kind="lesson",
+                item=lesson,
+                score=lesson_score(comps, engine.config),
+                components=comps,
+                reasons=[f"source:{s}" for s in sources[lesson.id]],
+            )
+        )
+    order = sorted(range(len(items)), key=lambda i: -items[i].score)
+    return [items[i] for i in order]
+
+
+def on_error_reference(
+    engine: RetrievalEngine, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None
+) -> Retrieval:
+    """``RetrievalEngine.on_error`` the obvious way: every step in turn, reference scoring."""
+    query = _error_query(event, ctx, engine.config.query_error_chars)
+    qvec = engine.store.embed_query(query)
+    exact = engine.graph.lessons_for_fingerprint(event.fingerprint_id)
+    action = engine._action_candidates(event.action, event.tool) if event.action else []
+    vec = engine._vector_candidates(qvec, engine.config.candidates_k)
+    graph = engine._graph_candidates(engine._error_seeds(event))
+    sources = engine._error_sources(event, exact, action, vec, graph)
+    items = score_reference(engine, 
+        sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
+    )
+    return engine._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: engine.config.context_text_chars], now=now, limit=limit)

@@ -1,25 +1,10 @@
-"""LearningMemory: the one facade every surface (nodes, graph, CLI, retrievers) goes through.
-
-It owns one namespace's Chroma collections, its lesson graph and its audit log, and
-exposes the learning loop: ``capture`` failed steps, ``retrieve_pre_run`` and
-``retrieve_on_error`` lessons, ``end_run`` to synthesize, measure, promote and
-suppress. Reads and writes never cross namespaces: each namespace has its own
-collections, graph and audit file.
-
-Example:
-    >>> import tempfile
-    >>> from langmem_plus import LearningMemory, TaskSpec
-    >>> mem = LearningMemory.open(tempfile.mkdtemp(), namespace=("acme", "agent-7"))
-    >>> mem.retrieve_pre_run(TaskSpec(task_id="t1", goal="count rows", tool="gridtool"))
-    []
-"""
+"""``LearningMemory``: the calls of the learning loop over one namespace (see the ``memory`` package)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gc
-import json
 import logging
 import math
 import threading
@@ -27,26 +12,21 @@ import time
 import uuid
 from collections import ChainMap, Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from langmem_plus._text import stable_id
 from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
-from langmem_plus.errors import InvalidRecord, StoreUnavailable
-from langmem_plus.learning.consolidate import consolidate
-from langmem_plus.learning.dedup import find_conflicts, lesson_hashes
-from langmem_plus.learning.episodes import episodes_from_run, goal_template, plan_episode_writes
+from langmem_plus.errors import InvalidRecord
+from langmem_plus.learning.episodes import episodes_from_run
 from langmem_plus.learning.hints import hints_from_items
-from langmem_plus.learning.incremental import StoreLookup, index_entries, index_key
-from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
+from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import (
-    Integration,
     Judgement,
     apply_conflict_losses,
     integrate_candidates,
@@ -57,37 +37,35 @@ from langmem_plus.learning.lifecycle import (
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
-from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.learning.textrules import learn_text_rules
+from langmem_plus.memory.imports import link_imported, with_simhash
+from langmem_plus.memory.runs import audit_run, co_activation_links, write_episodes
+from langmem_plus.memory.sync import StoreSync
+from langmem_plus.memory.view import MemoryView, stored
+from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.records import (
-    LESSON_STATUSES,
     Activation,
     Episode,
     ErrorEvent,
     Hint,
     Lesson,
-    Link,
     Moment,
     Namespace,
     RunEvidence,
     RunRecord,
     RunReport,
     ScoredItem,
-    Skill,
     Step,
     TaskSpec,
     Verdict,
     WorkingContext,
     validate_namespace,
 )
-from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine, VectorCache, rule_core
+from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine
 from langmem_plus.store.audit import AuditLog, audit_path
-from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
+from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
-from langmem_plus.store.journal import Entry, SharedLog
-from langmem_plus.store.lesson_index import LessonIndex
-from langmem_plus.store.mapping import KIND_SPECS
-from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, SnapshotDir, snapshot_dir
+from langmem_plus.store.snapshot import RecordTable, SnapshotDir, snapshot_dir
 
 if TYPE_CHECKING:
     from langmem_plus.integrations.middleware import LearningMiddleware
@@ -95,19 +73,12 @@ if TYPE_CHECKING:
     from langmem_plus.memory_types.semantic import FactHit, SemanticMemory
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 DEFAULT_PATH = ".langmem_plus"
 """Where the embedded store lives when no path is given."""
 SHOWN_UNCLAIMED_MAX = 1000
 """Run ids whose ``general_retrieve`` activations wait for a ``general_update``; the oldest are dropped beyond this."""
-LOG_NAME = "evidence"
-"""The shared log of run evidence and write announcements (``store.journal.SharedLog``)."""
 
-
-def _run_order(r: RunRecord) -> tuple[int, float, str]:
-    """Runs in Lamport order: sequence number, then end time, then id (two writers may share a number)."""
-    return (r.seq, r.ts, r.run_id)
 
 
 class Trajectory(BaseModel):
@@ -119,12 +90,6 @@ class Trajectory(BaseModel):
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
-R = TypeVar("R", bound=BaseModel)
-
-
-def _all(store: ChromaStore, kind: str, cls: type[R]) -> list[R]:
-    """Every record of ``kind`` in the store, typed."""
-    return [r for r in store.all(kind) if isinstance(r, cls)]
 
 
 def _first_steps(activations: Sequence[Activation]) -> dict[str, int]:
@@ -155,7 +120,12 @@ def _gc_paused() -> Iterator[None]:
 
 
 class LearningMemory:
-    """A namespace's learning memory. Open it with ``LearningMemory.open``."""
+    """A namespace's learning memory. Open it with ``LearningMemory.open``.
+
+    The facade: the learning loop's calls, each taking the memory's lock while it reads
+    or changes the view (``memory.view``), which ``memory.sync`` keeps in step with
+    Chroma, the local snapshot and the other writers of the namespace.
+    """
 
     def __init__(
         self,
@@ -171,52 +141,23 @@ class LearningMemory:
         self.store, self.audit, self.namespace, self.config, self.llm = store, audit, namespace, config, llm
         self.clock = clock
         self._lock = threading.RLock()
-        self._snapshot = snapshot
-        self._generation: str | None = None
-        self._lesson_vectors = LessonVectors()
-        self.vectors = VectorCache(
-            store, config.embedding_dim, capacity=config.vector_cache_size, known=lambda ids: self._lesson_vectors.get_many(ids)
-        )
-        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace)
-        """Lessons by id; parsed from the snapshot on first use."""
-        self._links: RecordTable[Link] = RecordTable(Link, namespace)
-        self._skills: RecordTable[Skill] = RecordTable(Skill, namespace)
-        self.runs: list[RunRecord] = []
-        self._fp_runs: Counter[str] = Counter()
-        self.graph = LessonGraph()
-        self._index: LessonIndex | None = None
-        """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
-        self._journal_group: list[tuple[str, str, list[tuple[str, str]]]] | None = None
-        """Journal entries of the open ``_write_group``, written when it ends."""
-        self._announce: dict[str, list[str]] | None = None
-        """Ids of the tracked writes of the open ``_write_group``, by kind: announced on the shared log when it ends."""
-        self._ledger = Ledger(config)
-        """Records and run evidence of the lessons that have evidence; ``self.lessons`` holds their fold."""
-        self._log = SharedLog(store, LOG_NAME, clock=clock)
-        """Run evidence and write announcements, shared with every other writer of the namespace."""
-        self._snapshot_heads: dict[str, int] | None = None
-        self._refreshed_at = -math.inf
-        heads_before = self._log.heads()  # before the state is read: later announcements may not be in it
-        loaded = self._load_snapshot()
-        if loaded is None:
-            self._load_store()
-        if self._index is None:
-            self._index = self._build_index()
-        self._log_since_base = 0
-        """Shared-log entries folded since the snapshot base: they count toward a rebase like journal records."""
-        self._catch_up(heads_before if loaded is None else (self._snapshot_heads or {}), from_snapshot=loaded is not None)
-        store.listeners.append(self._on_write)
+        self.view = MemoryView(store, namespace, config)
+        """What this process holds of the namespace: lessons, links, skills, runs, graph, index, ledger."""
+        self.sync = StoreSync(store, self.view, snapshot=snapshot, lock=self._lock, clock=clock)
+        """Writes, the snapshot and the other writers (``memory.sync``)."""
+        from_snapshot = self.sync.open_view()
+        store.listeners.append(self.sync.on_write)
+        self.vectors = self.view.vectors
         self.engine = RetrievalEngine(
-            store=store, graph=self.graph, lessons=self.lessons, vectors=self.vectors, config=config
+            store=store, graph=self.view.graph, lessons=self.view.lessons, vectors=self.vectors, config=config
         )
-        if loaded is None and snapshot is not None:
-            self._write_base()
+        if not from_snapshot and snapshot is not None:
+            self.sync.write_base()
         self._warm_stop = threading.Event()
         self._warmer: threading.Thread | None = None
-        if loaded is not None and config.warm_lessons and self.lessons.parsed_count() < len(self.lessons):
-            self._warmer = threading.Thread(
-                target=self.lessons.warm, args=(self._warm_stop,), name="langmem-plus-warm", daemon=True
-            )
+        lessons = self.view.lessons
+        if from_snapshot and config.warm_lessons and lessons.parsed_count() < len(lessons):
+            self._warmer = threading.Thread(target=lessons.warm, args=(self._warm_stop,), name="langmem-plus-warm", daemon=True)
             self._warmer.start()
         self._pending_losses: dict[str, Counter[str]] = {}
         """Run id -> conflict-cluster losses at its retrievals, consumed by that run's ``end_run``; ad-hoc
@@ -225,6 +166,22 @@ class LearningMemory:
         """Activations ``general_retrieve`` showed, by run id, until ``general_update`` takes them."""
         self.last_retrieval: Retrieval | None = None
         """The full result of the latest retrieval (candidates, drops, tokens), for inspection."""
+        self._semantic: SemanticMemory | None = None
+
+    @property
+    def lessons(self) -> RecordTable[Lesson]:
+        """Lessons by id, each the fold of its run evidence over its stored record."""
+        return self.view.lessons
+
+    @property
+    def graph(self) -> LessonGraph:
+        """The lesson graph (``store.graph``)."""
+        return self.view.graph
+
+    @property
+    def runs(self) -> list[RunRecord]:
+        """The stored runs in Lamport order."""
+        return self.view.runs
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -282,344 +239,26 @@ class LearningMemory:
         """Fold a long snapshot journal into a new base (``snapshot_rebase_share``), then release the store client."""
         self._warm_stop.set()
         self.wait_warm(timeout=5.0)
-        with self._lock:
-            if self._snapshot is not None and not self.store.closed:
-                stored = len(self.lessons) + len(self._links) + len(self._skills) + len(self.runs)
-                if self._snapshot.journal_records + self._log_since_base > self.config.snapshot_rebase_share * stored:
-                    self._write_base()
+        self.sync.rebase_if_long(self.config.snapshot_rebase_share)
         self.engine.close()  # the retrieval worker thread, before the client it calls
         self.audit.close()  # writes the deferred retrieval records
         self.store.close()
-
-    # ------------------------------------------------------------------ state and snapshot
-    def _load_snapshot(self) -> Loaded | None:
-        """Lessons, links, skills, runs and the graph from the local snapshot, if it matches Chroma's generation.
-
-        ``open`` runs it with the garbage collector paused (``_gc_paused``).
-        """
-        if self._snapshot is None:
-            return None
-        generation = self.store.generation()
-        loaded = self._snapshot.load(generation)
-        if loaded is None:
-            return None
-        ns = self.namespace
-        try:
-            self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"])
-            self._links = RecordTable(Link, ns, loaded.records["links"])
-            self._skills = RecordTable(Skill, ns, loaded.records["skills"])
-            runs = (RunRecord.model_validate_json(raw) for raw in loaded.records["runs"].values())
-            self._set_runs(r for r in runs if tuple(r.namespace) == ns)
-            self.graph = LessonGraph.from_state(
-                loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
-            )
-            self._lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
-            self._index = self._saved_index(loaded)  # before the journal: its writes update it
-            if loaded.ledger is None:  # the saved lessons are folds: without their evidence they cannot be trusted
-                raise ValueError("the base has no run-evidence ledger")
-            saved = json.loads(loaded.ledger)  # before the journal: its lesson writes fold over the saved evidence
-            self._ledger = Ledger.from_json(json.dumps(saved["accounts"]), self.config)
-            self._snapshot_heads = {str(w): int(n) for w, n in saved["heads"].items()}
-            for _token, kind, entries in loaded.journal:
-                parse = KIND_SPECS[kind].model.model_validate_json if kind else None
-                if parse is not None:
-                    self._apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:  # ValidationError is a ValueError
-            logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self._snapshot.path, exc)
-            self._index = None
-            self._snapshot_heads = None
-            self._ledger = Ledger(self.config)
-            return None
-        self._generation = generation
-        return loaded
-
-    def _load_store(self) -> None:
-        """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
-        self._generation = self.store.generation()  # read first: a write racing this read makes it stale, never wrong
-        self._index = None  # built from the lessons read here
-        ns = self.namespace
-        self.lessons, self._links, self._skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
-        for lesson in _all(self.store, "lessons", Lesson):
-            self.lessons[lesson.id] = lesson
-        for link in _all(self.store, "links", Link):
-            self._links[link.id] = link
-        for skill in _all(self.store, "skills", Skill):
-            self._skills[skill.id] = skill
-        self.graph = LessonGraph.from_records(self.lessons.values(), self._skills.values(), self._links.values())
-        self._set_runs(_all(self.store, "runs", RunRecord))
-
-    def _set_runs(self, runs: Iterable[RunRecord]) -> None:
-        """The stored runs in Lamport order (``_run_order``), and how many runs each fingerprint appeared in."""
-        self.runs = sorted(runs, key=_run_order)
-        self._fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
-
-    def _new_index(self) -> LessonIndex:
-        cfg = self.config
-        return LessonIndex(bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands)
-
-    def _build_index(self) -> LessonIndex:
-        """The lesson index computed from every lesson (an open from Chroma, or a snapshot without one)."""
-        index = self._new_index()
-        lessons: list[Lesson] = []
-        for lesson_id in list(self.lessons):
-            found = self.lessons.get(lesson_id)  # an unreadable snapshot record is dropped here
-            if found is not None:
-                lessons.append(found)
-        for lesson, entry in zip(lessons, index_entries(lessons, self.config)):
-            index.put(lesson.id, *entry)
-        return index
-
-    def _saved_index(self, loaded: Loaded) -> LessonIndex | None:
-        """The lesson index saved with the snapshot's base, when it was computed with this config."""
-        meta, arrays = loaded.index_meta, loaded.index_arrays
-        ids = list(loaded.records["lessons"])
-        if meta is None or arrays is None or meta.get("key") != index_key(self.config) or meta.get("count") != len(ids):
-            return None
-        cfg = self.config
-        try:
-            return LessonIndex.from_arrays(
-                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands
-            )
-        except (ValueError, KeyError) as exc:
-            logger.info("langmem_plus: the saved lesson index does not fit (%s); rebuilding it", exc)
-            return None
-
-    def _index_state(self, ids: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-        """The lesson index's columns for a new base, aligned with ``ids``; None when it cannot say."""
-        if self._index is None:
-            return None
-        try:
-            arrays = self._index.to_arrays(ids)
-        except KeyError:  # a record the table could not read: the next open rebuilds the index
-            return None
-        return {"key": index_key(self.config), "count": len(ids)}, arrays
-
-    def _base_vectors(self) -> tuple[list[str], np.ndarray] | None:
-        """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
-        ids = list(self.lessons)
-        found = self._lesson_vectors.get_many(ids)
-        missing = [i for i in ids if i not in found]
-        for start in range(0, len(missing), PAGE_SIZE):
-            found.update(self.store.stored_embeddings("lessons", missing[start : start + PAGE_SIZE]))
-        ids = [i for i in ids if i in found]
-        if not ids:
-            return None
-        return ids, np.vstack([found[i] for i in ids]).astype(np.float32, copy=False)
-
-    def _write_base(self) -> None:
-        """Save the whole state as a new snapshot base; a failure only costs the next open its speed."""
-        assert self._snapshot is not None
-        lesson_ids = list(self.lessons)
-        records = {
-            "lessons": ((i, self.lessons.raw_json(i)) for i in lesson_ids),
-            "links": ((i, self._links.raw_json(i)) for i in self._links),
-            "skills": ((i, self._skills.raw_json(i)) for i in self._skills),
-            "runs": ((r.run_id, r.model_dump_json()) for r in self.runs),
-        }
-        try:
-            self._snapshot.write_base(
-                self._generation, records, self.graph.to_state(), self._base_vectors(), self._index_state(lesson_ids),
-                ledger=f'{{"heads": {json.dumps(self._log.seen())}, "accounts": {self._ledger.to_json()}}}',
-            )
-            self._log_since_base = 0
-        except (OSError, StoreUnavailable) as exc:
-            logger.warning("langmem_plus: could not write the snapshot %s (%s); opens read from Chroma", self._snapshot.path, exc)
-
-    def _on_write(
-        self, kind: str, records: list[BaseModel], raws: list[str], vectors: np.ndarray, token: str | None
-    ) -> None:
-        """Keep the in-memory state (and the snapshot journal) in step with every store write."""
-        with self._lock:
-            self._apply(kind, records, raws, vectors)
-            if token is None:
-                return
-            self._generation = token
-            id_of = KIND_SPECS[kind].id_of
-            entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
-            if self._journal_group is not None and self.store.in_write_group():
-                self._journal_group.append((token, kind, entries))  # journalled and announced when the group ends
-            else:
-                self._journal([(token, kind, entries)])
-                self._publish([(token, kind, entries)], [])
-
-    def _journal(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]]) -> None:
-        """Append committed writes to the snapshot journal, one end line per token."""
-        if self._snapshot is None:
-            return
-        by_token: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {}
-        for token, kind, entries in writes:
-            by_token.setdefault(token, []).append((kind, entries))
-        try:
-            for token, group in by_token.items():
-                self._snapshot.append_group(token, group)
-        except OSError as exc:  # the token check makes the next open read from Chroma
-            logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
-
-    @contextlib.contextmanager
-    def _write_group(self) -> Iterator[list[RunEvidence]]:
-        """The block's tracked writes share one generation token (``ChromaStore.write_group``), journalled after it.
-
-        One Chroma call for the token instead of one per write. The journal gets the
-        writes only once the block is over (also when it fails: what Chroma took is
-        journalled), so a crash inside leaves Chroma's token ahead and the next open exact.
-        Then the writes are announced on the shared log, with the run evidence the block
-        added to the list it yields, in one append (``_publish``); the evidence is folded
-        here only once the log holds it, so what this memory shows another can read.
-        """
-        evidence: list[RunEvidence] = []
-        if self._journal_group is not None:
-            yield evidence
-            if evidence:
-                raise InvalidRecord("run evidence belongs to the outermost write group")
-            return
-        self._journal_group = []
-        done = False
-        try:
-            with self.store.write_group():
-                yield evidence
-            done = True
-        finally:
-            pending, self._journal_group = self._journal_group, None
-            self._journal(pending)
-            if done or pending:
-                self._publish(pending, evidence if done else [])
-
-    def _publish(self, writes: Sequence[tuple[str, str, list[tuple[str, str]]]], evidence: Sequence[RunEvidence]) -> None:
-        """Announce committed writes (their ids) and append run evidence on the shared log, then fold the evidence.
-
-        Records first, announcement after: a reader that sees the announcement finds the
-        records. A crash in between leaves records nobody was told of, whose write never
-        returned; a full open still reads them from Chroma.
-        """
-        wrote: dict[str, list[str]] = {}
-        for _token, kind, entries in writes:
-            wrote.setdefault(kind, []).extend(i for i, _ in entries)
-        records: list[dict[str, Any]] = [{"wrote": wrote}] if wrote else []
-        records += [{"evidence": ev.model_dump(mode="json")} for ev in evidence]
-        if not records:
-            return
-        appended = self._log.append_entries(records)
-        self._fold_evidence(appended)
-        self._log_since_base += len(appended)
-
-    def _fold_evidence(self, entries: Sequence[Entry]) -> None:
-        """Fold log entries holding run evidence into the lessons they are about."""
-        found: list[tuple[LogKey, RunEvidence]] = []
-        for e in entries:
-            raw = e.data.get("evidence")
-            if raw is None:
-                continue
-            try:
-                ev = RunEvidence.model_validate(raw)
-                found.append(((ev.run_seq, e.ts, e.writer, e.n), ev))
-            except ValueError as exc:
-                logger.warning("langmem_plus: skipped unreadable run evidence %s: %s", e.id, exc)
-        if found:
-            changed = self._ledger.add(found, current=self.lessons.get)
-            self._put_lessons([(lesson, None) for lesson in changed.values()], None)
-
-    def _catch_up(self, heads: dict[str, int], *, from_snapshot: bool) -> None:
-        """At open: read what the state does not reflect yet from the shared log.
-
-        From a snapshot, the state (its ledger included) reflects the log up to the heads
-        saved with the base: only the entries past them are read. From Chroma, the records
-        are all there but not the evidence: every entry is read, and the records of
-        announcements past ``heads`` (the heads read before the records) are fetched.
-        """
-        if from_snapshot:
-            self._log.skip_to(heads)
-            entries = self._log.read_new()
-            self._apply_announced(entries)
-        else:
-            entries = self._log.read_all()
-            self._apply_announced([e for e in entries if e.n > heads.get(e.writer, 0)])
-        self._fold_evidence(entries)
-        self._log_since_base += len(entries)
-
-    def refresh(self) -> int:
-        """Read what other writers appended since the last look: their records and run evidence; returns the entries read.
-
-        Runs at every ``end_run``, at a run's start (``shared_refresh_s``), and on demand.
-
-        Raises:
-            StoreUnavailable: Chroma cannot be read.
-        """
-        with self._lock:
-            self._refreshed_at = self.clock()
-            entries = self._log.read_new()
-            if entries:
-                self._apply_announced(entries)
-                self._fold_evidence(entries)
-                self._log_since_base += len(entries)
-            return len(entries)
-
-    def _apply_announced(self, entries: Sequence[Entry]) -> None:
-        """Read the records named by ``wrote`` announcements from Chroma and fold them into the state (journalled)."""
-        wanted: dict[str, set[str]] = {}
-        for e in entries:
-            wrote = e.data.get("wrote")
-            if isinstance(wrote, dict):
-                for kind, ids in wrote.items():
-                    if kind in KIND_SPECS and isinstance(ids, list):
-                        wanted.setdefault(kind, set()).update(str(i) for i in ids)
-        for kind, ids in wanted.items():
-            records = self.store.get(kind, sorted(ids))
-            if not records:
-                continue
-            self._apply(kind, records, [r.model_dump_json() for r in records], None)
-
-    def _apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
-        """Fold written records into the in-memory state; ``vectors`` are their stored embeddings (None on replay)."""
-        lessons: list[tuple[Lesson, str | None]] = []
-        for record, raw in zip(records, raws):
-            if isinstance(record, Lesson):
-                lesson = self._ledger.set_record(record)  # a lesson with evidence is the fold over its record
-                lessons.append((lesson, raw if lesson is record else None))
-            elif isinstance(record, Link):
-                self._links.put(record.id, record, raw)
-                self.graph.set_link(record)
-            elif isinstance(record, Skill):
-                self._skills.put(record.id, record, raw)
-                self.graph.upsert_skill(record)
-            elif isinstance(record, RunRecord):
-                self._add_run(record)
-        if lessons:
-            self._put_lessons(lessons, vectors if len(lessons) == len(records) else None)
-
-    def _put_lessons(self, lessons: Sequence[tuple[Lesson, str | None]], vectors: np.ndarray | None) -> None:
-        """Put lessons (with their JSON when known) into the table, graph, vector caches and index."""
-        document = KIND_SPECS["lessons"].document
-        for n, (lesson, raw) in enumerate(lessons):
-            old = self.lessons.get(lesson.id)
-            embedded_text_changed = old is None or document(old) != document(lesson)
-            if vectors is not None:
-                self._lesson_vectors.put(lesson.id, vectors[n])
-            elif embedded_text_changed:
-                self._lesson_vectors.forget(lesson.id)
-            if old is None or embedded_text_changed or rule_core(old) != rule_core(lesson):
-                self.vectors.drop(lesson.id)
-            self.graph.upsert_lesson(lesson)  # before the table: the graph reads the old record from it
-            self.lessons.put(lesson.id, lesson, raw)
-        if self._index is not None:
-            written = [lesson for lesson, _ in lessons]
-            for lesson, entry in zip(written, index_entries(written, self.config)):
-                self._index.put(lesson.id, *entry)
-
-    def _add_run(self, run: RunRecord) -> None:
-        for i, known in enumerate(self.runs):
-            if known.run_id == run.run_id:
-                self.runs[i] = run
-                return
-        self.runs.append(run)
-        if len(self.runs) > 1 and _run_order(self.runs[-2]) > _run_order(run):
-            self.runs.sort(key=_run_order)
-        self._fp_runs.update(set(run.fingerprint_counts))
 
     def __enter__(self) -> "LearningMemory":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def refresh(self) -> int:
+        """Read what other writers appended since the last look: their records and run evidence; the entries read.
+
+        Runs at every ``end_run``, at a run's start (``shared_refresh_s``), and on demand.
+
+        Raises:
+            StoreUnavailable: Chroma cannot be read.
+        """
+        return self.sync.refresh()
 
     # ------------------------------------------------------------------ capture
     def capture(
@@ -678,8 +317,8 @@ class LearningMemory:
         needed them, within ``max_context_tokens``.
         """
         with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
-            if run_id is not None and self.clock() - self._refreshed_at >= self.config.shared_refresh_s:
-                self.refresh()  # a run starts: see what other writers learned
+            if run_id is not None and self.clock() - self.sync.refreshed_at >= self.config.shared_refresh_s:
+                self.sync.refresh()  # a run starts: see what other writers learned
             result = self._pre_run(task, context, now=now, k=k)
         return self._after_retrieval("pre_run", result, run_id=run_id)
 
@@ -690,7 +329,7 @@ class LearningMemory:
         fps = {fp for r in context_runs for fp in r.fingerprint_counts}
         actions = list(dict.fromkeys(f.action for r in context_runs for f in r.failures if f.action))
         known = {i for r in context_runs for i in r.applied}
-        tags = {t for fp in fps for l in self._lessons_for_fp(fp) for t in l.tags}
+        tags = {t for fp in fps for l in self.view.lessons_for_fp(fp) for t in l.tags}
         ctx = context or WorkingContext(goal=task.goal, context=task.tool or task.domain or "")
         if ctx.difficulty is None:
             ctx = ctx.model_copy(update={"difficulty": self._pre_run_difficulty(task, context_runs, known)})
@@ -790,7 +429,7 @@ class LearningMemory:
         """
         now = self.clock() if now is None else now
         with self._lock:
-            self.refresh()
+            self.sync.refresh()
             outcome = run_outcome(steps, events, verdict, self.config)
             seq = (self.runs[-1].seq + 1) if self.runs else 1
             activated = Counter(a.lesson_id for a in activations)
@@ -845,10 +484,12 @@ class LearningMemory:
             content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
                                             existing=ChainMap(judged.updated, content, self.lessons),
                                             config=self.config, now=now))
-            with self._write_group() as evidence:  # one generation token for the run's writes
-                self._write_lessons({i: self._as_record(l) for i, l in content.items()})
+            with self.sync.write_group() as evidence:  # one generation token for the run's writes
+                self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
-                self._write_links(activated)
+                links = co_activation_links(activated, self.view)
+                if links:
+                    self.store.upsert("links", links)  # the view sets the graph's edges to these running totals
                 self.store.upsert("runs", [run])  # _on_write appends it to self.runs
                 episodes = episodes_from_run(
                     namespace=self.namespace,
@@ -860,8 +501,9 @@ class LearningMemory:
                     now=now,
                     events=events,
                 )
-                self._audit_run(run, integ, judged)
-                self._write_episodes(episodes, run=run, task=task, events=events, now=now)
+                audit_run(self.audit, self.view, run, integ, judged)
+                write_episodes(self.store, self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
+                               now=now, lookup=self._lookup(), write_lessons=self._write_lessons)
             self._semantic_from_run(run_id, judged)
             by_status = self.lessons_by_status()
             return RunReport(
@@ -897,7 +539,7 @@ class LearningMemory:
                     f"lesson {lesson.id} belongs to namespace {lesson.namespace}, not {self.namespace}"
                 )
         with self._lock:
-            changed = self._link_imported(self._with_simhash(lessons))
+            changed = link_imported(with_simhash(lessons, self.config.simhash_bits), self.view)
             self._write_lessons(changed)
             linked: set[frozenset[str]] = set()
             for lesson in lessons:
@@ -909,49 +551,13 @@ class LearningMemory:
                         self.audit.write("conflict", lesson_id=lesson.id, other=other, run_id=None)
         return [l.id for l in lessons]
 
-    def _with_simhash(self, lessons: Sequence[Lesson]) -> list[Lesson]:
-        """Imports carry their SimHash (computed in one batch when missing), so no dedup hashes them again."""
-        bits = self.config.simhash_bits
-        hashes = iter(lesson_hashes([l for l in lessons if not l.simhash], bits))
-        width = (bits + 3) // 4
-        return [l if l.simhash else l.model_copy(update={"simhash": format(next(hashes), f"0{width}x")}) for l in lessons]
-
-    def _link_imported(self, lessons: Sequence[Lesson]) -> dict[str, Lesson]:
-        """Imported lessons with conflict links (DESIGN §6) to the stored ones and to each other, both ways.
-
-        A conflict shares a trigger (``find_conflicts``), so only lessons the fingerprint
-        index names are compared: linear in the import, not in the store.
-        """
-        changed: dict[str, Lesson] = {}
-        batch_fp: dict[str, set[str]] = {}
-
-        def current(lesson_id: str) -> Lesson | None:
-            return changed.get(lesson_id) or self.lessons.get(lesson_id)
-
-        for lesson in lessons:
-            near: set[str] = set()
-            for fp in lesson.triggers:
-                near |= self.graph.lessons_for_fingerprint(fp) | batch_fp.get(fp, set())
-            near.discard(lesson.id)
-            pool = [l for l in map(current, sorted(near)) if l is not None]
-            rivals = find_conflicts(lesson, pool)
-            lesson = lesson.model_copy(update={"conflicts_with": sorted({*lesson.conflicts_with, *rivals})})
-            for rid in rivals:
-                rival = current(rid)
-                if rival is not None and lesson.id not in rival.conflicts_with:
-                    changed[rid] = rival.model_copy(update={"conflicts_with": sorted({*rival.conflicts_with, lesson.id})})
-            changed[lesson.id] = lesson
-            for fp in lesson.triggers:
-                batch_fp.setdefault(fp, set()).add(lesson.id)
-        return changed
-
     def _synthesize(
         self, *, run_id: str, task: TaskSpec, steps: Sequence[Step], events: Sequence[ErrorEvent], now: float
     ) -> list[Lesson]:
         """Candidate lessons of a run: the chat model's when ``self.llm`` is set and answers well, else offline."""
         kwargs: dict[str, Any] = dict(
             namespace=self.namespace, run_id=run_id, steps=steps, events=events,
-            prior_runs_seen=self._fp_runs, task=task, config=self.config, now=now,
+            prior_runs_seen=self.view.fp_runs, task=task, config=self.config, now=now,
         )
         if self.llm is None:
             return synthesize_offline(**kwargs)
@@ -959,114 +565,25 @@ class LearningMemory:
         self.audit.write("synthesis", run_id=run_id, source=source, lessons=[l.id for l in lessons])
         return lessons
 
-    def _write_episodes(
-        self, episodes: Sequence[Episode], *, run: RunRecord, task: TaskSpec, events: Sequence[ErrorEvent], now: float
-    ) -> None:
-        """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons."""
-        stored = _all(self.store, "episodes", Episode)
-        plan = plan_episode_writes(episodes, stored, self.config, now=now)
-        pool = {e.episode_id: e for e in stored}
-        pool.update(plan.upserts)
-        template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
-        cons = consolidate(
-            episodes=list(pool.values()),
-            skills={s.id: s for s in self._skills.values()},
-            lessons=self.lessons,
-            template=template,
-            context=task.tool or "",
-            passed=run.passed,
-            failure_mode=events[0].fingerprint if events else None,
-            tool=task.tool,
-            config=self.config,
-            now=now,
-            covered=lookup.covered() if (lookup := self._lookup()) is not None else None,
-        )
-        writes = {**plan.upserts, **cons.episodes}
-        if writes:
-            self.store.upsert("episodes", list(writes.values()))
-        if cons.skills:
-            self.store.upsert("skills", list(cons.skills.values()))
-        new_lessons = {
-            i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
-            for i, l in cons.lessons.items()
-        }
-        self._write_lessons(new_lessons)
-        if plan.merged or plan.capped or plan.expired:
-            self.audit.write(
-                "episodes", run_id=run.run_id, created=plan.created, merged=plan.merged,
-                capped=plan.capped, expired=plan.expired,
-            )
-        for sid in cons.new_skills:
-            skill = cons.skills[sid]
-            self.audit.write("consolidation", skill_id=sid, into="skill", run_id=run.run_id,
-                             episodes=skill.source_episodes, steps=skill.steps)
-        for lid, lesson in new_lessons.items():
-            self.audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id,
-                             rule=lesson.rule_text, episodes=sorted(e for e, ep in cons.episodes.items()
-                                                                     if ep.consolidated_into == lid))
-
     def _lookup(self) -> StoreLookup | None:
         """The indexes ``end_run`` reads (``end_run_indexes``), or None to scan every lesson."""
-        if not self.config.end_run_indexes or self._index is None:
+        if not self.config.end_run_indexes or self.view.index is None:
             return None
-        return StoreLookup(self._index, self.graph)
+        return StoreLookup(self.view.index, self.graph)
 
     def _sweep_ids(self, run_seq: int, changed: Sequence[str]) -> list[str]:
         """The lessons the sweep can change at ``run_seq``, in table order: those due by then and those changed this run.
 
         Every other lesson's due run (``incremental.sweep_due``) is later, so a scan would leave it as it is.
         """
-        assert self._index is not None  # _lookup checked it
-        return self._index.rows_in_order([*self._index.due_by(run_seq), *changed])
-
-    def _as_record(self, lesson: Lesson) -> Lesson:
-        """``lesson``'s content with its stored record's counters: what a content write stores (evidence stays in the log)."""
-        if lesson.id in self._ledger:
-            return self._ledger.record_of(lesson)
-        stored = self.lessons.get(lesson.id)  # no evidence yet: the table holds the record
-        return lesson if stored is None else lesson.model_copy(update={k: getattr(stored, k) for k in FOLDED_FIELDS})
+        index = self.view.index
+        assert index is not None  # _lookup checked it
+        return index.rows_in_order([*index.due_by(run_seq), *changed])
 
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
         """Store changed lessons; ``_on_write`` updates the table, graph and vector cache."""
         if changed:
             self.store.upsert("lessons", list(changed.values()))
-
-    def _write_links(self, activated: Counter[str]) -> None:
-        ids = sorted(activated)
-        new: list[Link] = []
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
-                lid = stable_id("lnk", a, b, "co_activated")
-                old = self._links.get(lid)
-                link = Link(
-                    id=lid,
-                    namespace=self.namespace,
-                    a=f"lesson:{a}",
-                    b=f"lesson:{b}",
-                    weight=(old.weight if old else 0.0) + 1.0,
-                )
-                new.append(link)
-        if new:
-            self.store.upsert("links", new)  # _on_write sets the graph's edges to these running totals
-
-    def _audit_run(self, run: RunRecord, integ: Integration, judged: Judgement) -> None:
-        for lid in integ.created:
-            self.audit.write("lesson_created", lesson_id=lid, run_id=run.run_id, rule=self.lessons[lid].rule_text)
-        for kept, other in integ.merged:
-            self.audit.write("merge", lesson_id=kept, merged=other, run_id=run.run_id)
-        for a, b in integ.conflicts:
-            self.audit.write("conflict", lesson_id=a, other=b, run_id=run.run_id)
-        for t in judged.transitions:
-            self.audit.write(
-                t.new if t.new != "candidate" else "lifecycle",
-                lesson_id=t.lesson_id,
-                old=t.old,
-                new=t.new,
-                reason=t.reason,
-                evidence=t.evidence,
-                run_id=run.run_id,
-            )
-        self.audit.write("run_end", run=run.model_dump(mode="json"), utilities=judged.utilities)
 
     # ------------------------------------------------------------------ reading
     def _context_runs(self, task: TaskSpec) -> list[RunRecord]:
@@ -1091,9 +608,6 @@ class LearningMemory:
             return 0.0
         return sum(1 for r in recent if r.tool_errors > 0 or not r.passed) / len(recent)
 
-    def _lessons_for_fp(self, fp: str) -> list[Lesson]:
-        return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]
-
     def get_lesson(self, lesson_id: str) -> Lesson | None:
         """The lesson with this id in this namespace, or None."""
         return self.lessons.get(lesson_id)
@@ -1101,7 +615,7 @@ class LearningMemory:
     def evidence(self, lesson_id: str) -> list[RunEvidence]:
         """What each run said about a lesson, in the order its stats and status fold from (``learning.ledger``)."""
         with self._lock:
-            return self._ledger.evidence(lesson_id)
+            return self.view.ledger.evidence(lesson_id)
 
     def list_lessons(self, status: str | None = None) -> list[Lesson]:
         """All lessons of this namespace, optionally of one status, newest first."""
@@ -1110,10 +624,7 @@ class LearningMemory:
 
     def lessons_by_status(self) -> dict[str, int]:
         """Lesson counts per status (every status present, zero included): kept by the lesson index."""
-        if self.config.end_run_indexes and self._index is not None:
-            return self._index.counts()
-        counts = Counter(l.status for l in self.lessons.values())
-        return {s: counts.get(s, 0) for s in LESSON_STATUSES}
+        return self.view.lessons_by_status()
 
     def history(self, lesson_id: str) -> list[dict[str, Any]]:
         """Every audit record about one lesson, oldest first: why it exists and what happened to it."""
@@ -1273,7 +784,7 @@ class LearningMemory:
         from langmem_plus.memory_types.semantic import SemanticMemory
 
         with self._lock:
-            if getattr(self, "_semantic", None) is None:
+            if self._semantic is None:
                 self._semantic = SemanticMemory(self.store, config=self.config, audit=self.audit, clock=self.clock)
             return self._semantic
 
@@ -1291,7 +802,7 @@ class LearningMemory:
 
     def episodes(self) -> list[Episode]:
         """Every episode of this namespace, faded ones included."""
-        return _all(self.store, "episodes", Episode)
+        return stored(self.store, "episodes", Episode)
 
     def recall_at(self, time: float, window: float, *, now: float | None = None) -> list[Episode]:
         """Episodes that happened within ``window`` seconds of ``time``, faded ones skipped (``learning.recall``)."""

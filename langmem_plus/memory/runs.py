@@ -1,0 +1,104 @@
+"""What a finished run writes beside its lessons: co-activation links, its audit records, its episodes and skills."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from langmem_plus._text import stable_id
+from langmem_plus.config import MemoryConfig
+from langmem_plus.learning.consolidate import consolidate
+from langmem_plus.learning.episodes import goal_template, plan_episode_writes
+from langmem_plus.learning.incremental import StoreLookup
+from langmem_plus.learning.lifecycle import Integration, Judgement
+from langmem_plus.memory.view import MemoryView, stored
+from langmem_plus.records import Episode, ErrorEvent, Lesson, Link, RunRecord, TaskSpec
+from langmem_plus.store.audit import AuditLog
+from langmem_plus.store.chroma import ChromaStore
+
+
+def co_activation_links(activated: Counter[str], view: MemoryView) -> list[Link]:
+    """One link per pair of lessons shown in the run, its weight the running count of runs that showed both."""
+    ids = sorted(activated)
+    new: list[Link] = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            lid = stable_id("lnk", a, b, "co_activated")
+            old = view.links.get(lid)
+            new.append(Link(id=lid, namespace=view.namespace, a=f"lesson:{a}", b=f"lesson:{b}",
+                            weight=(old.weight if old else 0.0) + 1.0))
+    return new
+
+
+def audit_run(audit: AuditLog, view: MemoryView, run: RunRecord, integ: Integration, judged: Judgement) -> None:
+    """The run's audit records: lessons created, merged and linked, each lifecycle transition, the run itself."""
+    for lid in integ.created:
+        audit.write("lesson_created", lesson_id=lid, run_id=run.run_id, rule=view.lessons[lid].rule_text)
+    for kept, other in integ.merged:
+        audit.write("merge", lesson_id=kept, merged=other, run_id=run.run_id)
+    for a, b in integ.conflicts:
+        audit.write("conflict", lesson_id=a, other=b, run_id=run.run_id)
+    for t in judged.transitions:
+        audit.write(
+            t.new if t.new != "candidate" else "lifecycle",
+            lesson_id=t.lesson_id, old=t.old, new=t.new, reason=t.reason, evidence=t.evidence, run_id=run.run_id,
+        )
+    audit.write("run_end", run=run.model_dump(mode="json"), utilities=judged.utilities)
+
+
+def write_episodes(
+    store: ChromaStore,
+    audit: AuditLog,
+    view: MemoryView,
+    config: MemoryConfig,
+    episodes: Sequence[Episode],
+    *,
+    run: RunRecord,
+    task: TaskSpec,
+    events: Sequence[ErrorEvent],
+    now: float,
+    lookup: StoreLookup | None,
+    write_lessons: Callable[[dict[str, Lesson]], None],
+) -> None:
+    """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons."""
+    known = stored(store, "episodes", Episode)
+    plan = plan_episode_writes(episodes, known, config, now=now)
+    pool = {e.episode_id: e for e in known}
+    pool.update(plan.upserts)
+    template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
+    cons = consolidate(
+        episodes=list(pool.values()),
+        skills={s.id: s for s in view.skills.values()},
+        lessons=view.lessons,
+        template=template,
+        context=task.tool or "",
+        passed=run.passed,
+        failure_mode=events[0].fingerprint if events else None,
+        tool=task.tool,
+        config=config,
+        now=now,
+        covered=lookup.covered() if lookup is not None else None,
+    )
+    writes = {**plan.upserts, **cons.episodes}
+    if writes:
+        store.upsert("episodes", list(writes.values()))
+    if cons.skills:
+        store.upsert("skills", list(cons.skills.values()))
+    new_lessons = {
+        i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
+        for i, l in cons.lessons.items()
+    }
+    write_lessons(new_lessons)
+    if plan.merged or plan.capped or plan.expired:
+        audit.write("episodes", run_id=run.run_id, created=plan.created, merged=plan.merged,
+                    capped=plan.capped, expired=plan.expired)
+    for sid in cons.new_skills:
+        skill = cons.skills[sid]
+        audit.write("consolidation", skill_id=sid, into="skill", run_id=run.run_id,
+                    episodes=skill.source_episodes, steps=skill.steps)
+    for lid, lesson in new_lessons.items():
+        audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id, rule=lesson.rule_text,
+                    episodes=sorted(e for e, ep in cons.episodes.items() if ep.consolidated_into == lid))
+
+
+__all__ = ["audit_run", "co_activation_links", "write_episodes"]

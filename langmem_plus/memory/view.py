@@ -1,0 +1,254 @@
+"""MemoryView: one namespace's records as this process sees them, and the one place they change.
+
+Lessons (each the fold of its run evidence over its stored record, ``learning.ledger``),
+links, skills and runs, with what is derived from them: the lesson graph, the lesson
+index, the lessons' relevance vectors. ``apply`` folds written or read records in;
+``fold_evidence`` folds run evidence in. Loading (from Chroma or a snapshot) fills a
+fresh view; nothing here writes to the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from langmem_plus.config import MemoryConfig
+from langmem_plus.learning.incremental import index_entries, index_key
+from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
+from langmem_plus.records import LESSON_STATUSES, Lesson, Link, Namespace, RunEvidence, RunRecord, Skill
+from langmem_plus.retrieval.engine import VectorCache, rule_core
+from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
+from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.journal import Entry
+from langmem_plus.store.lesson_index import LessonIndex
+from langmem_plus.store.mapping import KIND_SPECS
+from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable
+
+logger = logging.getLogger(__name__)
+
+
+def run_order(r: RunRecord) -> tuple[int, float, str]:
+    """Runs in Lamport order: sequence number, then end time, then id (two writers may share a number)."""
+    return (r.seq, r.ts, r.run_id)
+
+
+def stored(store: ChromaStore, kind: str, cls: type[Any]) -> list[Any]:
+    """Every record of ``kind`` in the store, typed."""
+    return [r for r in store.all(kind) if isinstance(r, cls)]
+
+
+class MemoryView:
+    """The in-memory state of one namespace: tables, runs, graph, lesson index, ledger and vectors."""
+
+    def __init__(self, store: ChromaStore, namespace: Namespace, config: MemoryConfig) -> None:
+        self.namespace, self.config = namespace, config
+        self.lesson_vectors = LessonVectors()
+        self.vectors = VectorCache(
+            store, config.embedding_dim, capacity=config.vector_cache_size, known=lambda ids: self.lesson_vectors.get_many(ids)
+        )
+        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace)
+        """Lessons by id (folds of their evidence); parsed from the snapshot on first use."""
+        self.links: RecordTable[Link] = RecordTable(Link, namespace)
+        self.skills: RecordTable[Skill] = RecordTable(Skill, namespace)
+        self.runs: list[RunRecord] = []
+        """Stored runs in Lamport order (``run_order``)."""
+        self.fp_runs: Counter[str] = Counter()
+        """How many runs each fingerprint appeared in."""
+        self.graph = LessonGraph()
+        self.index: LessonIndex | None = None
+        """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
+        self.ledger = Ledger(config)
+        """Records and run evidence of the lessons that have evidence; ``lessons`` holds their fold."""
+
+    # ------------------------------------------------------------------ loading
+    def load_store(self, store: ChromaStore) -> None:
+        """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
+        ns = self.namespace
+        self.index = None  # built from the lessons read here
+        self.ledger = Ledger(self.config)
+        self.lessons, self.links, self.skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
+        for lesson in stored(store, "lessons", Lesson):
+            self.lessons[lesson.id] = lesson
+        for link in stored(store, "links", Link):
+            self.links[link.id] = link
+        for skill in stored(store, "skills", Skill):
+            self.skills[skill.id] = skill
+        self.graph = LessonGraph.from_records(self.lessons.values(), self.skills.values(), self.links.values())
+        self.set_runs(stored(store, "runs", RunRecord))
+
+    def load_snapshot(self, loaded: Loaded, ledger: Ledger) -> None:
+        """Lessons, links, skills, runs, graph, vectors and index from a snapshot, then its journal replayed.
+
+        Raises:
+            ValueError, KeyError, TypeError: the snapshot is damaged (the caller reads from Chroma instead).
+        """
+        ns = self.namespace
+        self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"])
+        self.links = RecordTable(Link, ns, loaded.records["links"])
+        self.skills = RecordTable(Skill, ns, loaded.records["skills"])
+        runs = (RunRecord.model_validate_json(raw) for raw in loaded.records["runs"].values())
+        self.set_runs(r for r in runs if tuple(r.namespace) == ns)
+        self.graph = LessonGraph.from_state(
+            loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
+        )
+        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
+        self.index = self.saved_index(loaded)  # before the journal: its writes update it
+        self.ledger = ledger  # before the journal: its lesson writes fold over the saved evidence
+        for _token, kind, entries in loaded.journal:
+            parse = KIND_SPECS[kind].model.model_validate_json if kind else None
+            if parse is not None:
+                self.apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
+
+    def set_runs(self, runs: Iterable[RunRecord]) -> None:
+        """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
+        self.runs = sorted(runs, key=run_order)
+        self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
+
+    # ------------------------------------------------------------------ the lesson index
+    def new_index(self) -> LessonIndex:
+        cfg = self.config
+        return LessonIndex(bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands)
+
+    def build_index(self) -> LessonIndex:
+        """The lesson index computed from every lesson (an open from Chroma, or a snapshot without one)."""
+        index = self.new_index()
+        lessons: list[Lesson] = []
+        for lesson_id in list(self.lessons):
+            found = self.lessons.get(lesson_id)  # an unreadable snapshot record is dropped here
+            if found is not None:
+                lessons.append(found)
+        for lesson, entry in zip(lessons, index_entries(lessons, self.config)):
+            index.put(lesson.id, *entry)
+        return index
+
+    def saved_index(self, loaded: Loaded) -> LessonIndex | None:
+        """The lesson index saved with the snapshot's base, when it was computed with this config."""
+        meta, arrays = loaded.index_meta, loaded.index_arrays
+        ids = list(loaded.records["lessons"])
+        if meta is None or arrays is None or meta.get("key") != index_key(self.config) or meta.get("count") != len(ids):
+            return None
+        cfg = self.config
+        try:
+            return LessonIndex.from_arrays(
+                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands
+            )
+        except (ValueError, KeyError) as exc:
+            logger.info("langmem_plus: the saved lesson index does not fit (%s); rebuilding it", exc)
+            return None
+
+    def index_state(self, ids: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """The lesson index's columns for a new base, aligned with ``ids``; None when it cannot say."""
+        if self.index is None:
+            return None
+        try:
+            arrays = self.index.to_arrays(ids)
+        except KeyError:  # a record the table could not read: the next open rebuilds the index
+            return None
+        return {"key": index_key(self.config), "count": len(ids)}, arrays
+
+    def base_vectors(self, store: ChromaStore) -> tuple[list[str], np.ndarray] | None:
+        """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
+        ids = list(self.lessons)
+        found = self.lesson_vectors.get_many(ids)
+        missing = [i for i in ids if i not in found]
+        for start in range(0, len(missing), PAGE_SIZE):
+            found.update(store.stored_embeddings("lessons", missing[start : start + PAGE_SIZE]))
+        ids = [i for i in ids if i in found]
+        if not ids:
+            return None
+        return ids, np.vstack([found[i] for i in ids]).astype(np.float32, copy=False)
+
+    # ------------------------------------------------------------------ change
+    def apply(self, kind: str, records: Sequence[BaseModel], raws: Sequence[str], vectors: np.ndarray | None) -> None:
+        """Fold written or read records into the state; ``vectors`` are their stored embeddings (None on replay)."""
+        lessons: list[tuple[Lesson, str | None]] = []
+        for record, raw in zip(records, raws):
+            if isinstance(record, Lesson):
+                lesson = self.ledger.set_record(record)  # a lesson with evidence is the fold over its record
+                lessons.append((lesson, raw if lesson is record else None))
+            elif isinstance(record, Link):
+                self.links.put(record.id, record, raw)
+                self.graph.set_link(record)
+            elif isinstance(record, Skill):
+                self.skills.put(record.id, record, raw)
+                self.graph.upsert_skill(record)
+            elif isinstance(record, RunRecord):
+                self.add_run(record)
+        if lessons:
+            self.put_lessons(lessons, vectors if len(lessons) == len(records) else None)
+
+    def put_lessons(self, lessons: Sequence[tuple[Lesson, str | None]], vectors: np.ndarray | None) -> None:
+        """Put lessons (with their JSON when known) into the table, graph, vector caches and index."""
+        document = KIND_SPECS["lessons"].document
+        for n, (lesson, raw) in enumerate(lessons):
+            old = self.lessons.get(lesson.id)
+            embedded_text_changed = old is None or document(old) != document(lesson)
+            if vectors is not None:
+                self.lesson_vectors.put(lesson.id, vectors[n])
+            elif embedded_text_changed:
+                self.lesson_vectors.forget(lesson.id)
+            if old is None or embedded_text_changed or rule_core(old) != rule_core(lesson):
+                self.vectors.drop(lesson.id)
+            self.graph.upsert_lesson(lesson)  # before the table: the graph reads the old record from it
+            self.lessons.put(lesson.id, lesson, raw)
+        if self.index is not None:
+            written = [lesson for lesson, _ in lessons]
+            for lesson, entry in zip(written, index_entries(written, self.config)):
+                self.index.put(lesson.id, *entry)
+
+    def add_run(self, run: RunRecord) -> None:
+        for i, known in enumerate(self.runs):
+            if known.run_id == run.run_id:
+                self.runs[i] = run
+                return
+        self.runs.append(run)
+        if len(self.runs) > 1 and run_order(self.runs[-2]) > run_order(run):
+            self.runs.sort(key=run_order)
+        self.fp_runs.update(set(run.fingerprint_counts))
+
+    def fold_evidence(self, entries: Sequence[Entry]) -> None:
+        """Fold shared-log entries holding run evidence into the lessons they are about."""
+        found: list[tuple[LogKey, RunEvidence]] = []
+        for e in entries:
+            raw = e.data.get("evidence")
+            if raw is None:
+                continue
+            try:
+                ev = RunEvidence.model_validate(raw)
+            except ValueError as exc:
+                logger.warning("langmem_plus: skipped unreadable run evidence %s: %s", e.id, exc)
+                continue
+            found.append(((ev.run_seq, e.ts, e.writer, e.n), ev))
+        if found:
+            changed = self.ledger.add(found, current=self.lessons.get)
+            self.put_lessons([(lesson, None) for lesson in changed.values()], None)
+
+    # ------------------------------------------------------------------ reading
+    def as_record(self, lesson: Lesson) -> Lesson:
+        """``lesson``'s content with its stored record's counters: what a content write stores (evidence stays in the log)."""
+        if lesson.id in self.ledger:
+            return self.ledger.record_of(lesson)
+        known = self.lessons.get(lesson.id)  # no evidence yet: the table holds the record
+        return lesson if known is None else lesson.model_copy(update={k: getattr(known, k) for k in FOLDED_FIELDS})
+
+    def lessons_by_status(self) -> dict[str, int]:
+        """Lesson counts per status (every status present, zero included): kept by the lesson index."""
+        if self.config.end_run_indexes and self.index is not None:
+            return self.index.counts()
+        counts = Counter(l.status for l in self.lessons.values())
+        return {s: counts.get(s, 0) for s in LESSON_STATUSES}
+
+    def lessons_for_fp(self, fp: str) -> list[Lesson]:
+        return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]
+
+    def stored_count(self) -> int:
+        """Records a snapshot base holds (lessons, links, skills, runs)."""
+        return len(self.lessons) + len(self.links) + len(self.skills) + len(self.runs)
+
+
+__all__ = ["MemoryView", "run_order", "stored"]
