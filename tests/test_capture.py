@@ -17,6 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langmem_plus import capture
+from langmem_plus.capture import detect as capture_detect
+from langmem_plus.capture import fingerprints as capture_fp
+from langmem_plus.capture import tags as capture_tags
 from langmem_plus._text import stable_hash, stable_id
 from langmem_plus.bench.foundation import adversarial_texts
 from langmem_plus.capture import (
@@ -40,7 +43,7 @@ ONE_MB = 1 << 20
 # English words after a structural noun are read as structure ("column is ambiguous"),
 # so bare identifiers are drawn from names that are not such words; quoted literals
 # may be anything a tool would print inside its quotes.
-_RESERVED = capture._STOPWORDS
+_RESERVED = capture_fp._STOPWORDS
 
 
 def _is_identifier_like(name: str) -> bool:
@@ -135,9 +138,9 @@ def render(template: str, literals: dict[str, object]) -> str:
 
 
 def test_module_doctests_pass() -> None:
-    result = doctest.testmod(capture)
-    assert result.attempted >= 8
-    assert result.failed == 0
+    results = [doctest.testmod(m) for m in (capture, capture_fp, capture_tags, capture_detect)]
+    assert sum(r.attempted for r in results) >= 8
+    assert sum(r.failed for r in results) == 0
 
 
 @pytest.mark.parametrize(
@@ -329,14 +332,15 @@ def test_empty_and_blank_text_fingerprint_the_transition() -> None:
 def scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Lengths of the texts capture's patterns run over (what ``clean_text`` hands them)."""
     lengths: list[int] = []
-    real = capture.clean_text
+    real = capture_fp.clean_text
 
     def recording(value: Any, max_chars: int | None = None) -> str:
         out = real(value, max_chars)
         lengths.append(len(out))
         return out
 
-    monkeypatch.setattr(capture, "clean_text", recording)
+    for module in (capture_fp, capture_tags, capture_detect):
+        monkeypatch.setattr(module, "clean_text", recording)
     return lengths
 
 
@@ -351,7 +355,7 @@ def test_one_megabyte_inputs_are_scanned_in_a_bounded_window(name: str, scanned:
     tags = extract_tags(payload)
     assert scanned and max(scanned) <= DEFAULT_CONFIG.error_text_scan_chars
     assert fp == fingerprint(payload)
-    assert len(fp) <= capture.FINGERPRINT_MAX_CHARS
+    assert len(fp) <= capture_fp.FINGERPRINT_MAX_CHARS
     assert set(tags) <= set(TAG_VOCABULARY)
 
 
