@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.store.graph import DEFAULT_EXCLUDED, PPR_MAX_ITER, PPR_TOL, LessonGraph
+from langmem_plus.store.graph import DEFAULT_EXCLUDED, LessonGraph
+from langmem_plus.store.ppr import PPR_MAX_ITER, PPR_TOL
 
 
 def power_iteration(

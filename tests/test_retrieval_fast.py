@@ -16,14 +16,8 @@ from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.records import Lesson, LessonScope, Link, Provenance, ScoredItem
 from langmem_plus.retrieval.select import apply_guards, budget
 from langmem_plus.retrieval.support import cap_tokens, cap_tokens_reference
-from langmem_plus.store.graph import (
-    LessonGraph,
-    fp_node,
-    sparse_power_iteration,
-    sparse_ppr,
-    tag_node,
-    tool_node,
-)
+from langmem_plus.store.graph import LessonGraph, fp_node, tag_node, tool_node
+from langmem_plus.store.ppr import sparse_power_iteration, sparse_ppr
 from ppr_reference import dense_ppr, power_iteration
 from retrieval_reference import apply_guards_reference, budget_reference
 

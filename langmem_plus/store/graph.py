@@ -14,7 +14,7 @@ The graph answers two retrieval questions quickly:
 
 PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
 weights as CSR arrays plus an overlay of changed rows, kept in step with every edge
-change) and solves for the PageRank vector by conjugate gradients (``sparse_ppr``,
+change) and solves for the PageRank vector by conjugate gradients (``store.ppr.sparse_ppr``,
 checked by a step of ``sparse_power_iteration``). The slow references it is tested
 against (a dense power iteration on the same neighbourhood, and PageRank on the whole
 graph) live in ``tests/ppr_reference.py``.
@@ -58,13 +58,8 @@ import numpy as np
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
 from langmem_plus.store.adjacency import Adjacency
+from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 
-PPR_TOL = 1.0e-6
-"""Power-iteration stop: L1 change per node below this (networkx.pagerank's default)."""
-PPR_MAX_ITER = 100
-"""Power-iteration cap (networkx.pagerank's default); the last iterate is returned."""
-PPR_CG_RTOL = 1.0e-10
-"""Conjugate-gradient stop (``sparse_ppr``): residual norm below this share of the right-hand side's."""
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
 """Lesson statuses PageRank walks around: never retrieved (DESIGN §5.4)."""
 
@@ -461,7 +456,7 @@ class LessonGraph:
         excluded = frozenset(exclude_status)
         status = self._status
         visited: dict[str, None] = {}
-        for node in _ordered_seeds(seeds):
+        for node in ordered_seeds(seeds):
             if len(visited) >= max_nodes:
                 return list(visited)
             if node in self and status.get(node) not in excluded:
@@ -516,7 +511,7 @@ class LessonGraph:
             return {}
         index = {n: i for i, n in enumerate(nodes)}
         rows, cols, weights = self._edges_among(nodes, index)
-        scores = sparse_ppr(len(nodes), rows, cols, weights, _personalization(seeds, index), alpha)
+        scores = sparse_ppr(len(nodes), rows, cols, weights, personalization(seeds, index), alpha)
         if top is None:
             return self._lesson_scores(nodes, scores)
         status = self._status
@@ -578,145 +573,14 @@ def _field_targets(lesson: Lesson) -> Iterator[tuple[str, str]]:
         yield lesson_node(old), "supersedes"
 
 
-def _ordered_seeds(seeds: Mapping[str, float]) -> list[str]:
-    """Seed nodes with positive weight, heaviest first, ties by name (deterministic)."""
-    return sorted((n for n, w in seeds.items() if w > 0), key=lambda n: (-float(seeds[n]), n))
-
-
-def _personalization(seeds: Mapping[str, float], index: Mapping[str, int]) -> np.ndarray:
-    """The seeds' weights on the neighbourhood's rows, summing to one (the seeds come first, so one is there)."""
-    p = np.zeros(len(index))
-    for node in _ordered_seeds(seeds):
-        if node in index:
-            p[index[node]] = float(seeds[node])
-    return p / p.sum()
-
-
-def sparse_power_iteration(
-    n: int,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    weights: np.ndarray,
-    personalization: np.ndarray,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
-    *,
-    tol: float = PPR_TOL,
-    max_iter: int = PPR_MAX_ITER,
-    start: np.ndarray | None = None,
-) -> np.ndarray:
-    """PageRank by power iteration on a sparse matrix given as (row, col, weight) entries (duplicates add up).
-
-    Each iteration is two ``numpy.bincount`` passes over the entries, so its cost is
-    the number of edges in the neighbourhood, not ``n`` squared. ``start`` replaces the
-    uniform first iterate (``sparse_ppr`` passes its solution, to check it).
-
-    Example:
-        >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
-        >>> [round(float(x), 3) for x in sparse_power_iteration(2, r, c, w, np.array([1.0, 0.0]), 0.5)]
-        [0.667, 0.333]
-    """
-    out = np.bincount(rows, weights=weights, minlength=n)
-    dangling = out == 0
-    safe = np.where(dangling, 1.0, out)
-    step = alpha * weights / safe[rows]
-    teleport = (1 - alpha) * personalization
-    back = alpha * personalization if dangling.any() else None
-    x = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=np.float64)
-    for _ in range(max_iter):
-        last = x
-        x = np.bincount(cols, weights=x.take(rows) * step, minlength=n) + teleport
-        if back is not None:
-            x += last[dangling].sum() * back
-        diff = x - last
-        if np.abs(diff, out=diff).sum() < n * tol:
-            break
-    return x
-
-
-def sparse_ppr(
-    n: int,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    weights: np.ndarray,
-    personalization: np.ndarray,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
-    *,
-    tol: float = PPR_TOL,
-    max_iter: int = PPR_MAX_ITER,
-) -> np.ndarray:
-    """The fixed point ``sparse_power_iteration`` approaches, solved by conjugate gradients.
-
-    The neighbourhood is undirected (every edge is given both ways with one weight), so
-    with ``D`` the weighted degrees, ``(I - alpha W D^-1) u = p`` becomes symmetric
-    positive definite once scaled by ``D^-1/2`` (eigenvalues in [1 - alpha, 1 + alpha]).
-    Conjugate gradients solve it in ~8 sparse products at 100k lessons (18 at most)
-    where the power iteration takes ~50, since its error shrinks only by ``alpha`` per
-    step; and the answer is closer to exact (1e-11 against 4e-5). Dangling nodes (no
-    edge here) send their mass to ``p``: ``x = c u`` with their columns left out of
-    ``u``'s system and ``c`` making ``x`` sum to one.
-
-    The solution is then checked by ``sparse_power_iteration`` started from it, whose
-    first step meets its stop rule; if the weights are not symmetric and non-negative
-    (never the case for ``Adjacency``), that iteration simply carries on to the answer.
-
-    Example:
-        >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
-        >>> [round(float(x), 3) for x in sparse_ppr(2, r, c, w, np.array([1.0, 0.0]), 0.5)]
-        [0.667, 0.333]
-    """
-    p = np.asarray(personalization, dtype=np.float64)
-    start: np.ndarray | None = None
-    if len(weights) == 0 or float(np.min(weights)) >= 0.0:
-        degree = np.bincount(rows, weights=weights, minlength=n)
-        dangling = degree <= 0
-        inv_sqrt = np.zeros(n)
-        np.divide(1.0, np.sqrt(degree, where=~dangling, out=np.zeros(n)), where=~dangling, out=inv_sqrt)
-        scaled = alpha * weights * inv_sqrt[rows] * inv_sqrt[cols]
-        z = _conjugate_gradients(n, rows, cols, scaled, p * inv_sqrt)
-        if z is not None:
-            u = np.where(dangling, p, np.divide(z, inv_sqrt, where=~dangling, out=np.zeros(n)))
-            start = u * ((1 - alpha) / (1 - alpha * float(u[dangling].sum())))
-    return sparse_power_iteration(n, rows, cols, weights, p, alpha, tol=tol, max_iter=max_iter, start=start)
-
-
-def _conjugate_gradients(
-    n: int, rows: np.ndarray, cols: np.ndarray, scaled: np.ndarray, b: np.ndarray, *, rtol: float = PPR_CG_RTOL
-) -> np.ndarray | None:
-    """``z`` with ``z - S z = b``, ``S`` the symmetric matrix of (row, col, ``scaled``) entries; None on breakdown."""
-    z = np.zeros(n)
-    r = b.copy()
-    d = r.copy()
-    rr = float(r @ r)
-    limit = rtol * rtol * rr
-    for _ in range(4 * n + 10):
-        if rr <= limit:
-            return z
-        ad = d - np.bincount(cols, weights=d.take(rows) * scaled, minlength=n)
-        curvature = float(d @ ad)
-        if not curvature > 0.0:  # not positive definite (or NaN): let the power iteration answer
-            return None
-        step = rr / curvature
-        z += step * d
-        r -= step * ad
-        rr_next = float(r @ r)
-        d = r + (rr_next / rr) * d
-        rr = rr_next
-    return z
-
-
 __all__ = [
     "DEFAULT_EXCLUDED",
     "FIELD_EDGE_KINDS",
-    "PPR_CG_RTOL",
-    "PPR_MAX_ITER",
-    "PPR_TOL",
     "LessonGraph",
     "domain_node",
     "fp_node",
     "lesson_node",
     "skill_node",
-    "sparse_power_iteration",
-    "sparse_ppr",
     "tag_node",
     "task_node",
     "tool_node",
