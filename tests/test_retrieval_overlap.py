@@ -12,7 +12,8 @@ import pytest
 from langmem_plus.bench.synthetic import build_memory
 from langmem_plus.memory import LearningMemory
 from langmem_plus.records import Lesson, WorkingContext
-from langmem_plus.retrieval.engine import Retrieval, VectorCache
+from langmem_plus.retrieval.engine import Retrieval
+from langmem_plus.retrieval.vectors import VectorCache
 from langmem_plus.retrieval.worker import StrategyTimer, Worker
 from retrieval_reference import on_error_reference, score_reference
 

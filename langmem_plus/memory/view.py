@@ -21,7 +21,7 @@ from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.incremental import index_entries, index_key
 from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
 from langmem_plus.records import LESSON_STATUSES, Lesson, Link, Namespace, RunEvidence, RunRecord, Skill
-from langmem_plus.retrieval.engine import VectorCache, rule_core
+from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.journal import Entry
