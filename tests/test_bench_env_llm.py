@@ -120,3 +120,12 @@ def test_live_model_plays_the_bench(games: None) -> None:
                            executor_name=f"llm:{LIVE_MODEL}")
     fig = result["designs"]["langmem_plus"]
     assert fig["steps"] > 0 and fig["invalid_actions"] < fig["steps"]  # the model mostly chose listed actions
+
+
+def test_the_prompt_shows_a_hints_precondition() -> None:
+    from langmem_plus.executors.llm import render_prompt
+    from langmem_plus.records import Hint, TaskSpec
+
+    hint = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says `roast <X>`", source_id="l1")
+    prompt = render_prompt(TaskSpec(task_id="t", goal="g"), [], [hint], docs_allowed=False)
+    assert 'precondition="when the task says `roast <X>`"' in prompt

@@ -45,6 +45,8 @@ DEFAULT_COLLECT = "0-19"
 DEFAULT_SEEDS = "0-29"
 """Deployment positions in the chosen fold."""
 DEFAULT_REPEATS = 3
+DEFAULT_DELIVERY = "triggered"
+"""How langmem_plus hands text rules over: at the steps they fire on (``retrieval.triggered``), or ``pre_run``."""
 DEFAULT_MAX_STEPS = 50
 """Commands per attempt (the issue's measurement used 50)."""
 TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
@@ -125,18 +127,20 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
     }
 
 
-def make_design(name: str, context_tokens: int | None = None) -> MemoryDesign:
-    """A fresh design; ``context_tokens`` sets langmem_plus's ``max_context_tokens`` (None: the default config)."""
-    if name == "langmem_plus" and context_tokens is not None:
-        return LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}))
+def make_design(name: str, context_tokens: int | None = None, delivery: str = DEFAULT_DELIVERY) -> MemoryDesign:
+    """A fresh design; for langmem_plus, ``context_tokens`` sets ``max_context_tokens`` (None: the default config)
+    and ``delivery`` how text rules reach the executor (``pre_run`` or ``triggered``)."""
+    if name == "langmem_plus":
+        config = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}) if context_tokens is not None else None
+        return LangmemPlus(config=config, delivery=delivery)
     return TEXT_DESIGNS[name]()
 
 
 def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
                repeat: int, max_steps: int, context_tokens: int | None = None,
-               executor_factory: ExecutorFactory = text_executor) -> dict[str, list[dict[str, Any]]]:
+               executor_factory: ExecutorFactory = text_executor, delivery: str = DEFAULT_DELIVERY) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design: per-episode rows of collection and deployment."""
-    design = make_design(name, context_tokens)
+    design = make_design(name, context_tokens, delivery)
     executor = executor_factory(seed + repeat)
     out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
     try:
@@ -189,7 +193,8 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
                   fold: str = "test", mode: str = "static", repeats: int = DEFAULT_REPEATS,
                   max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
                   progress: Progress | None = None, context_tokens: int | None = None,
-                  executor_factory: ExecutorFactory = text_executor, executor_name: str = "text") -> dict[str, Any]:
+                  executor_factory: ExecutorFactory = text_executor, executor_name: str = "text",
+                  delivery: str = DEFAULT_DELIVERY) -> dict[str, Any]:
     """The whole bench: ``{"env", "setting", "fold", "mode", "executor", "designs": {...}, "curves": {...}}``.
 
     ``executor_factory`` builds the executor of each repeat (``text_executor`` by default,
@@ -214,7 +219,7 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
             for r in range(repeats):
                 started = time.perf_counter()
                 reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
-                                       context_tokens=context_tokens, executor_factory=executor_factory))
+                                       context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery))
                 if progress:
                     dep = reps[-1]["deployment"]
                     progress(f"[env] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
@@ -224,7 +229,7 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
         close = getattr(env, "close", None)
         if callable(close):
             close()
-    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": executor_name, "max_steps": max_steps,
+    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": executor_name, "delivery": delivery, "max_steps": max_steps,
             "collect_seeds": collect, "seeds": seeds, "designs": out_designs, "curves": curves}
 
 
@@ -250,6 +255,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--designs", nargs="+", default=list(TEXT_DESIGN_NAMES), choices=TEXT_DESIGN_NAMES)
     parser.add_argument("--context-tokens", type=int, default=None,
                         help="langmem_plus's max_context_tokens (default: the config's)")
+    parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
+                        help="how langmem_plus hands text rules over: at the steps they fire on (default), or all before the task")
     parser.add_argument("--llm-base-url", default=None,
                         help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
                              "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
@@ -275,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
                            repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
                            progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
-                           executor_factory=factory, executor_name=label)
+                           executor_factory=factory, executor_name=label, delivery=args.delivery)
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
     return 0
