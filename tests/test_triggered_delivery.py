@@ -197,3 +197,14 @@ def test_the_bench_design_delivers_rules_by_step_and_measures_them_as_activation
         assert delivered_runs >= 1
     finally:
         design.close()
+
+
+def test_an_avoidance_binds_what_the_game_shows_a_recommendation_only_the_task_text() -> None:
+    shown = TaskSpec(task_id="t", goal=GOAL, tool="game", context={
+        "observation": "You see:\n  a red hot pepper", "valid_actions": ["eat red hot pepper", "take red hot pepper"]})
+    avoid, prefer = rule("eat", wrong="eat <X>"), rule("take", correct="take <X>")
+    view = StepView.of(shown, [])
+    pa, pp = rule_pattern(avoid), rule_pattern(prefer)
+    assert pa is not None and pp is not None
+    assert firings(avoid, pa, view) == ["eat red hot pepper"]  # the pepper may be anything: warn anyway
+    assert firings(prefer, pp, view) == []  # no recipe names it: do not lure the agent to it

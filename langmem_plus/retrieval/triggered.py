@@ -11,14 +11,18 @@ valid actions and the lines its condition names have been read. So at each step:
    avoidance, CORRECT for a recommendation) matches with each placeholder bound to a phrase
    of the task's text (what the agent read in things the goal names,
    ``textrules.task_text_lines``: where the rule's placeholders came from when it was
-   learned) that is not all goal words, when every ``applies_when`` line, with those
-   bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text
-   names the phrase and says nothing more about it). A literal rule (no placeholder) fires only when ``min_occurrences`` runs
-   taught it or it names nothing beyond the goal's words (``prepare meal``; the goal is the
-   same for every task of a family): one run's literal rule about other things (``take red
-   hot pepper``, where that run never read its recipe) is that task's fact, and elsewhere it
-   lures the agent to a distractor. Nothing here knows a game's words: patterns,
-   conditions, the task's text and the valid actions all come from the run.
+   learned) that is not all goal words, and every ``applies_when`` line, with those
+   bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
+   the phrase and says nothing more about it). An avoidance also binds a phrase any short
+   observation line names (at most ``text_short_line_words`` words, the executor's own
+   reading): a needless warning costs a line and a missing one can end the game, while a
+   recommendation bound to a distractor lures the agent to it. A literal rule (no
+   placeholder) fires only when ``min_occurrences`` runs taught it or it names nothing
+   beyond the goal's words (``prepare meal``; the goal is the same for every task of a
+   family): one run's literal rule about other things (``take red hot pepper``, where that
+   run never read its recipe) is that task's fact, and elsewhere it lures the agent to a
+   distractor. Nothing here knows a game's words: patterns, conditions, the task's text
+   and the valid actions all come from the run.
 2. **Ground**: a firing is delivered as the concrete action (``Avoid `cook pork chop in
    stove```), its condition already checked. When an avoidance and a recommendation fire on
    the same action, the one with more conditions wins, an avoidance on a tie (the executor
@@ -90,13 +94,16 @@ class StepView:
         return cls(frozenset(norm(goal).split()), tuple(task_text_lines(goal, history)), lines,
                    tuple(str(a) for a in raw or []))
 
-    def names(self, phrase: str) -> bool:
-        """Whether the task's text names ``phrase`` and it is not all goal words."""
+    def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
+        """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
+        most that many words) and it is not all goal words."""
         words = phrase.split()
         if not words or all(w in self.goal_words for w in words):
             return False
         rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
-        return any(rx.search(l) for l in self.task_lines)
+        if any(rx.search(l) for l in self.task_lines):
+            return True
+        return short_line_words is not None and any(len(l.split()) <= short_line_words and rx.search(l) for l in self.lines)
 
     def says(self, line: str) -> bool:
         """Whether an observation line contains ``line`` (whole words)."""
@@ -110,12 +117,13 @@ def rule_pattern(lesson: Lesson) -> Pattern | None:
     return Pattern.parse(raw) if raw else None
 
 
-def firings(lesson: Lesson, pattern: Pattern, view: StepView) -> list[str]:
+def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG) -> list[str]:
     """The valid actions the rule fires on at this step (module docstring, rule 1)."""
+    loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
     out = []
     for action in view.valid:
         binding = pattern.match(action)
-        if binding is None or not all(view.names(p) for p in binding.values()):
+        if binding is None or not all(view.names(p, short_line_words=loose) for p in binding.values()):
             continue
         if all(_holds(cond, binding, view) for cond in lesson.applies_when or ()):
             out.append(action)
@@ -243,7 +251,7 @@ class StepDelivery:
         """The hints of the rules that fire before the next step, within the budget, best first."""
         view = StepView.of(task, history)
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
-                 for a in firings(it.item, p, view)]  # type: ignore[arg-type]
+                 for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         grounded = _verdicts(fired)
         if not grounded:
             return []
