@@ -141,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     store_args(i)
     i.set_defaults(func=_cmd_inspect)
 
-    rp = sub.add_parser("report", help="HTML page with plots from a `bench protocol --json` result")
-    rp.add_argument("--from", dest="source", required=True, help="the protocol result JSON file")
+    rp = sub.add_parser("report", help="HTML page with plots from a `bench protocol --json` or `bench env --json` result")
+    rp.add_argument("--from", dest="source", required=True, help="the result JSON file")
     rp.add_argument("--out", required=True, help="folder for index.html and the PNG plots")
     rp.set_defaults(func=_cmd_report)
 

@@ -1,4 +1,5 @@
-"""Reports of a protocol result: PNG plots and one self-contained HTML page (issue #5).
+"""Reports of a protocol result: PNG plots and one self-contained HTML page (issue #5); ``bench env`` results
+are drawn by ``report_env`` through the same command.
 
 ``langmem-plus report --from RESULT.json --out DIR`` reads what ``langmem-plus bench
 protocol --json`` printed and writes ``DIR/index.html`` with the plots embedded as
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+
+from langmem_plus.report_env import ENV_PLOTS, is_env_result, render_env_html
 
 STATUSES = ("candidate", "promoted", "suppressed", "archived")
 """Lesson statuses, in stacking order."""
@@ -213,28 +216,35 @@ def render_html(result: dict[str, Any], images: dict[str, bytes]) -> str:
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
-    """Read a protocol result JSON file.
+    """Read a ``bench protocol --json`` or ``bench env --json`` result file.
 
     Raises:
-        ValueError: the file is not a protocol result (a missing top-level key).
+        ValueError: the file is neither (a missing top-level key).
     """
     data = json.loads(Path(path).read_text())
+    if is_env_result(data):
+        return data  # type: ignore[no-any-return]
     missing = [k for k in RESULT_KEYS if not isinstance(data, dict) or k not in data]
     if missing:
-        raise ValueError(f"{path} is not a protocol result: missing {', '.join(missing)}")
+        raise ValueError(f"{path} is not a protocol or bench env result: missing {', '.join(missing)}")
     return data  # type: ignore[no-any-return]
 
 
 def write_report(result: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write every plot as PNG and ``index.html`` into ``out_dir``; returns the page's path."""
+    """Write every plot as PNG and ``index.html`` into ``out_dir``; returns the page's path.
+
+    A ``bench env`` result gets its own plots and page (``report_env``).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    env = is_env_result(result)
     images: dict[str, bytes] = {}
-    for name, plot in PLOTS.items():
+    for name, plot in (ENV_PLOTS if env else PLOTS).items():
         images[name] = figure_png(plot(result))
         (out / f"{name}.png").write_bytes(images[name])
     page = out / "index.html"
-    page.write_text(render_html(result, images), encoding="utf-8")
+    text = render_env_html(result, images, style=_STYLE, check_script=_CHECK_SCRIPT) if env else render_html(result, images)
+    page.write_text(text, encoding="utf-8")
     return page
 
 

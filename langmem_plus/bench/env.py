@@ -1,7 +1,8 @@
 """``langmem-plus bench env``: memory designs on a text game, ALMA's protocol (issue 11 item 4).
 
-Per repeat ``r`` (executor seed ``seed + r``) and per design, with the same
-``TextGameExecutor`` and the same seeds for every design:
+Per repeat ``r`` (executor seed ``seed + r``) and per design, with the same executor
+(``TextGameExecutor`` by default; ``--llm-base-url`` / ``--llm-model`` run ``LLMExecutor``
+over an OpenAI-compatible chat model instead) and the same seeds for every design:
 
 1. collection: the train-fold seeds ``--collect-seeds`` are played with no retrieval,
    each trajectory folded in with ``general_update``;
@@ -31,7 +32,8 @@ from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
 from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
 from langmem_plus.envs.registry import make_env
-from langmem_plus.errors import EnvError
+from langmem_plus.errors import EnvError, InvalidArgument
+from langmem_plus.executors.base import Executor
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import TaskSpec
@@ -43,6 +45,8 @@ DEFAULT_COLLECT = "0-19"
 DEFAULT_SEEDS = "0-29"
 """Deployment positions in the chosen fold."""
 DEFAULT_REPEATS = 3
+DEFAULT_DELIVERY = "triggered"
+"""How langmem_plus hands text rules over: at the steps they fire on (``retrieval.triggered``), or ``pre_run``."""
 DEFAULT_MAX_STEPS = 50
 """Commands per attempt (the issue's measurement used 50)."""
 TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
@@ -57,6 +61,27 @@ TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
 TEXT_DESIGN_NAMES: tuple[str, ...] = tuple(TEXT_DESIGNS)
 
 Progress = Callable[[str], None]
+ExecutorFactory = Callable[[int], Executor]
+"""seed -> a fresh executor for one repeat of one design (the same factory serves every design)."""
+
+
+def text_executor(seed: int) -> Executor:
+    """The default: ``TextGameExecutor`` with the repeat's seed."""
+    return TextGameExecutor(seed=seed)
+
+
+def llm_executor_factory(base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY") -> ExecutorFactory:
+    """``LLMExecutor`` over an OpenAI-compatible chat model (``langchain-openai``), built once and shared.
+
+    Raises:
+        InvalidArgument: ``langchain-openai`` is missing (the message names the extra), or a name is empty.
+    """
+    import os
+
+    from langmem_plus.executors.llm import LLMExecutor, openai_compatible_chat
+
+    chat = openai_compatible_chat(base_url, model, api_key=os.environ.get(api_key_env) or None)
+    return lambda seed: LLMExecutor(chat, docs_allowed=False)  # text games have no manual to read
 
 
 def parse_range(text: str) -> list[int]:
@@ -102,18 +127,21 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
     }
 
 
-def make_design(name: str, context_tokens: int | None = None) -> MemoryDesign:
-    """A fresh design; ``context_tokens`` sets langmem_plus's ``max_context_tokens`` (None: the default config)."""
-    if name == "langmem_plus" and context_tokens is not None:
-        return LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}))
+def make_design(name: str, context_tokens: int | None = None, delivery: str = DEFAULT_DELIVERY) -> MemoryDesign:
+    """A fresh design; for langmem_plus, ``context_tokens`` sets ``max_context_tokens`` (None: the default config)
+    and ``delivery`` how text rules reach the executor (``pre_run`` or ``triggered``)."""
+    if name == "langmem_plus":
+        config = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}) if context_tokens is not None else None
+        return LangmemPlus(config=config, delivery=delivery)
     return TEXT_DESIGNS[name]()
 
 
 def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
-               repeat: int, max_steps: int, context_tokens: int | None = None) -> dict[str, list[dict[str, Any]]]:
+               repeat: int, max_steps: int, context_tokens: int | None = None,
+               executor_factory: ExecutorFactory = text_executor, delivery: str = DEFAULT_DELIVERY) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design: per-episode rows of collection and deployment."""
-    design = make_design(name, context_tokens)
-    executor = TextGameExecutor(seed=seed + repeat)
+    design = make_design(name, context_tokens, delivery)
+    executor = executor_factory(seed + repeat)
     out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
     try:
         for phase, tasks in (("collection", collect), ("deployment", deploy)):
@@ -164,8 +192,14 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
 def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT, seeds: str = DEFAULT_SEEDS,
                   fold: str = "test", mode: str = "static", repeats: int = DEFAULT_REPEATS,
                   max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
-                  progress: Progress | None = None, context_tokens: int | None = None) -> dict[str, Any]:
-    """The whole bench: ``{"env", "setting", "fold", "mode", "designs": {...}, "curves": {...}}``."""
+                  progress: Progress | None = None, context_tokens: int | None = None,
+                  executor_factory: ExecutorFactory = text_executor, executor_name: str = "text",
+                  delivery: str = DEFAULT_DELIVERY) -> dict[str, Any]:
+    """The whole bench: ``{"env", "setting", "fold", "mode", "executor", "designs": {...}, "curves": {...}}``.
+
+    ``executor_factory`` builds the executor of each repeat (``text_executor`` by default,
+    ``llm_executor_factory(...)`` for a chat model); ``executor_name`` labels it in the result.
+    """
     unknown = [d for d in designs if d not in TEXT_DESIGNS]
     if unknown:
         raise EnvError(f"unknown design(s) {unknown}; choose from {', '.join(TEXT_DESIGN_NAMES)}")
@@ -185,7 +219,7 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
             for r in range(repeats):
                 started = time.perf_counter()
                 reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
-                                       context_tokens=context_tokens))
+                                       context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery))
                 if progress:
                     dep = reps[-1]["deployment"]
                     progress(f"[env] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
@@ -195,13 +229,13 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
         close = getattr(env, "close", None)
         if callable(close):
             close()
-    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "max_steps": max_steps,
+    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": executor_name, "delivery": delivery, "max_steps": max_steps,
             "collect_seeds": collect, "seeds": seeds, "designs": out_designs, "curves": curves}
 
 
 def format_text(result: dict[str, Any]) -> str:
     """A table for people."""
-    lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']}",
+    lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']} executor {result.get('executor', 'text')}",
              f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'invalid':>8}{'tok/task':>9}"]
     for name, d in result["designs"].items():
         lines.append(f"{name:<22}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
@@ -220,18 +254,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
     parser.add_argument("--designs", nargs="+", default=list(TEXT_DESIGN_NAMES), choices=TEXT_DESIGN_NAMES)
     parser.add_argument("--context-tokens", type=int, default=None,
-                        help="langmem_plus's max_context_tokens (default: the config's; text rules want ~500)")
+                        help="langmem_plus's max_context_tokens (default: the config's)")
+    parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
+                        help="how langmem_plus hands text rules over: at the steps they fire on (default), or all before the task")
+    parser.add_argument("--llm-base-url", default=None,
+                        help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
+                             "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
+    parser.add_argument("--llm-model", default=None, help="the chat model's name at --llm-base-url")
+    parser.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
+                        help="environment variable holding the endpoint's key (default OPENAI_API_KEY; local servers need none)")
+
+
+def executor_from_args(args: argparse.Namespace) -> tuple[ExecutorFactory, str]:
+    """The executor factory and its label from ``--llm-base-url`` / ``--llm-model`` (both or neither)."""
+    url, model = getattr(args, "llm_base_url", None), getattr(args, "llm_model", None)
+    if url is None and model is None:
+        return text_executor, "text"
+    if not url or not model:
+        raise InvalidArgument("--llm-base-url and --llm-model go together: give both to run LLMExecutor")
+    return llm_executor_factory(url, model, api_key_env=getattr(args, "llm_api_key_env", "OPENAI_API_KEY")), f"llm:{model}"
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench env``."""
+    factory, label = executor_from_args(args)
     started = time.perf_counter()
     result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
                            repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
-                           progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens)
+                           progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
+                           executor_factory=factory, executor_name=label, delivery=args.delivery)
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
     return 0
 
 
-__all__ = ["BENCH_NAME", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "format_text", "parse_range", "run", "run_env_bench", "summarize"]
+__all__ = ["BENCH_NAME", "ExecutorFactory", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "executor_from_args", "format_text",
+           "llm_executor_factory", "parse_range", "run", "run_env_bench", "summarize", "text_executor"]

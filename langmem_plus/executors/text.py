@@ -71,72 +71,22 @@ from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.executors.base import Decision
+from langmem_plus.learning.textmatch import ARTICLES, SLOT, Pattern, norm, norm_words
 from langmem_plus.records import Hint, Step, TaskSpec
 
 STOP_WORDS = frozenset(
     "a an the in on to of for and or is are you your it its s let once done with at from into this that".split()
 )
 """Words that carry no content (overlap on them would favour every action with ``in``)."""
-ARTICLES = frozenset({"a", "an", "the", "some"})
-"""Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"`([^`]+)`")
-_SLOT = re.compile(r"<([A-Z])>")
-
-
-def norm_words(text: str) -> list[str]:
-    """Lowercase words of ``text`` without articles.
-
-    Example:
-        >>> norm_words("Roast the Red Apple!")
-        ['roast', 'red', 'apple']
-    """
-    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
-
-
-def norm(text: str) -> str:
-    """``text`` as one normalised line of words (see ``norm_words``)."""
-    return " ".join(norm_words(text))
+_SLOT = SLOT
 
 
 def content_words(text: str) -> set[str]:
     """Content words of ``text`` (stop words removed)."""
     return set(_WORD.findall(text.lower())) - STOP_WORDS
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """One back-quoted action pattern of a hint, compiled."""
-
-    text: str
-    regex: re.Pattern[str]
-    slots: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, raw: str) -> "Pattern | None":
-        """Compile ``raw`` (``cook <X> in oven``); None when it has no words or only placeholders."""
-        pieces: list[str] = []
-        slots: list[str] = []
-        for part in re.split(r"(<[A-Z]>)", raw.strip()):
-            m = _SLOT.fullmatch(part)
-            if m is None:
-                pieces += [re.escape(w) for w in norm_words(part)]
-            elif m.group(1) in slots:
-                pieces.append(f"(?P={m.group(1)})")
-            else:
-                slots.append(m.group(1))
-                pieces.append(f"(?P<{m.group(1)}>.+?)")
-        if len(pieces) == len(slots):
-            return None
-        return cls(raw.strip(), re.compile("^" + r"\s+".join(pieces) + "$"), tuple(slots))
-
-    def match(self, action: str) -> dict[str, str] | None:
-        """Bindings of the placeholders when ``action`` matches, else None."""
-        m = self.regex.match(norm(action))
-        if m is None:
-            return None
-        return {s: " ".join(m.group(s).split()) for s in self.slots}
 
 
 @dataclass(frozen=True)

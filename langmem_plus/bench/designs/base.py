@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -42,19 +43,36 @@ OBSERVATION_CHARS = 200
 """Characters of an observation kept when a trajectory is rendered for a model."""
 
 
+@runtime_checkable
+class StepHints(Protocol):
+    """Hints a design delivers during an attempt, step by step (``retrieval.triggered.StepDelivery``)."""
+
+    def __call__(self, task: TaskSpec, history: Sequence[Step]) -> Sequence[Hint]:
+        """The hints for the next step of ``task`` after ``history``."""
+        ...
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of everything delivered so far in the attempt (each distinct line once)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Context:
-    """What a design hands the executor before a task."""
+    """What a design hands the executor: hints before a task and, optionally, more at each step."""
 
     hints: tuple[Hint, ...] = ()
     """Actionable hints; the scripted executor applies their WRONG -> CORRECT rewrites."""
     text: str = ""
     """The same memory as a model would be shown it (counted in tokens)."""
+    step_hints: StepHints | None = None
+    """Called before each step; its hints join ``hints`` for that step only."""
 
     @property
     def tokens(self) -> int:
-        """Tokens of ``text`` (tiktoken when available, else the labelled approximation)."""
-        return count_tokens(self.text).n if self.text else 0
+        """Tokens of ``text`` plus what ``step_hints`` delivered (tiktoken when available, else the labelled approximation)."""
+        pre = count_tokens(self.text).n if self.text else 0
+        return pre + (self.step_hints.tokens if self.step_hints is not None else 0)
 
 
 @runtime_checkable
@@ -111,7 +129,8 @@ def run_episode(
     steps: list[Step] = []
     hints = list(context.hints)
     while len(steps) < max_steps and not env.done:
-        decision = executor.act(task, steps, hints)
+        now = [*hints, *context.step_hints(task, steps)] if context.step_hints is not None else hints
+        decision = executor.act(task, steps, now)
         if decision.kind == "done":
             break
         steps.append(take_step(env, decision, len(steps)))
@@ -207,6 +226,7 @@ __all__ = [
     "DEFAULT_EPISODE_STEPS",
     "Context",
     "Embedder",
+    "StepHints",
     "Fix",
     "MemoryDesign",
     "error_fixes",

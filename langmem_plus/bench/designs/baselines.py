@@ -42,7 +42,10 @@ from langmem_plus.bench.designs.base import (
 from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
-from langmem_plus.records import Hint, TaskSpec
+from langmem_plus.learning.hints import HINTS_HEADER, hints_from_items
+from langmem_plus.memory_types.context import assemble, in_order
+from langmem_plus.records import Hint, ScoredItem, TaskSpec
+from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule, short_line
 
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
@@ -56,6 +59,8 @@ VOTE_DOWNVOTE = 2
 """Subtracted when a run shown the insight fails (issue #5: -2)."""
 VOTE_MAX_SHOWN = 20
 """At most this many insights are shown, highest score first (a prompt-size cap, far above what a tool yields)."""
+TRIGGERED_UNCLAIMED_MAX = 1000
+"""Triggered-delivery records kept for runs not yet updated (static deployment never updates)."""
 CLOCK_START = 1_700_000_000.0
 """Logical clock start of the langmem_plus design, so its runs repeat exactly."""
 
@@ -235,23 +240,58 @@ class LangmemPlus:
     """Run id of the latest retrieval per task id, for an update recorded under another id."""
     config: MemoryConfig | None = None
     """The memory's config; None: the defaults."""
+    delivery: str = "pre_run"
+    """``pre_run``: every lesson in the block before the task (``LearningMemory.general_retrieve``);
+    ``triggered``: text rules leave the pre-run block and reach the executor at the steps they fire
+    on (``retrieval.triggered.StepDelivery``), everything else stays before the task."""
+    _triggered: dict[str, tuple[list[ScoredItem], StepDelivery]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.delivery not in ("pre_run", "triggered"):
+            raise ValueError(f"delivery must be pre_run or triggered, got {self.delivery!r}")
         self.memory = LearningMemory.open(
             self.root, namespace=("bench", "designs"), clock=LogicalClock(CLOCK_START), config=self.config
         )
 
     def general_update(self, trajectory: Trajectory) -> None:
-        """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured."""
+        """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured.
+
+        With triggered delivery the same steps run through the public ``capture_steps`` and
+        ``end_run``, the activations being the pre-run items plus each rule delivered, at the step it first fired.
+        """
         retrieved_as = self._retrieved_as.pop(trajectory.task.task_id, None)
-        self.memory.general_update(trajectory, retrieved_as=retrieved_as)
+        shown = self._triggered.pop(retrieved_as or trajectory.run_id, None)
+        if shown is None:
+            self.memory.general_update(trajectory, retrieved_as=retrieved_as)
+            return
+        items, stepper = shown
+        run_id = trajectory.run_id
+        events = self.memory.capture_steps(trajectory.steps, run_id=run_id, task=trajectory.task)
+        acts = self.memory.activations_for(items, run_id=run_id, step=0, moment="pre_run") + stepper.activations(run_id)
+        self.memory.end_run(run_id=run_id, task=trajectory.task, steps=trajectory.steps, events=events,
+                            activations=acts, verdict=trajectory.verdict)
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
-        """``LearningMemory.general_retrieve`` under ``run_id`` (a fresh one when not given)."""
+        """``LearningMemory.general_retrieve`` under ``run_id`` (a fresh one when not given), or triggered delivery."""
         recorder = Trajectory(task=task, run_id=run_id) if run_id else Trajectory(task=task)
         self._retrieved_as[task.task_id] = recorder.run_id
+        if self.delivery == "triggered":
+            return self._triggered_context(task, recorder.run_id)
         out = self.memory.general_retrieve(recorder)
         return Context(tuple(Hint.model_validate(h) for h in out["hints"]), out["text"])
+
+    def _triggered_context(self, task: TaskSpec, run_id: str) -> Context:
+        """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
+        cfg = self.memory.config
+        items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
+        block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line)
+        rules = [l for l in self.memory.list_lessons() if is_text_rule(l) and l.scope.tool == task.tool]
+        stepper = StepDelivery(rules, [r for r in self.memory.runs if r.tool == task.tool], cfg,
+                               header="" if block.text else HINTS_HEADER)  # delivered lines join the pre-run block
+        self._triggered[run_id] = (block.shown, stepper)
+        while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
+            del self._triggered[next(iter(self._triggered))]
+        return Context(tuple(hints_from_items(block.shown)), block.text, stepper)
 
     def close(self) -> None:
         """Close the store and remove its folder."""

@@ -1,0 +1,94 @@
+"""Action patterns with placeholders, as text rules write them (``cook <X> in oven``), and their matcher.
+
+One reader of the pattern syntax for everything that matches a text rule against the
+actions a game offers: ``TextGameExecutor`` when it weighs a hint, and observation-triggered
+delivery (``retrieval.triggered``) when it decides which rules bear on the current step.
+Text is compared after ``norm`` (lowercase words, articles dropped), so ``the red apple``
+and ``a red apple`` are one phrase.
+
+Example:
+    >>> Pattern.parse("cook <X> in oven").match("Cook the red apple in oven")
+    {'X': 'red apple'}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ARTICLES = frozenset({"a", "an", "the", "some"})
+"""Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
+
+_WORD = re.compile(r"[a-z0-9]+")
+SLOT = re.compile(r"<([A-Z])>")
+"""A placeholder: ``<X>``, ``<Y>`` ..."""
+
+
+def norm_words(text: str) -> list[str]:
+    """Lowercase words of ``text`` without articles.
+
+    Example:
+        >>> norm_words("Roast the Red Apple!")
+        ['roast', 'red', 'apple']
+    """
+    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
+
+
+def norm(text: str) -> str:
+    """``text`` as one normalised line of words (see ``norm_words``)."""
+    return " ".join(norm_words(text))
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One action pattern, compiled: its words literal, each placeholder one or more words."""
+
+    text: str
+    regex: re.Pattern[str]
+    slots: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, raw: str) -> "Pattern | None":
+        """Compile ``raw`` (``cook <X> in oven``); None when it has no words or only placeholders."""
+        pieces: list[str] = []
+        slots: list[str] = []
+        for part in re.split(r"(<[A-Z]>)", raw.strip()):
+            m = SLOT.fullmatch(part)
+            if m is None:
+                pieces += [re.escape(w) for w in norm_words(part)]
+            elif m.group(1) in slots:
+                pieces.append(f"(?P={m.group(1)})")
+            else:
+                slots.append(m.group(1))
+                pieces.append(f"(?P<{m.group(1)}>.+?)")
+        if len(pieces) == len(slots):
+            return None
+        return cls(raw.strip(), re.compile("^" + r"\s+".join(pieces) + "$"), tuple(slots))
+
+    @property
+    def verb(self) -> str | None:
+        """The pattern's first word when it is literal (an index key), else None."""
+        first = self.text.split()[0]
+        return None if SLOT.fullmatch(first) else (norm(first) or None)
+
+    def match(self, action: str) -> dict[str, str] | None:
+        """Bindings of the placeholders when ``action`` matches, else None."""
+        m = self.regex.match(norm(action))
+        if m is None:
+            return None
+        return {s: " ".join(m.group(s).split()) for s in self.slots}
+
+
+def bind(line: str, binding: dict[str, str]) -> str | None:
+    """``line`` with its placeholders replaced by their bound phrases, normalised; None when one is unbound.
+
+    Example:
+        >>> bind("roast <X>", {"X": "red apple"}), bind("roast <Y>", {"X": "red apple"})
+        ('roast red apple', None)
+    """
+    if any(s not in binding for s in SLOT.findall(line)):
+        return None
+    return norm(SLOT.sub(lambda m: binding[m.group(1)], line))
+
+
+__all__ = ["ARTICLES", "SLOT", "Pattern", "bind", "norm", "norm_words"]

@@ -1,0 +1,278 @@
+"""Observation-triggered delivery of text rules: each step sees the rules that bear on it, not every rule up front.
+
+A text rule (``Lesson.applies_when`` set; ``learning.textrules``) is about one kind of
+action in one situation: ``Avoid `cook <X> in stove``` when the task says ``grill <X>``.
+Before a run nothing says which of them will matter, and a budget of a few hundred tokens
+holds only some, so pre-run retrieval shows the wrong ones as often as the right ones. The
+game itself says when a rule matters: when an action its pattern matches is among the
+valid actions and the lines its condition names have been read. So at each step:
+
+1. **Trigger** (``firings``): a rule fires on a valid action its pattern (WRONG for an
+   avoidance, CORRECT for a recommendation) matches with each placeholder bound to a phrase
+   of the task's text (what the agent read in things the goal names,
+   ``textrules.task_text_lines``: where the rule's placeholders came from when it was
+   learned) that is not all goal words, and every ``applies_when`` line, with those
+   bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
+   the phrase and says nothing more about it). An avoidance also binds a phrase any short
+   observation line names (at most ``text_short_line_words`` words, the executor's own
+   reading): a needless warning costs a line and a missing one can end the game, while a
+   recommendation bound to a distractor lures the agent to it. A literal rule (no
+   placeholder) fires only when ``min_occurrences`` runs taught it or it names nothing
+   beyond the goal's words (``prepare meal``; the goal is the same for every task of a
+   family): one run's literal rule about other things (``take red hot pepper``, where that
+   run never read its recipe) is that task's fact, and elsewhere it lures the agent to a
+   distractor. Nothing here knows a game's words: patterns, conditions, the task's text
+   and the valid actions all come from the run.
+2. **Ground**: a firing is delivered as the concrete action (``Avoid `cook pork chop in
+   stove```), its condition already checked. When an avoidance and a recommendation fire on
+   the same action, the one with more conditions wins, an avoidance on a tie (the executor
+   contract of ``TextGameExecutor``, applied once here so the step shows one verdict per action).
+3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
+   of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
+   or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
+   delivered to minus that of runs it was not (each with a (1, 1) prior; 0 until it has been
+   delivered). A rule whose ``need + gain`` is negative is not delivered.
+4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
+   within ``max_context_tokens``, highest utility first, one line each (``rule_line``).
+
+``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
+record with the run (one per rule, at the step it first fired), and the distinct lines shown
+(their tokens are the attempt's cost, each line counted once however many steps showed it,
+as a pre-run block is counted once; the header too, and not at all when the caller's
+pre-run block already carries it).
+
+Example:
+    >>> from langmem_plus.records import Lesson, LessonScope, TaskSpec
+    >>> rule = Lesson(id="r1", namespace=("ns",), rule_text="AVOID: eat <X>", wrong="eat <X>", applies_when=[],
+    ...               scope=LessonScope(tool="game"))
+    >>> task = TaskSpec(task_id="t", goal="Read the recipe.", tool="game", context={"valid_actions": ["read recipe"]})
+    >>> read = Step(index=0, action="read recipe", observation="Ingredients:\\n  red apple",
+    ...             info={"valid_actions": ["eat red apple", "eat recipe", "look"]})
+    >>> deliver = StepDelivery([rule], runs=[])
+    >>> deliver(task, []), [h.text for h in deliver(task, [read])], list(deliver.lines)
+    ([], ['Avoid `eat red apple`'], ['- r1="Avoid `eat red apple`"'])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, hints_from_items
+from langmem_plus.learning.textmatch import SLOT, Pattern, bind, norm
+from langmem_plus.learning.textrules import task_text_lines
+from langmem_plus.memory_types.context import assemble, compact_line, in_order
+from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
+from langmem_plus.tokens import count_tokens
+
+
+def is_text_rule(lesson: object) -> bool:
+    """Whether ``lesson`` is a text rule (a Lesson with ``applies_when`` set)."""
+    return isinstance(lesson, Lesson) and lesson.applies_when is not None
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What one step offers: goal words, the task's text, the observation lines so far, the valid actions now."""
+
+    goal_words: frozenset[str]
+    task_lines: tuple[str, ...]
+    lines: tuple[str, ...]
+    valid: tuple[str, ...]
+
+    @classmethod
+    def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
+        """The view before the next step of ``task`` after ``history`` (as ``TextGameExecutor`` reads it)."""
+        ctx = task.context or {}
+        goal = str(ctx.get("goal") or task.goal or "")
+        observations = [str(ctx.get("observation") or ""), *(s.observation for s in history)]
+        raw = history[-1].info.get("valid_actions") if history else ctx.get("valid_actions")
+        lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
+        return cls(frozenset(norm(goal).split()), tuple(task_text_lines(goal, history)), lines,
+                   tuple(str(a) for a in raw or []))
+
+    def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
+        """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
+        most that many words) and it is not all goal words."""
+        words = phrase.split()
+        if not words or all(w in self.goal_words for w in words):
+            return False
+        rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
+        if any(rx.search(l) for l in self.task_lines):
+            return True
+        return short_line_words is not None and any(len(l.split()) <= short_line_words and rx.search(l) for l in self.lines)
+
+    def says(self, line: str) -> bool:
+        """Whether an observation line contains ``line`` (whole words)."""
+        rx = re.compile(r"(^| )" + re.escape(line) + r"( |$)")
+        return any(rx.search(l) for l in self.lines)
+
+
+def rule_pattern(lesson: Lesson) -> Pattern | None:
+    """The action pattern a text rule is about: WRONG for an avoidance, else CORRECT."""
+    raw = lesson.wrong or lesson.correct
+    return Pattern.parse(raw) if raw else None
+
+
+def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG) -> list[str]:
+    """The valid actions the rule fires on at this step (module docstring, rule 1)."""
+    loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
+    out = []
+    for action in view.valid:
+        binding = pattern.match(action)
+        if binding is None or not all(view.names(p, short_line_words=loose) for p in binding.values()):
+            continue
+        if all(_holds(cond, binding, view) for cond in lesson.applies_when or ()):
+            out.append(action)
+    return out
+
+
+def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
+    bare = SLOT.fullmatch(cond.strip())
+    if bare is not None:  # the task's text names the phrase and says nothing more about it
+        phrase = binding.get(bare.group(1), "")
+        rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
+        mentions = [l for l in view.task_lines if rx.search(l)]
+        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+    line = bind(cond, binding)
+    return line is not None and bool(line) and view.says(line)
+
+
+def rule_utility(lesson: Lesson, runs: Sequence[RunRecord]) -> tuple[float, float]:
+    """``(need, gain)`` of a text rule over ``runs`` (the tool's), module docstring rule 2.
+
+    Example:
+        >>> from langmem_plus.records import Provenance
+        >>> l = Lesson(id="r", namespace=("n",), rule_text="r", applies_when=[], provenance=Provenance(run_ids=["a"]))
+        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=n, task_id=i) for n, i in enumerate("ab")]
+        >>> rule_utility(l, runs)
+        (0.5, 0.0)
+    """
+    taught = set(lesson.provenance.run_ids)
+    need = (sum(1 for r in runs if r.run_id in taught) + 1) / (len(runs) + 2)
+    shown = [r.passed for r in runs if lesson.id in r.activated]
+    if not shown:
+        return need, 0.0
+    other = [r.passed for r in runs if lesson.id not in r.activated]
+    gain = (sum(shown) + 1) / (len(shown) + 2) - (sum(other) + 1) / (len(other) + 2)
+    return need, gain
+
+
+GROUNDED_SEP = "@"
+"""Separates a rule's id from the action it was grounded on in a delivered item's id."""
+RULE_ID_CHARS = 10
+"""Characters of a rule's id shown in its line (``txt_`` and 6 hex digits: unique among a tool's rules in
+practice, a third of the tokens of the whole id, which activations still record)."""
+
+
+def rule_line(item: ScoredItem) -> str:
+    """A text rule as one line of quoted data with its short id: ``- <id>="Avoid `A` when the task says `B`"``."""
+    hint = hint_from_item(item)
+    text = hint.text + (f" {hint.precondition}" if hint.precondition else "")
+    return f"- {item.item_id.split(GROUNDED_SEP)[0][:RULE_ID_CHARS]}={json.dumps(text, ensure_ascii=False)}"
+
+
+def short_line(item: ScoredItem) -> str:
+    """Any item's compact line (``memory_types.context.compact_line``) under its id cut to ``RULE_ID_CHARS``:
+    the form in which triggered delivery's caller shows what stays before the run."""
+    text = compact_line(item).split("=", 1)[1]
+    return f"- {item.item_id[:RULE_ID_CHARS]}={text}"
+
+
+def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
+    """One grounded item per action, by the contract of module docstring rule 2, in rank order."""
+    best: dict[str, tuple[tuple[int, int], int, ScoredItem]] = {}
+    for rank, (it, action) in enumerate(fired):
+        lesson = it.item
+        assert isinstance(lesson, Lesson)
+        avoid = bool(lesson.wrong)
+        key = (len(lesson.applies_when or ()), int(avoid))  # more conditions first, an avoidance on a tie
+        held = best.get(action)
+        if held is None or key > held[0]:
+            best[action] = (key, rank, it)
+    out = []
+    for action, (_, rank, it) in sorted(best.items(), key=lambda kv: kv[1][1]):
+        lesson = it.item
+        assert isinstance(lesson, Lesson)
+        grounded = lesson.model_copy(update={
+            "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": [],
+            "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
+        out.append(it.model_copy(update={"item": grounded}))
+    return out
+
+
+@dataclass
+class StepDelivery:
+    """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
+
+    Args:
+        rules: The text rules that may be delivered (the task's tool's, live ones).
+        runs: The tool's finished runs, for ``rule_utility``.
+        config: Supplies ``max_context_tokens`` (the per-step block) and ``text_short_line_words``.
+        header: The block's first line; ``""`` when the delivered lines join a block that has one.
+    """
+
+    rules: Sequence[Lesson]
+    runs: Sequence[RunRecord]
+    config: MemoryConfig = DEFAULT_CONFIG
+    header: str = HINTS_HEADER
+    delivered: dict[str, int] = field(default_factory=dict)
+    """Lesson id -> the first step it was delivered at."""
+    lines: dict[str, None] = field(default_factory=dict)
+    """Every distinct line shown, in order of first delivery."""
+    _ranked: list[tuple[ScoredItem, Pattern]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
+        for lesson in self.rules:
+            pattern = rule_pattern(lesson) if is_text_rule(lesson) and lesson.retrievable else None
+            if pattern is None:
+                continue
+            need, gain = rule_utility(lesson, self.runs)
+            if need + gain < 0:  # measured to go with losing more than its situation arises
+                continue
+            item = ScoredItem(kind="lesson", item=lesson, score=need + gain, components={"need": need, "gain": gain},
+                              why="fires on this step's valid actions")
+            ranked.append((-(need + gain), lesson.id, item, pattern))
+        self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
+
+    def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
+        """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
+        ``min_occurrences`` runs or about only what the goal names (the same for every task of a family),
+        since a literal rule one run taught about other things is that task's fact, not the tool's."""
+        if pattern.slots or len(set(lesson.provenance.run_ids)) >= self.config.min_occurrences:
+            return True
+        return all(w in view.goal_words for w in norm(pattern.text).split()[1:])
+
+    def __call__(self, task: TaskSpec, history: Sequence[Step]) -> list[Hint]:
+        """The hints of the rules that fire before the next step, within the budget, best first."""
+        view = StepView.of(task, history)
+        fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
+                 for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
+        grounded = _verdicts(fired)
+        if not grounded:
+            return []
+        block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config,
+                         relevance=in_order(grounded), line=rule_line, header=self.header or HINTS_HEADER)
+        for line in block.text.splitlines()[1:]:
+            self.lines.setdefault(line, None)
+        hints = hints_from_items(block.shown)
+        for hint in hints:
+            self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
+        return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of everything delivered in the attempt: the header once (when set) and each rule's line once."""
+        return count_tokens("\n".join([*([self.header] if self.header else []), *self.lines])).n if self.lines else 0
+
+    def activations(self, run_id: str) -> list[Activation]:
+        """One activation per delivered rule, at the step it was first delivered."""
+        return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
+
+
+__all__ = ["GROUNDED_SEP", "RULE_ID_CHARS", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+           "rule_utility", "short_line"]

@@ -1,0 +1,210 @@
+"""Observation-triggered delivery of text rules (``retrieval.triggered``): what fires when, ranking, budget, a real game."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from langmem_plus import LearningMemory
+from langmem_plus.bench.designs.base import Context, run_episode
+from langmem_plus.config import DEFAULT_CONFIG
+from langmem_plus.envs.registry import make_env
+from langmem_plus.envs.textgame import TextGameEnv
+from langmem_plus.executors.base import Decision
+from langmem_plus.records import Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
+from langmem_plus.retrieval.triggered import StepDelivery, StepView, firings, rule_pattern, rule_utility
+
+GOAL = "Cook a meal. Check the cookbook for the recipe."
+RECIPE = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
+
+
+def rule(lid: str, *, wrong: str | None = None, correct: str | None = None, when: Sequence[str] = (),
+         runs: Sequence[str] = ("r0",)) -> Lesson:
+    return Lesson(id=lid, namespace=("ns",), rule_text=lid, wrong=wrong, correct=correct, applies_when=list(when),
+                  scope=LessonScope(tool="game"), provenance=Provenance(run_ids=list(runs)))
+
+
+def task(valid: Sequence[str]) -> TaskSpec:
+    return TaskSpec(task_id="t", goal=GOAL, tool="game", context={"observation": "A kitchen.", "valid_actions": list(valid)})
+
+
+def read(valid: Sequence[str], observation: str = RECIPE) -> list[Step]:
+    """One step that read the cookbook (its object is a goal word), then ``valid`` are offered."""
+    return [Step(index=0, action="read cookbook", observation=observation, info={"valid_actions": list(valid)})]
+
+
+COOKS = ["cook red apple in oven", "cook red apple in stove", "cook milk in oven", "eat red apple", "look"]
+
+
+def test_a_placeholder_rule_fires_only_once_the_task_text_names_its_entity() -> None:
+    avoid_eat = rule("eat", wrong="eat <X>")
+    p = rule_pattern(avoid_eat)
+    assert p is not None
+    before = StepView.of(task(COOKS), [])
+    assert firings(avoid_eat, p, before) == []  # nothing read yet: no phrase is known to be the task's
+    after = StepView.of(task(["read cookbook"]), read(COOKS))
+    assert firings(avoid_eat, p, after) == ["eat red apple"]
+    # a phrase only the goal names never binds (``cookbook`` is the goal's word)
+    assert firings(avoid_eat, p, StepView.of(task([]), read(["eat cookbook"]))) == []
+
+
+def test_a_condition_must_hold_with_the_same_binding() -> None:
+    oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
+    p = rule_pattern(oven)
+    assert p is not None
+    view = StepView.of(task([]), read(COOKS))
+    assert firings(oven, p, view) == ["cook red apple in oven"]  # milk is named, but the recipe roasts the apple
+    bare = rule("bare", wrong="cook <X> in oven", when=["<X>"])  # "the task names X and says nothing more"
+    pb = rule_pattern(bare)
+    assert pb is not None and firings(bare, pb, view) == ["cook milk in oven"]
+
+
+def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie() -> None:
+    rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
+             rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove")]
+    deliver = StepDelivery(rules, runs=[])
+    texts = {h.text: h.source_id for h in deliver(task([]), read(COOKS))}
+    assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
+    assert texts["Avoid `cook red apple in stove`"] == "avoid-stove"  # a tie goes to the avoidance
+    assert texts["Avoid `cook milk in oven`"] == "avoid-oven"  # the roast condition does not hold for milk
+    assert "Prefer `cook red apple in stove`" not in texts and "Avoid `cook red apple in oven`" not in texts
+
+
+def test_rules_are_ranked_by_measured_utility_within_the_budget() -> None:
+    runs = [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id=f"t{i}", tool="game", passed=i % 2 == 0) for i in range(6)]
+    often = rule("often", wrong="eat <X>", runs=["r0", "r1", "r2", "r3"])
+    rare = rule("rare", wrong="cook <X> in stove", runs=["r0"])
+    assert rule_utility(often, runs)[0] > rule_utility(rare, runs)[0]
+    roomy = StepDelivery([rare, often], runs=runs)
+    assert [h.source_id for h in roomy(task([]), read(COOKS))] == ["often", "rare"]
+    # a budget with room for the header and one line keeps the rule that mattered in more runs
+    tight = StepDelivery([rare, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 45}))
+    assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
+
+
+def test_delivery_outcomes_move_a_rules_gain_and_a_harmful_rule_is_held_back() -> None:
+    lesson = rule("r", wrong="eat <X>", runs=["r0"])
+    base = [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", passed=True) for i in range(4)]
+    assert rule_utility(lesson, base)[1] == 0.0  # never delivered: no gain measured
+    lost = [RunRecord(run_id=f"d{i}", namespace=("ns",), seq=10 + i, task_id="t", tool="game", passed=False, activated=["r"])
+            for i in range(6)]
+    need, gain = rule_utility(lesson, base + lost)
+    assert gain < 0 and need + gain < 0
+    assert StepDelivery([lesson], runs=base + lost)(task([]), read(COOKS)) == []
+    assert StepDelivery([lesson], runs=base)(task([]), read(COOKS)) != []
+
+
+def test_literal_rules_of_one_run_about_other_things_stay_with_their_task() -> None:
+    one_run = rule("pepper", correct="take red hot pepper")
+    family = rule("meal", correct="prepare meal")  # names only the goal's words
+    seen_twice = rule("fridge", correct="open fridge", runs=["r0", "r1"])
+    valid = ["take red hot pepper", "prepare meal", "open fridge"]
+    got = {h.source_id for h in StepDelivery([one_run, family, seen_twice], runs=[])(task(valid), [])}
+    assert got == {"meal", "fridge"}
+
+
+def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> None:
+    rules = [rule("eat", wrong="eat <X>")]
+    own, shared = StepDelivery(rules, runs=[]), StepDelivery(rules, runs=[], header="")
+    for d in (own, shared):
+        d(task([]), read(COOKS))
+        d(task([]), read(COOKS) * 2)  # the same line again at a later step
+    assert list(own.lines) == list(shared.lines) == ['- eat="Avoid `eat red apple`"']
+    assert own.tokens > shared.tokens > 0
+    assert [(a.lesson_id, a.step) for a in own.activations("run")] == [("eat", 1)]
+
+
+# --------------------------------------------------------------------------- a real game
+
+
+@pytest.fixture(scope="module")
+def cooking() -> Iterator[TextGameEnv]:
+    pytest.importorskip("textworld_express")
+    if shutil.which("java") is None:
+        pytest.skip("the text games need a Java runtime")
+    env = make_env("twx-cooking:easy")
+    assert isinstance(env, TextGameEnv)
+    yield env
+    env.close()
+
+
+class Fixed:
+    """Test-only executor: plays a fixed list of actions and records the hints it was handed at each step."""
+
+    def __init__(self, actions: Sequence[str]) -> None:
+        self.actions = list(actions)
+        self.seen: list[list[str]] = []
+
+    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+        self.seen.append([h.text for h in hints])
+        if len(history) < len(self.actions):
+            return Decision(kind="command", action=self.actions[len(history)])
+        return Decision(kind="done")
+
+
+def _task(env: TextGameEnv, task_id: str) -> TaskSpec:
+    env.reset(task_id)
+    return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name, domain=env.domain, family=env.family)
+
+
+def test_a_rule_learned_on_one_ingredient_reaches_another_at_the_step_it_matters(cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "triggered"))
+    plays = [("c1", "train-18", ["read cookbook", "take yellow potato", "cook yellow potato in stove"]),  # chop, roast: lost
+             ("c2", "train-18", ["read cookbook", "take yellow potato", "cook yellow potato in oven"]),
+             ("c3", "train-20", ["read cookbook", "open fridge", "take orange bell pepper", "cook orange bell pepper in oven"])]
+    for run_id, task_id, actions in plays:
+        memory.general_update(run_episode(cooking, Fixed(actions), _task(cooking, task_id), Context(), run_id=run_id,
+                                          max_steps=len(actions)))
+    rules = [l for l in memory.list_lessons() if l.applies_when is not None]
+    deliver = StepDelivery(rules, memory.runs, memory.config)
+    agent = Fixed(["open fridge", "read cookbook", "take chicken wing"])  # dev-10001: roast the chicken wing, no chopping
+    run_episode(cooking, agent, _task(cooking, "dev-10001"), Context(step_hints=deliver), max_steps=4)
+    before_reading, after_reading, holding = agent.seen[1], agent.seen[2], agent.seen[3]
+    assert not any("chicken wing" in h for h in before_reading)  # nothing names the chicken wing before the recipe is read
+    assert "Prefer `take chicken wing`" in after_reading
+    assert "Prefer `cook chicken wing in oven`" in holding  # learned on a potato and a pepper, grounded on the wing
+    # the stove was fatal where the recipe said chop and roast; this one does not say chop, so that avoidance stays out
+    assert not any("stove" in h for h in holding)
+    assert deliver.tokens > 0 and {a.lesson_id for a in deliver.activations("x")} <= {l.id for l in rules}
+    memory.close()
+
+
+def test_the_bench_design_delivers_rules_by_step_and_measures_them_as_activations(cooking: TextGameEnv) -> None:
+    from langmem_plus.bench.designs.baselines import LangmemPlus
+    from langmem_plus.bench.env import _tasks, parse_range
+    from langmem_plus.executors.text import TextGameExecutor
+
+    design = LangmemPlus(delivery="triggered")
+    try:
+        ex = TextGameExecutor(seed=0)
+        for t in _tasks(cooking, "train", parse_range("0-5")):
+            design.general_update(run_episode(cooking, ex, t, Context(), run_id=f"c-{t.task_id}", max_steps=30))
+        delivered_runs = 0
+        for t in _tasks(cooking, "dev", parse_range("0-3")):
+            ctx = design.general_retrieve(t, run_id=f"d-{t.task_id}")
+            assert ctx.step_hints is not None and not any("txt_" in line for line in ctx.text.splitlines())  # no rule up front
+            traj = run_episode(cooking, ex, t, ctx, run_id=f"d-{t.task_id}", max_steps=30)
+            design.general_update(traj)
+            run = design.memory.runs[-1]
+            text_rules = {l.id for l in design.memory.list_lessons() if l.applies_when is not None}
+            delivered = set(run.activated) & text_rules
+            assert delivered == {a.lesson_id for a in ctx.step_hints.activations(run.run_id)}  # type: ignore[attr-defined]
+            delivered_runs += bool(delivered)
+            assert ctx.tokens >= ctx.step_hints.tokens > 0 or not delivered
+        assert delivered_runs >= 1
+    finally:
+        design.close()
+
+
+def test_an_avoidance_binds_what_the_game_shows_a_recommendation_only_the_task_text() -> None:
+    shown = TaskSpec(task_id="t", goal=GOAL, tool="game", context={
+        "observation": "You see:\n  a red hot pepper", "valid_actions": ["eat red hot pepper", "take red hot pepper"]})
+    avoid, prefer = rule("eat", wrong="eat <X>"), rule("take", correct="take <X>")
+    view = StepView.of(shown, [])
+    pa, pp = rule_pattern(avoid), rule_pattern(prefer)
+    assert pa is not None and pp is not None
+    assert firings(avoid, pa, view) == ["eat red hot pepper"]  # the pepper may be anything: warn anyway
+    assert firings(prefer, pp, view) == []  # no recipe names it: do not lure the agent to it
