@@ -143,6 +143,14 @@ class MemoryConfig(BaseModel):
     """Episodes and skills fetched per retrieval by vector search, each kind (DESIGN §5.3)."""
     episode_budget: int = Field(1, ge=0)
     """Episodes or skills shown beside the K' lessons; the avoidance reminder is extra (DESIGN §5.6)."""
+    fact_budget: int = Field(1, ge=0)
+    """Facts (``SemanticMemory``) shown beside the lessons, episodes and skills of a retrieval; they compete
+    for the same token budget in instant memory, ranked below lessons (``instant_support_weight`` x cosine)
+    (issue 14). 0 shows none."""
+    fact_min_cos: float = Field(0.2, ge=-1.0, le=1.0)
+    """Least cosine between a fact's text and the retrieval's query for the fact to be shown. Below
+    ``episode_min_cos``: a fact is a few words against a query of goal and context, so even a fact
+    about the task's very objects scores ~0.25 with the offline embedder (an unrelated one ~0.05)."""
     episode_min_cos: float = Field(0.3, ge=-1.0, le=1.0)
     """Cosine to the query an episode or skill needs to count as relevant (chosen so that
     unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""

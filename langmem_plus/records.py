@@ -394,8 +394,8 @@ class Activation(_Record):
 class ScoredItem(_Record):
     """A retrieved item with its score, the score's parts, and why it was chosen."""
 
-    kind: Literal["lesson", "episode", "skill"]
-    item: Union[Lesson, Episode, Skill]
+    kind: Literal["lesson", "episode", "skill", "fact"]
+    item: Union[Lesson, Episode, Skill, "Fact"]
     score: float
     components: dict[str, float] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
@@ -413,7 +413,7 @@ class Hint(_Record):
 
     text: str
     precondition: str | None = None
-    source_kind: Literal["lesson", "episode", "skill"] = "lesson"
+    source_kind: Literal["lesson", "episode", "skill", "fact"] = "lesson"
     source_id: str
     wrong: str | None = None
     correct: str | None = None
@@ -670,6 +670,9 @@ class RunReport(_Record):
     utilities: dict[str, float] = Field(default_factory=dict)
     lessons_by_status: dict[str, int] = Field(default_factory=dict)
     verdict: Verdict | None = None
+
+
+ScoredItem.model_rebuild()  # ``Fact`` is defined after it
 
 
 __all__ = [

@@ -413,3 +413,47 @@ def test_seed_traversal_example_creators_of_tools_used_by_the_user(memory: Learn
     creators = sem.traverse("current user", [("used_by", "in"), ("created_by", "out")])
     assert [t.entity.label for t in creators] == ["acme tools"]
     assert [t.entity.label for t in sem.traverse("fluffy", ["instance_of", "is_a"])] == ["animal"]
+
+
+# --------------------------------------------------------------------------- facts beside lessons in a retrieval
+
+
+def _fact_task() -> "TaskSpec":
+    from langmem_plus.records import TaskSpec
+
+    return TaskSpec(task_id="t-kitchen", goal="find the cheese in the kitchen fridge", tool="cooking")
+
+
+def test_a_retrieval_shows_a_relevant_fact_as_quoted_data_within_the_budget(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path / "store", namespace=NS)
+    mem.semantic().learn(("fridge", "contains", "block of cheese"))
+    mem.semantic().learn(("garage", "contains", "red bicycle"))
+    items = mem.retrieve_pre_run(_fact_task())
+    facts = [i for i in items if i.kind == "fact"]
+    assert [f.item.text for f in facts] == ["fridge contains block of cheese"]  # the relevant one, fact_budget = 1
+    block = mem.render(items)
+    assert 'Known: fridge contains block of cheese' in block and "red bicycle" not in block
+    assert mem.last_retrieval is not None and mem.last_retrieval.tokens <= mem.config.max_context_tokens
+    mem.close()
+    off = LearningMemory.open(tmp_path / "store", namespace=NS, config=MemoryConfig(fact_budget=0))
+    assert not [i for i in off.retrieve_pre_run(_fact_task()) if i.kind == "fact"]
+    off.close()
+
+
+def test_a_fact_that_only_repeats_a_chosen_lesson_is_left_out(tmp_path: Path) -> None:
+    """Facts a verified lesson states are not shown again beside that lesson."""
+    from langmem_plus.records import Evidence as Ev
+    from langmem_plus.records import TaskSpec
+
+    mem = LearningMemory.open(tmp_path / "store", namespace=NS)
+    lesson = Lesson(id="les_sort", namespace=NS, rule_text="WRONG: sort age down -> CORRECT: sort age desc", wrong="down",
+                    correct="desc", triggers=["fp-sort"], scope=LessonScope(level="domain", tool="gridtool"), status="promoted")
+    mem.add_lessons([lesson])
+    mem.semantic().learn(("gridtool sort", "accepts", "desc"), Ev(kind="observed", source="lesson:les_sort", level=1.0))
+    task = TaskSpec(task_id="t-sort", goal="gridtool sort age desc order", tool="gridtool")
+    items = mem.retrieve_pre_run(task, k=5)
+    kinds = {i.item_id: i.kind for i in items}
+    assert kinds.get("les_sort") == "lesson" and "fact" not in kinds.values()
+    mem.semantic().learn(("gridtool sort", "accepts", "desc"), Ev(kind="observed", source="user"))  # now also known otherwise
+    assert any(i.kind == "fact" for i in mem.retrieve_pre_run(task, k=5))
+    mem.close()

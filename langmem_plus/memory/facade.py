@@ -167,6 +167,7 @@ class LearningMemory:
         self.last_retrieval: Retrieval | None = None
         """The full result of the latest retrieval (candidates, drops, tokens), for inspection."""
         self._semantic: SemanticMemory | None = None
+        self.engine.facts = self._fact_items
 
     @property
     def lessons(self) -> RecordTable[Lesson]:
@@ -787,6 +788,26 @@ class LearningMemory:
             if self._semantic is None:
                 self._semantic = SemanticMemory(self.store, config=self.config, audit=self.audit, clock=self.clock)
             return self._semantic
+
+    def _fact_items(self, vector: list[float], query: str, taken: set[str]) -> list[ScoredItem]:
+        """Facts near a retrieval's query (``SemanticMemory.query``), as items that compete for its token budget.
+
+        A fact whose evidence is all lessons already chosen (``lesson:<id>`` sources) would repeat them: left out.
+        """
+        if self._semantic is not None:  # loaded: it knows its facts, whoever taught them
+            if not len(self._semantic):
+                return []
+        elif not self.store.has_records("facts"):
+            return []
+        cfg = self.config
+        hits = self.semantic().query(query, cfg.fact_budget + len(taken), vector=vector)
+        shown = {f"lesson:{i}" for i in taken}
+        hits = [h for h in hits if not h.fact.sources or not all(e.source in shown for e in h.fact.sources)]
+        return [
+            ScoredItem(kind="fact", item=h.fact, score=h.score, components={"cos": h.relevance, "confidence": h.fact.confidence},
+                       reasons=[f"source:facts:hop{h.hop}"])
+            for h in hits if h.relevance >= cfg.fact_min_cos
+        ]
 
     def _semantic_from_run(self, run_id: str, judged: Judgement) -> None:
         """Facts stated by the lessons a run verified (promoted, or helped): ``SemanticMemory.learn_from_lessons``."""

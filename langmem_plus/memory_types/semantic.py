@@ -356,7 +356,13 @@ class SemanticMemory:
         return self._facts.get(fact_id)
 
     def query(
-        self, text: str, limit: int = 5, *, expand: bool = True, states: Iterable[str] = ("held", "contested", "unknown")
+        self,
+        text: str,
+        limit: int = 5,
+        *,
+        expand: bool = True,
+        states: Iterable[str] = ("held", "contested", "unknown"),
+        vector: Sequence[float] | None = None,
     ) -> list[FactHit]:
         """Facts nearest to ``text`` by meaning, with a one-hop expansion through the graph (seed 002 ``query``).
 
@@ -365,12 +371,13 @@ class SemanticMemory:
         objects join, relevant at least ``semantic_hop_decay`` x their hit's relevance.
         Kept: confidence above ``semantic_min_confidence``, or uncertain (contested; and
         retracted, which appear only when ``states`` names them); ranked by relevance x
-        max(confidence, ``semantic_confidence_floor``).
+        max(confidence, ``semantic_confidence_floor``). ``vector``: ``text``'s embedding when the
+        caller has it (a retrieval's query vector), so it is not embedded twice.
         """
         if limit <= 0 or not self._facts:
             return []
         wanted = frozenset(states)
-        vector = self.store.embed_query(text)
+        vector = list(vector) if vector is not None else self.store.embed_query(text)
         k = min(len(self._facts), limit * self.config.semantic_candidates_factor)
         hits: dict[str, FactHit] = {}
         for fid, cos in self.store.query_ids("facts", vector, n=k):

@@ -124,6 +124,9 @@ class RetrievalEngine:
         self.overlap: bool | None = config.overlap_store_calls
         """Whether the fast path runs its Chroma calls on the worker thread; None: timed choice."""
         self._strategy = StrategyTimer()
+        self.facts: Callable[[list[float], str, set[str]], list[ScoredItem]] | None = None
+        """Facts for a query (its vector, its text, the ids already chosen), shown beside the chosen items;
+        set by the facade (issue 14)."""
 
     def close(self) -> None:
         """Stop the background thread; later retrievals make their store calls inline."""
@@ -292,6 +295,8 @@ class RetrievalEngine:
         chosen, dropped = select_with_drops(items, vectors=None, k=k, config=cfg, vectors_of=self._content_rows)
         support = self._support(qvec, goal, now)
         chosen += choose_support(support, cfg, taken={c.item_id for c in chosen})
+        if self.facts is not None and cfg.fact_budget > 0:
+            chosen += self.facts(qvec, query, {c.item_id for c in chosen})[: cfg.fact_budget]
         if limit is not None:
             dropped += [(c.item_id, f"limit:{limit}") for c in chosen[limit:]]
             chosen = chosen[:limit]
