@@ -55,6 +55,19 @@ def _open(url: str, ns: tuple[str, ...], root: Path, name: str, **cfg: Any) -> L
     return LearningMemory.open(url=url, namespace=ns, audit_dir=root / name, config=CFG.model_copy(update=cfg))
 
 
+def _co_weight(mem: LearningMemory, a: str, b: str) -> float:
+    """The co-activation edge between two lessons (0 when none)."""
+    edge = (mem.graph.nx.get_edge_data(f"lesson:{a}", f"lesson:{b}") or {}).get("link:co_activated")
+    return float(edge["weight"]) if edge else 0.0
+
+
+def _end_both(mem: LearningMemory, run_id: str) -> int:
+    """A run that showed l1 and l3 together."""
+    steps = _steps("l1", True)
+    acts = [Activation(lesson_id=lid, run_id=run_id, step=0, moment="pre_run") for lid in ("l1", "l3")]
+    return mem.end_run(run_id=run_id, task=TASK, steps=steps, events=[], activations=acts).lesson_activations
+
+
 def _lessons(mem: LearningMemory) -> dict[str, dict[str, Any]]:
     return {i: mem.lessons[i].model_dump(exclude={"updated_at"}) for i in sorted(mem.lessons)}
 
@@ -127,13 +140,17 @@ def test_two_stale_writers_lose_no_activation_and_agree_after_a_refresh(chroma_s
     for n in range(4):
         reported += _end(a, f"a{n}", "l1", shown=2, fixed=True)
         reported += _end(b, f"b{n}", "l1", shown=1, fixed=n % 2 == 0)
-    assert reported == 12
+    reported += _end_both(b, "b-both") + _end_both(a, "a-both")  # co-activations from both writers
+    assert reported == 16
     reader = _open(chroma_server, ns, tmp_path, "reader")
-    assert reader.lessons["l1"].stats.activations == 12 and reader.lessons["l1"].stats.runs_activated == 8
+    assert reader.lessons["l1"].stats.activations == 14 and reader.lessons["l1"].stats.runs_activated == 10
+    assert _co_weight(reader, "l1", "l3") == 2.0  # each writer's run counts: links fold from evidence too
     a.refresh()
+    b.refresh()
     assert _lessons(a) == _lessons(b) == _lessons(reader)  # one fold, whoever computes it
+    assert _co_weight(a, "l1", "l3") == _co_weight(b, "l1", "l3") == 2.0
     seqs = sorted(r.seq for r in reader.runs)
-    assert len(set(seqs)) == len(seqs) == 8  # each end_run read the others first: a Lamport clock, no collision
+    assert len(set(seqs)) == len(seqs) == 10  # each end_run read the others first: a Lamport clock, no collision
     for mem in (a, b, reader):
         mem.close()
 
@@ -155,6 +172,10 @@ def test_a_snapshot_saved_after_another_writer_reopens_to_the_same_state(chroma_
     fresh = _open(chroma_server, ns, tmp_path, "fresh", snapshot=False)
     assert again.lessons["l2"].stats.activations == 4
     assert _lessons(again) == _lessons(fresh)
+    _end_both(again, "again-both")
+    assert _co_weight(again, "l1", "l3") == 1.0 and again.graph.snapshot() != fresh.graph.snapshot()
+    fresh.refresh()
+    assert _co_weight(fresh, "l1", "l3") == 1.0
     again.close()
     fresh.close()
 

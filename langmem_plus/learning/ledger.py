@@ -97,6 +97,11 @@ class Ledger:
             ledger._accounts[str(lesson_id)] = _Account(record=record, entries=entries, runs={ev.run_id for _, ev in entries})
         return ledger
 
+    def knows(self, lesson_id: str, run_id: str) -> bool:
+        """Whether the evidence of run ``run_id`` about lesson ``lesson_id`` is already folded in."""
+        account = self._accounts.get(lesson_id)
+        return account is not None and run_id in account.runs
+
     def evidence(self, lesson_id: str) -> list[RunEvidence]:
         """The lesson's evidence in log order."""
         account = self._accounts.get(lesson_id)

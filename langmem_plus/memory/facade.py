@@ -39,7 +39,7 @@ from langmem_plus.learning.recall import Direction, link_episodes, recall_at, re
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import learn_text_rules
 from langmem_plus.memory.imports import link_imported, with_simhash
-from langmem_plus.memory.runs import audit_run, co_activation_links, write_episodes
+from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
 from langmem_plus.memory.view import MemoryView, stored
 from langmem_plus.memory_types.context import assemble, habit_relevance
@@ -488,9 +488,6 @@ class LearningMemory:
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
-                links = co_activation_links(activated, self.view)
-                if links:
-                    self.store.upsert("links", links)  # the view sets the graph's edges to these running totals
                 self.store.upsert("runs", [run])  # _on_write appends it to self.runs
                 episodes = episodes_from_run(
                     namespace=self.namespace,

@@ -1,33 +1,18 @@
-"""What a finished run writes beside its lessons: co-activation links, its audit records, its episodes and skills."""
+"""What a finished run writes beside its lessons and evidence: its audit records, its episodes and skills."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 
-from langmem_plus._text import stable_id
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.episodes import goal_template, plan_episode_writes
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView, stored
-from langmem_plus.records import Episode, ErrorEvent, Lesson, Link, RunRecord, TaskSpec
+from langmem_plus.records import Episode, ErrorEvent, Lesson, RunRecord, TaskSpec
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
-
-
-def co_activation_links(activated: Counter[str], view: MemoryView) -> list[Link]:
-    """One link per pair of lessons shown in the run, its weight the running count of runs that showed both."""
-    ids = sorted(activated)
-    new: list[Link] = []
-    for i, a in enumerate(ids):
-        for b in ids[i + 1 :]:
-            lid = stable_id("lnk", a, b, "co_activated")
-            old = view.links.get(lid)
-            new.append(Link(id=lid, namespace=view.namespace, a=f"lesson:{a}", b=f"lesson:{b}",
-                            weight=(old.weight if old else 0.0) + 1.0))
-    return new
 
 
 def audit_run(audit: AuditLog, view: MemoryView, run: RunRecord, integ: Integration, judged: Judgement) -> None:
@@ -101,4 +86,4 @@ def write_episodes(
                     episodes=sorted(e for e, ep in cons.episodes.items() if ep.consolidated_into == lid))
 
 
-__all__ = ["audit_run", "co_activation_links", "write_episodes"]
+__all__ = ["audit_run", "write_episodes"]

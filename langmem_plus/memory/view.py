@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from langmem_plus._text import stable_id
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.incremental import index_entries, index_key
 from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
@@ -224,9 +225,27 @@ class MemoryView:
                 logger.warning("langmem_plus: skipped unreadable run evidence %s: %s", e.id, exc)
                 continue
             found.append(((ev.run_seq, e.ts, e.writer, e.n), ev))
-        if found:
-            changed = self.ledger.add(found, current=self.lessons.get)
-            self.put_lessons([(lesson, None) for lesson in changed.values()], None)
+        if not found:
+            return
+        shown: dict[str, set[str]] = {}
+        for _, ev in found:
+            if ev.shown and not self.ledger.knows(ev.lesson_id, ev.run_id):  # a retried write adds no link
+                shown.setdefault(ev.run_id, set()).add(ev.lesson_id)
+        changed = self.ledger.add(found, current=self.lessons.get)
+        self.put_lessons([(lesson, None) for lesson in changed.values()], None)
+        for ids in shown.values():
+            self._co_activated(sorted(ids))
+
+    def _co_activated(self, ids: list[str]) -> None:
+        """One more run showed every pair of ``ids``: their co-activation edges gain 1 (from evidence, never stored).
+
+        Derived from the run evidence like the lessons' counters, so two writers' runs both
+        count: a stored running total would be a record two writers read, change and write.
+        """
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                self.graph.add_link(Link(id=stable_id("lnk", a, b, "co_activated"), namespace=self.namespace,
+                                         a=f"lesson:{a}", b=f"lesson:{b}", weight=1.0))
 
     # ------------------------------------------------------------------ reading
     def as_record(self, lesson: Lesson) -> Lesson:
