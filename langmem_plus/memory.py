@@ -263,7 +263,8 @@ class LearningMemory:
             if self._snapshot is not None and not self.store.closed:
                 stored = len(self.lessons) + len(self._links) + len(self._skills) + len(self.runs)
                 if self._snapshot.journal_records > self.config.snapshot_rebase_share * stored:
-                    self._write_base()
+                    with _gc_paused():  # a full collection of a 100k-lesson heap (1.2-1.5 s) fell inside it
+                        self._write_base()
         self.engine.close()  # the retrieval worker thread, before the client it calls
         self.audit.close()  # writes the deferred retrieval records
         self.store.close()
