@@ -353,7 +353,7 @@ class ChromaStore:
                 )
         raws = [str(m["record"]) for m in metas]
         for listener in self.listeners:
-            listener(kind, latest, raws, vectors, token)
+            listener(kind, list(latest), raws, vectors, token)
 
     def encode(
         self, kind: str, records: Sequence[BaseModel]
