@@ -261,4 +261,6 @@ def test_bench_endrun_times_both_paths_and_chromas_share_on_a_small_store() -> N
     assert row["lessons"] == 400 and (row["runs"], row["reference_runs"]) == (3, 2)
     assert 0 < row["end_run_chroma_p50_ms"] <= row["end_run_p50_ms"]  # each run's Chroma time is part of it
     assert 0.0 < row["imports_chroma_share"] < 1.0 and row["scan_p50_ms"] > 0
+    assert row["raw_chroma_upserts_per_s"] > 0
+    assert row["imports_over_raw_chroma"] == round(row["imports_per_s"] / row["raw_chroma_upserts_per_s"], 2)
     assert set(targets_met(row)) == {"end_run_p50<=100ms", "end_run_p95<=300ms", "imports>=5000/s", "close<=1s"}

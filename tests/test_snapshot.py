@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langmem_plus import LearningMemory
 from langmem_plus.bench.foundation import synthetic_lessons
@@ -308,3 +310,57 @@ def test_a_tag_change_refreshes_the_cached_relevance_vector(tmp_path: Path) -> N
     assert not np.allclose(first, stored, atol=1e-3)
     assert np.allclose(now, stored, atol=1e-6)
     mem.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(rid=st.text())
+def test_fast_id_quote_equals_json_dumps(rid: str) -> None:
+    """Ids skip the JSON encoder only when the encoder would write them unchanged between quotes."""
+    import json
+
+    from langmem_plus.store.snapshot import _quote
+
+    assert _quote(rid) == json.dumps(rid)
+
+
+def test_base_graph_head_reads_back_as_json_dumps_would(tmp_path: Path) -> None:
+    """The graph head is encoded by pydantic-core: read back, it equals what ``json.dumps`` gave (floats, escapes, infinities)."""
+    import json
+
+    import numpy as np
+
+    from langmem_plus.store.snapshot import SnapshotDir
+
+    data = {"status": {"lesson:é\"x": "candidate"}, "rewrite": {"a": ("w\t1", "c\\2")},
+            "links": [["a", "b", "co", 0.1 + 0.2], ["a", "c", "co", float("inf")]], "skills": {}}
+    folder = SnapshotDir(tmp_path / "snap")
+    vectors = (["a"], np.arange(4, dtype=np.float32).reshape(1, 4))
+    folder.write_base("g1", {"lessons": [("a", "{}")]}, (data, ["n"], {"indptr": np.zeros(2, dtype=np.int64)}), vectors)
+    loaded = folder.load("g1")
+    assert loaded is not None
+    assert loaded.graph_data == json.loads(json.dumps(data))
+    assert loaded.vector_ids == ["a"] and loaded.vectors is not None
+    np.testing.assert_array_equal(np.asarray(loaded.vectors), vectors[1])
+
+
+def test_a_failed_vector_write_keeps_the_previous_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vectors are saved on a thread; its failure reaches the caller before the commit, so the old base stays current."""
+    import numpy as np
+
+    from langmem_plus.store import snapshot as snapshot_mod
+    from langmem_plus.store.snapshot import SnapshotDir
+
+    graph = ({"status": {}}, ["n"], {"indptr": np.zeros(2, dtype=np.int64)})
+    folder = SnapshotDir(tmp_path / "snap")
+    folder.write_base("g1", {"links": [("old", "raw-old")]}, graph, (["old"], np.ones((1, 4), dtype=np.float32)))
+
+    def broken_save(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(snapshot_mod.np, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        folder.write_base("g2", {"links": [("new", "raw-new")]}, graph, (["new"], np.zeros((1, 4), dtype=np.float32)))
+    monkeypatch.undo()
+    again = SnapshotDir(tmp_path / "snap").load("g1")
+    assert again is not None and again.records["links"] == {"old": "raw-old"}
+    np.testing.assert_array_equal(np.asarray(again.vectors), np.ones((1, 4), dtype=np.float32))

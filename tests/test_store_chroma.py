@@ -515,3 +515,19 @@ def test_has_records_counts_once_then_follows_upserts(tmp_path: Path) -> None:
         first.upsert("skills", samples()["skills"])
     with ChromaStore.open(path=tmp_path / "has2", namespace=NS, embeddings=EMB) as reopened:
         assert reopened.has_records("skills") is True and reopened.has_records("episodes") is False
+
+
+def test_encode_is_what_upsert_stores(tmp_path: Path) -> None:
+    """``encode`` is upsert's own payload: the last record per id, its document, and metadata whose record reads back."""
+    store = ChromaStore.open(path=tmp_path, namespace=NS, embeddings=EMB)
+    try:
+        first = Lesson(id="les_a", namespace=NS, rule_text="WRONG: sort -d -> CORRECT: sort --desc")
+        again = first.model_copy(update={"rule_text": "WRONG: ls -Z -> CORRECT: ls -l"})
+        records, ids, docs, metas = store.encode("lessons", [first, again])
+        assert ids == ["les_a"] and records == [again]
+        store.upsert("lessons", [first, again])
+        raw = store.raw_collection("lessons").get(ids=ids, include=["documents", "metadatas"])
+        assert raw["documents"] == docs and raw["metadatas"] == metas
+        assert Lesson.model_validate_json(str(metas[0]["record"])) == again
+    finally:
+        store.close()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
 import math
 import threading
@@ -12,13 +10,14 @@ import time
 import uuid
 from collections import ChainMap, Counter
 from pathlib import Path
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from langmem_plus._gc import gc_paused
 from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
@@ -98,25 +97,6 @@ def _first_steps(activations: Sequence[Activation]) -> dict[str, int]:
     for a in activations:
         first[a.lesson_id] = min(a.step, first.get(a.lesson_id, a.step))
     return first
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused for a bulk load, restored after.
-
-    An open at 100k lessons makes ~500k long-lived objects: with the collector on they
-    trigger full collections, whose cost is the whole process's heap (0.3 s in a lean
-    process, 1.3-1.7 s in the retrieval bench's, which holds the 100k synthetic lessons
-    too) and which landed inside the open in three of eight bench runs (2.4-2.6 s
-    instead of 0.7-1.0 s). The load makes almost no cyclic garbage to wait for.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 class LearningMemory:
@@ -218,7 +198,7 @@ class LearningMemory:
         cfg = config or DEFAULT_CONFIG
         emb = make_embeddings(embeddings, dim=cfg.embedding_dim)
         root = Path(path) if path is not None else Path(DEFAULT_PATH)
-        with _gc_paused():
+        with gc_paused():
             store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
             local = Path(audit_dir) if audit_dir else root
             audit = AuditLog(audit_path(local, ns), ns, clock=clock)

@@ -335,17 +335,10 @@ class ChromaStore:
             ValueError: Unknown kind.
             InvalidRecord: A record of the wrong type or another namespace.
         """
-        spec = KIND_SPECS[_check_kind(kind)]
-        latest: dict[str, BaseModel] = {}
-        for record in records:
-            self._check_record(kind, spec, record)
-            latest[spec.id_of(record)] = record
-        if not latest:
+        latest, ids, docs, metas = self.encode(kind, records)
+        if not ids:
             return
-        ids = list(latest)
         self._nonempty[kind] = True
-        docs = [spec.document(r) for r in latest.values()]
-        metas = [self._metadata(spec, r) for r in latest.values()]
         vectors = self.embed_array(docs)
         coll = self.raw_collection(kind)
         token = self._write_token() if kind in TRACKED_KINDS else None
@@ -360,7 +353,27 @@ class ChromaStore:
                 )
         raws = [str(m["record"]) for m in metas]
         for listener in self.listeners:
-            listener(kind, list(latest.values()), raws, vectors, token)
+            listener(kind, list(latest), raws, vectors, token)
+
+    def encode(
+        self, kind: str, records: Sequence[BaseModel]
+    ) -> tuple[list[BaseModel], list[str], list[str], list[dict[str, Scalar]]]:
+        """The records as ``upsert`` sends them to Chroma: the last record per id, their ids, documents and metadata.
+
+        ``upsert``'s own encoding, public so a benchmark can write exactly the same payload
+        to a bare collection.
+
+        Raises:
+            ValueError: Unknown kind.
+            InvalidRecord: A record of the wrong type or another namespace.
+        """
+        spec = KIND_SPECS[_check_kind(kind)]
+        latest: dict[str, BaseModel] = {}
+        for record in records:
+            self._check_record(kind, spec, record)
+            latest[spec.id_of(record)] = record
+        values = list(latest.values())
+        return values, list(latest), [spec.document(r) for r in values], [self._metadata(spec, r) for r in values]
 
     @contextmanager
     def write_group(self) -> Iterator[None]:
