@@ -70,7 +70,7 @@ def test_episodes_come_beside_lessons_with_their_own_score_and_one_reminder(tmp_
 
 def test_skills_are_read_when_present(tmp_path: Path) -> None:
     mem = _mem(tmp_path)
-    mem.store.upsert("skills", [Skill(id="s1", namespace=NS, name="filter then sort", goal_templates=[GOAL], steps=["keep age > 40"])])
+    mem.write("skills", [Skill(id="s1", namespace=NS, name="filter then sort", goal_templates=[GOAL], steps=["keep age > 40"])])
     chosen = mem.retrieve_pre_run(TaskSpec(task_id="t", goal=GOAL, tool="gridtool"))
     assert [c.kind for c in chosen] == ["skill"] and chosen[0].item_id == "s1"
     assert mem.render(chosen).count("[skill:s1]") == 1

@@ -31,8 +31,8 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  #
     root = tmp_path_factory.mktemp("overlap") / "store"
     synth = build_memory(450, NS, queries=60, seed=3)
     mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
-    mem.store.upsert("lessons", synth.lessons)  # the memory follows the store's writes
-    mem.store.upsert("links", synth.links)
+    mem.write("lessons", synth.lessons)  # the memory follows its writes
+    mem.write("links", synth.links)
     mem.close()
     return root, synth.queries
 
@@ -134,7 +134,7 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
             Lesson(id=f"l{i}", namespace=NS, rule_text=f"WRONG: w{i} -> CORRECT: C{i}", wrong=f"w{i}", correct=f"C{i}")
             for i in range(6)
         ]
-        mem.store.upsert("lessons", lessons)
+        mem.write("lessons", lessons)
         small = VectorCache(mem.store, mem.config.embedding_dim, capacity=3)
         unbounded = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
         for cache in (small, unbounded):

@@ -216,7 +216,7 @@ def test_snapshot_vectors_are_chromas_and_never_stale(demo_store: Path, tmp_path
         assert row is not None and np.allclose(row, stored[i], rtol=0, atol=1e-6)
     target = mem.lessons[ids[0]]
     rewritten = target.model_copy(update={"rule_text": "WRONG: frobnicate -> CORRECT: defrobnicate", "wrong": "frobnicate"})
-    mem.store.upsert("lessons", [rewritten])  # journalled, not folded into the base (no close)
+    mem.write("lessons", [rewritten])  # journalled, not folded into the base (no close)
     again = LearningMemory.open(path, namespace=NS)
     assert again.view.lesson_vectors.get(target.id) is None  # the base row is stale: not used
     fresh = again.store.stored_embeddings("lessons", [target.id])[target.id]
@@ -299,12 +299,12 @@ def test_a_tag_change_refreshes_the_cached_relevance_vector(tmp_path: Path) -> N
 
     lesson = Lesson(id="a", namespace=("acme",), rule_text="WRONG: sort -d -> CORRECT: sort --desc", tags=["flags"])
     writer = LearningMemory.open(tmp_path, namespace=("acme",), config=NO_SNAPSHOT)
-    writer.store.upsert("lessons", [lesson])
+    writer.write("lessons", [lesson])
     writer.close()
     mem = LearningMemory.open(tmp_path, namespace=("acme",), config=NO_SNAPSHOT)  # no vector known locally
     first = mem.vectors.relevance([mem.lessons["a"]])[0].copy()  # read from Chroma and cached
     retagged = lesson.model_copy(update={"tags": ["ordering", "cli_syntax"]})
-    mem.store.upsert("lessons", [retagged])
+    mem.write("lessons", [retagged])
     stored = mem.store.stored_embeddings("lessons", ["a"])["a"]
     now = mem.vectors.relevance([mem.lessons["a"]])[0]
     assert not np.allclose(first, stored, atol=1e-3)

@@ -84,8 +84,8 @@ def _ours(lessons: Sequence[Lesson], links: Sequence[Any], tmp: str, queries: Se
 
     mem = LearningMemory.open(tmp, namespace=NS, clock=lambda: NOW)
     for start in range(0, len(lessons), WRITE_BATCH):
-        mem.store.upsert("lessons", lessons[start : start + WRITE_BATCH])
-    mem.store.upsert("links", list(links))
+        mem.write("lessons", lessons[start : start + WRITE_BATCH])
+    mem.write("links", list(links))
     mem.close()
     mem = LearningMemory.open(tmp, namespace=NS, clock=lambda: NOW)
     mem.wait_warm()

@@ -233,7 +233,7 @@ def round_threads(url: str, root: Path, threads: int, runs: int, seed: int, prog
     from langmem_plus.envs.registry import make_env
     from langmem_plus.executors.scripted import ScriptedExecutor
     from langmem_plus.graph import build_executor_referee_graph, run_task
-    from langmem_plus.records import ErrorEvent, TaskSpec
+    from langmem_plus.records import ErrorEvent
 
     errors: list[str] = []
     stop = threading.Event()

@@ -90,7 +90,7 @@ def bench_size(n: int, *, queries: int = 200, seed: int = 0, warmup: int = WARMU
             done = min(start + WRITE_BATCH, len(synth.lessons))
             _log(f"{n}: wrote {done}/{len(synth.lessons)} lessons ({done / (time.perf_counter() - started):.0f}/s)")
         write_s = time.perf_counter() - started
-        mem.store.upsert("links", synth.links)
+        mem.write("links", synth.links)
         started = time.perf_counter()
         mem.close()
         close_s = time.perf_counter() - started
@@ -120,9 +120,9 @@ def _write(mem: Any, lessons: list[Lesson]) -> None:
 
     ``add_lessons`` also checks each import for conflicts and audits it, which is a
     learning cost, not a storage one; it is left out so the figure is the store's.
-    The memory follows the store's writes (``StoreSync.on_write``).
+    ``LearningMemory.write`` keeps the memory in step with the store.
     """
-    mem.store.upsert("lessons", lessons)
+    mem.write("lessons", lessons)
 
 
 def _task_of(q: Query, i: int) -> TaskSpec:

@@ -126,7 +126,6 @@ class LearningMemory:
         self.sync = StoreSync(store, self.view, snapshot=snapshot, lock=self._lock, clock=clock)
         """Writes, the snapshot and the other writers (``memory.sync``)."""
         from_snapshot = self.sync.open_view()
-        store.listeners.append(self.sync.on_write)
         self.vectors = self.view.vectors
         self.engine = RetrievalEngine(
             store=store, graph=self.view.graph, lessons=self.view.lessons, vectors=self.vectors, config=config
@@ -468,7 +467,7 @@ class LearningMemory:
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
-                self.store.upsert("runs", [run])  # _on_write appends it to self.runs
+                self.sync.write("runs", [run])  # the view appends it to self.runs
                 episodes = episodes_from_run(
                     namespace=self.namespace,
                     run_id=run_id,
@@ -481,7 +480,7 @@ class LearningMemory:
                 )
                 audit_run(self.audit, self.view, run, integ, judged)
                 write_episodes(self.store, self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
-                               now=now, lookup=self._lookup(), write_lessons=self._write_lessons)
+                               now=now, lookup=self._lookup(), write=self.sync.write)
             self._semantic_from_run(run_id, judged)
             by_status = self.lessons_by_status()
             return RunReport(
@@ -559,9 +558,21 @@ class LearningMemory:
         return index.rows_in_order([*index.due_by(run_seq), *changed])
 
     def _write_lessons(self, changed: dict[str, Lesson]) -> None:
-        """Store changed lessons; ``_on_write`` updates the table, graph and vector cache."""
+        """Store changed lessons; the view updates the table, graph and vector cache."""
         if changed:
-            self.store.upsert("lessons", list(changed.values()))
+            self.sync.write("lessons", list(changed.values()))
+
+    def write(self, kind: str, records: Sequence[BaseModel]) -> None:
+        """Store records of one kind as they are, and keep this memory in step: the bulk path of benches and migrations.
+
+        No dedup, conflict linking or evidence: ``add_lessons`` imports lessons with
+        those; this writes exactly what it is given (e.g. synthetic lessons and links).
+
+        Raises:
+            ValueError: Unknown kind.
+            InvalidRecord: A record of the wrong type or another namespace.
+        """
+        self.sync.write(kind, records)
 
     # ------------------------------------------------------------------ reading
     def _context_runs(self, task: TaskSpec) -> list[RunRecord]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from pydantic import BaseModel
+
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.episodes import goal_template, plan_episode_writes
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView, stored
-from langmem_plus.records import Episode, ErrorEvent, Lesson, RunRecord, TaskSpec
+from langmem_plus.records import Episode, ErrorEvent, RunRecord, TaskSpec
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
 
@@ -43,9 +45,12 @@ def write_episodes(
     events: Sequence[ErrorEvent],
     now: float,
     lookup: StoreLookup | None,
-    write_lessons: Callable[[dict[str, Lesson]], None],
+    write: Callable[[str, Sequence[BaseModel]], None],
 ) -> None:
-    """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons."""
+    """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons.
+
+    ``write(kind, records)`` stores records and keeps the memory's view in step (``StoreSync.write``).
+    """
     known = stored(store, "episodes", Episode)
     plan = plan_episode_writes(episodes, known, config, now=now)
     pool = {e.episode_id: e for e in known}
@@ -66,14 +71,15 @@ def write_episodes(
     )
     writes = {**plan.upserts, **cons.episodes}
     if writes:
-        store.upsert("episodes", list(writes.values()))
+        write("episodes", list(writes.values()))
     if cons.skills:
-        store.upsert("skills", list(cons.skills.values()))
+        write("skills", list(cons.skills.values()))
     new_lessons = {
         i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
         for i, l in cons.lessons.items()
     }
-    write_lessons(new_lessons)
+    if new_lessons:
+        write("lessons", list(new_lessons.values()))
     if plan.merged or plan.capped or plan.expired:
         audit.write("episodes", run_id=run.run_id, created=plan.created, merged=plan.merged,
                     capped=plan.capped, expired=plan.expired)

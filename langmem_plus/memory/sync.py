@@ -158,10 +158,17 @@ class StoreSync:
                 self.view.apply(kind, records, [r.model_dump_json() for r in records], None)
 
     # ------------------------------------------------------------------ writes
+    def write(self, kind: str, records: Sequence[BaseModel]) -> None:
+        """Store records and keep the view (and the snapshot journal and the shared log) in step with the write."""
+        with self.lock:
+            written = self.store.upsert(kind, records)
+            if written is not None:
+                self.on_write(written.kind, written.records, written.raws, written.vectors, written.token)
+
     def on_write(
         self, kind: str, records: list[BaseModel], raws: list[str], vectors: np.ndarray, token: str | None
     ) -> None:
-        """Keep the view (and the snapshot journal and the shared log) in step with a store write."""
+        """Fold what a store write stored into the view, the snapshot journal and the shared log."""
         with self.lock:
             self.view.apply(kind, records, raws, vectors)
             if token is None:

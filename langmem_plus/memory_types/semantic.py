@@ -44,7 +44,7 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import InvalidRecord
 from langmem_plus.memory_types.beliefs import confidence, display_label, normalize_label, normalize_relation, settle
 from langmem_plus.memory_types.fact_sources import Claim, claims_from_lesson, facts_from_observation, lesson_evidence
-from langmem_plus.records import BeliefChange, Entity, EpistemicState, Evidence, Fact, Lesson, Namespace
+from langmem_plus.records import BeliefChange, Entity, Evidence, Fact, Lesson, Namespace
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
 

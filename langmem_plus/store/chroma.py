@@ -18,9 +18,9 @@ function (a model download) is never used.
 
 Every write of a kind a local snapshot keeps (``TRACKED_KINDS``) first stores a
 fresh token under ``GENERATION_KEY`` in the lessons collection's metadata, and
-``listeners`` hear of every successful write: that is how ``LearningMemory`` keeps
-its in-memory state and ``store.snapshot`` journal in step, and how a snapshot
-knows it is current (``generation()``).
+``upsert`` returns what it stored (``Written``): the writer hands that to whoever keeps a
+view of the store (``LearningMemory`` its in-memory state and ``store.snapshot``
+journal), and a snapshot knows it is current by the token (``generation()``).
 
 Example:
     >>> import tempfile
@@ -29,8 +29,10 @@ Example:
     >>> ns = ("acme", "agent-7")
     >>> store = ChromaStore.open(path=tempfile.mkdtemp(), namespace=ns,
     ...                          embeddings=HashingEmbeddings())
-    >>> store.upsert("lessons", [Lesson(id="les_1", namespace=ns,
+    >>> written = store.upsert("lessons", [Lesson(id="les_1", namespace=ns,
     ...                                 rule_text="WRONG: sort -d -> CORRECT: sort --desc")])
+    >>> written.kind, written.token is not None
+    ('lessons', True)
     >>> [(lesson.id, sim > 0.3) for lesson, sim in store.query("lessons", "sort -d")]
     [('les_1', True)]
     >>> store.close()
@@ -42,7 +44,8 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -84,7 +87,16 @@ GENERATION_KEY = "lmp_gen"
 TRACKED_KINDS = frozenset(SNAPSHOT_KINDS)
 """Kinds whose writes bump the generation (the ones a local snapshot keeps, ``store.snapshot``)."""
 
-WriteListener = Callable[[str, list[BaseModel], list[str], np.ndarray, "str | None"], None]
+@dataclass(frozen=True)
+class Written:
+    """What one ``upsert`` stored: the records (last per id), their JSON and vectors, and the generation token
+    of a tracked write (None for other kinds). The writer hands it to whoever keeps a view of the store."""
+
+    kind: str
+    records: list[BaseModel]
+    raws: list[str]
+    vectors: np.ndarray
+    token: str | None
 """Called after every successful upsert: (kind, records, their JSON, their vectors, generation token or None)."""
 
 # --------------------------------------------------------------------------- opening
@@ -186,7 +198,6 @@ class ChromaStore:
         self._nonempty: dict[str, bool] = {}
         self._group = threading.local()
         """This thread's write group (``write_group``): whether one is open, and its token once bumped."""
-        self.listeners: list[WriteListener] = []
         """Told of every successful upsert (``LearningMemory`` keeps its in-memory state and snapshot by them)."""
 
     @classmethod
@@ -323,8 +334,8 @@ class ChromaStore:
 
     # ---- writes ---------------------------------------------------------------
 
-    def upsert(self, kind: str, records: Sequence[BaseModel]) -> None:
-        """Insert or replace records of one kind, embedding all documents in one call.
+    def upsert(self, kind: str, records: Sequence[BaseModel]) -> Written | None:
+        """Insert or replace records of one kind, embedding all documents in one call; what was stored (None: nothing).
 
         Args:
             kind: One of ``KINDS``.
@@ -337,7 +348,7 @@ class ChromaStore:
         """
         latest, ids, docs, metas = self.encode(kind, records)
         if not ids:
-            return
+            return None
         self._nonempty[kind] = True
         vectors = self.embed_array(docs)
         coll = self.raw_collection(kind)
@@ -351,9 +362,7 @@ class ChromaStore:
                     documents=docs[start:end],
                     metadatas=metas[start:end],
                 )
-        raws = [str(m["record"]) for m in metas]
-        for listener in self.listeners:
-            listener(kind, list(latest), raws, vectors, token)
+        return Written(kind, list(latest), [str(m["record"]) for m in metas], vectors, token)
 
     def encode(
         self, kind: str, records: Sequence[BaseModel]
@@ -645,6 +654,7 @@ __all__ = [
     "PAGE_SIZE",
     "ChromaStore",
     "KindSpec",
+    "Written",
     "collection_name",
     "namespace_key",
 ]
