@@ -390,7 +390,7 @@ class ChromaStore:
 
         The token is stored before the group's first tracked write (one Chroma call for
         the group instead of one per write: ``end_run`` writes lessons, links, runs and
-        skills). A listener that journals the group must do so only after the block, all
+        skills). A caller that journals the group must do so only after the block, all
         writes under that token and one end line, so a crash inside the group still leaves
         Chroma's token ahead of the journal (``LearningMemory`` does). Other threads' writes
         keep their own tokens. Nested groups are one group.
