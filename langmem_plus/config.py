@@ -339,6 +339,10 @@ class MemoryConfig(BaseModel):
     semantic_from_runs: bool = True
     """At the end of each run, learn the facts the run's verified lessons state about their tool
     (``LearningMemory.semantic``); False leaves semantic memory to explicit ``learn`` calls."""
+    semantic_from_observations: bool = False
+    """``end_run`` also reads a text-game run's observations into facts (``SemanticMemory.learn_from_observation``,
+    heuristic: where things are, what contains what, what is open). Off by default: it writes to Chroma
+    once per observation that states something, and its facts in a retrieval are not measured yet."""
     semantic_lesson_min_utility: float = 0.0
     """A lesson that helped with utility above this in a run (or was promoted) states a fact about
     its tool (issue 14: "a lesson whose fix is verified")."""

@@ -457,3 +457,26 @@ def test_a_fact_that_only_repeats_a_chosen_lesson_is_left_out(tmp_path: Path) ->
     mem.semantic().learn(("gridtool sort", "accepts", "desc"), Ev(kind="observed", source="user"))  # now also known otherwise
     assert any(i.kind == "fact" for i in mem.retrieve_pre_run(task, k=5))
     mem.close()
+
+
+def test_end_run_reads_a_text_game_runs_observations_into_facts_when_asked(tmp_path: Path) -> None:
+    from langmem_plus.records import Step, TaskSpec
+
+    task = TaskSpec(task_id="cook-1", goal="make a meal with the cheese", tool="cooking")
+    steps = [
+        Step(index=0, action="open fridge", observation="You open the fridge. The fridge contains a block of cheese.",
+             info={"valid_actions": ["open fridge", "go east"]}),
+        Step(index=1, action="go east", observation="You are in the pantry. You see a shelf.", info={"valid_actions": ["go west"]}),
+    ]
+    off = LearningMemory.open(tmp_path / "off", namespace=NS)
+    off.end_run(run_id="r1", task=task, steps=steps, events=[])
+    assert not off.semantic().facts()  # off by default
+    off.close()
+    on = LearningMemory.open(tmp_path / "on", namespace=NS, config=MemoryConfig(semantic_from_observations=True))
+    on.end_run(run_id="r1", task=task, steps=steps, events=[])
+    found = {f.text: f for f in on.semantic().facts()}
+    assert "fridge contains block of cheese" in found
+    assert found["fridge contains block of cheese"].sources[0].source == "r1:0"  # which run and step said it
+    items = on.retrieve_pre_run(TaskSpec(task_id="cook-2", goal="find the cheese in the fridge", tool="cooking"))
+    assert any(i.kind == "fact" and "cheese" in i.item.text for i in items)
+    on.close()

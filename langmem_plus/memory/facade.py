@@ -36,7 +36,7 @@ from langmem_plus.learning.lifecycle import (
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
-from langmem_plus.learning.textrules import learn_text_rules
+from langmem_plus.learning.textrules import applies_to_text_envs, learn_text_rules
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
@@ -482,6 +482,7 @@ class LearningMemory:
                 write_episodes(self.store, self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
                                now=now, lookup=self._lookup(), write=self.sync.write)
             self._semantic_from_run(run_id, judged)
+            self._semantic_from_observations(run_id, steps)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,
@@ -804,6 +805,15 @@ class LearningMemory:
         lessons = [self.lessons[i] for i in sorted(ids) if i in self.lessons]
         if self.config.semantic_from_runs and lessons:
             self.semantic().learn_from_lessons(lessons, promoted=promoted, utilities=judged.utilities, run_id=run_id)
+
+    def _semantic_from_observations(self, run_id: str, steps: Sequence[Step]) -> None:
+        """Facts a text-game run's observations state, in step order (``semantic_from_observations``)."""
+        if not self.config.semantic_from_observations or not applies_to_text_envs(steps):
+            return
+        facts = self.semantic()
+        for step in steps:
+            if step.observation:
+                facts.learn_from_observation(step.observation, source=f"{run_id}:{step.index}", run_id=run_id)
 
     def retrieve_facts(self, text: str, limit: int = 5) -> "list[FactHit]":
         """Facts relevant to ``text`` beside what the retrievals return: ``semantic().query`` (held and contested)."""
