@@ -63,7 +63,10 @@ def _signature(obj: object) -> str:
         text = str(inspect.signature(obj))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return "(...)"
-    return re.sub(r"MemoryConfig\([^()]*\)", "MemoryConfig(...)", text)
+    text = re.sub(r"MemoryConfig\([^()]*\)", "MemoryConfig(...)", text)
+    # A bound's number as written: pydantic shows ``Ge(ge=0)`` or ``Ge(ge=0.0)`` for one field depending on
+    # what was imported first, so ``0.0`` and ``0`` are one bound here.
+    return re.sub(r"\b(ge|gt|le|lt)=(-?\d+)\.0\)", r"\1=\2)", text)
 
 
 def public_api_lines() -> list[str]:
