@@ -150,8 +150,9 @@ class Ledger:
             if account.record is None:
                 continue
             if appended_only and account.folded is not None and account.last is not None:
-                last = account.last  # the common case: only newer evidence, so fold on from the last fold
-                self._fold_on(account, account.folded, [e for e in account.entries if e[0] > last])
+                # The common case: only newer evidence, so fold on from the last fold.
+                start = bisect.bisect_right(account.entries, account.last, key=lambda e: e[0])
+                self._fold_on(account, account.folded, account.entries[start:])
             else:
                 self._refold(account)
             assert account.folded is not None
