@@ -37,3 +37,14 @@ def test_a_peer_is_asked_with_the_error_and_the_action() -> None:
 def test_cli_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "peers", "--lessons", "10"]) == 2
     assert "--lessons must be >= 100" in capsys.readouterr().err
+
+
+def test_langmem_batches_never_repeat_a_text_and_keep_every_lesson() -> None:
+    """langgraph's InMemoryStore.batch fails on two items with one text in a batch; the bench splits them."""
+    from langmem_plus.bench.peers import unique_text_batches
+    from langmem_plus.records import Lesson
+
+    lessons = [Lesson(id=f"l{i}", namespace=("n",), rule_text=f"rule {i % 7}") for i in range(40)]
+    batches = unique_text_batches(lessons, 5)
+    assert all(len(b) <= 5 and len({l.rule_text for l in b}) == len(b) for b in batches)
+    assert sorted(l.id for b in batches for l in b) == sorted(l.id for l in lessons)

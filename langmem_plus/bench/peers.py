@@ -99,6 +99,31 @@ def _ours(lessons: Sequence[Lesson], links: Sequence[Any], tmp: str, queries: Se
         mem.close()
 
 
+def unique_text_batches(lessons: Sequence[Lesson], size: int) -> list[list[Lesson]]:
+    """``lessons`` in batches of at most ``size`` in which no rule text repeats.
+
+    langgraph's ``InMemoryStore.batch`` embeds each distinct text once but files one vector
+    per item, so two items with one text in a batch raise "Number of embeddings ... does not
+    match" (langgraph 1.x; the 100k synthetic memory has such twins). A repeat waits for a
+    later batch.
+    """
+    batches: list[list[Lesson]] = []
+    pending = list(lessons)
+    while pending:
+        batch: list[Lesson] = []
+        texts: set[str] = set()
+        later: list[Lesson] = []
+        for lesson in pending:
+            if len(batch) < size and lesson.rule_text not in texts:
+                batch.append(lesson)
+                texts.add(lesson.rule_text)
+            else:
+                later.append(lesson)
+        batches.append(batch)
+        pending = later
+    return batches
+
+
 def _langmem(lessons: Sequence[Lesson], queries: Sequence[Query], warmup: Sequence[Query]) -> dict[str, Any]:
     try:
         from langmem import create_search_memory_tool  # type: ignore[import-not-found,unused-ignore]
@@ -110,8 +135,8 @@ def _langmem(lessons: Sequence[Lesson], queries: Sequence[Query], warmup: Sequen
     emb = HashingEmbeddings()
     store = InMemoryStore(index={"dims": emb.dim, "embed": emb, "fields": ["content"]})
     ns = ("memories",)
-    for start in range(0, len(lessons), WRITE_BATCH):
-        store.batch([PutOp(ns, l.id, {"content": l.rule_text}) for l in lessons[start : start + WRITE_BATCH]])
+    for batch in unique_text_batches(lessons, WRITE_BATCH):
+        store.batch([PutOp(ns, l.id, {"content": l.rule_text}) for l in batch])
     tool = create_search_memory_tool(namespace=ns, store=store)
 
     def ask(q: Query) -> list[str]:
