@@ -13,7 +13,9 @@ valid actions and the lines its condition names have been read. So at each step:
    ``textrules.task_text_lines``: where the rule's placeholders came from when it was
    learned) that is not all goal words, and every ``applies_when`` line, with those
    bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
-   the phrase and says nothing more about it). An avoidance also binds a phrase any short
+   the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
+   nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
+   all goal words). An avoidance also binds a phrase any short
    observation line names (at most ``text_short_line_words`` words, the executor's own
    reading): a needless warning costs a line and a missing one can end the game, while a
    recommendation bound to a distractor lures the agent to it. A literal rule (no
@@ -24,7 +26,9 @@ valid actions and the lines its condition names have been read. So at each step:
    distractor. Nothing here knows a game's words: patterns, conditions, the task's text
    and the valid actions all come from the run.
 2. **Ground**: a firing is delivered as the concrete action (``Avoid `cook pork chop in
-   stove```), its condition already checked. When an avoidance and a recommendation fire on
+   stove```), its condition already checked; a rule with a negative condition (a default
+   avoidance of whatever the task does not name) is delivered once as its pattern and
+   condition, since grounded it would take one line per object the game shows. When an avoidance and a recommendation fire on
    the same action, the one with more conditions wins, an avoidance on a tie (the executor
    contract of ``TextGameExecutor``, applied once here so the step shows one verdict per action).
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
@@ -62,7 +66,7 @@ from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, hints_from_items
-from langmem_plus.learning.textmatch import SLOT, Pattern, bind, norm
+from langmem_plus.learning.textmatch import SLOT, Pattern, bind, names_phrase, norm, unnamed_slot
 from langmem_plus.learning.textrules import task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -120,17 +124,29 @@ def rule_pattern(lesson: Lesson) -> Pattern | None:
 def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG) -> list[str]:
     """The valid actions the rule fires on at this step (module docstring, rule 1)."""
     loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
+    negated = {s for s in map(unnamed_slot, lesson.applies_when or ()) if s is not None}
     out = []
     for action in view.valid:
         binding = pattern.match(action)
-        if binding is None or not all(view.names(p, short_line_words=loose) for p in binding.values()):
+        if binding is None or not all(_bound(view, s, p, loose, s in negated) for s, p in binding.items()):
             continue
         if all(_holds(cond, binding, view) for cond in lesson.applies_when or ()):
             out.append(action)
     return out
 
 
+def _bound(view: StepView, slot: str, phrase: str, loose: int | None, negated: bool) -> bool:
+    """Whether ``phrase`` may fill ``slot``: something the task's text names (``StepView.names``), or, for a
+    placeholder of a negative condition, anything offered that is not all goal words (the condition does the rest)."""
+    if negated:
+        return bool(phrase.split()) and not all(w in view.goal_words for w in phrase.split())
+    return view.names(phrase, short_line_words=loose)
+
+
 def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
+    neg = unnamed_slot(cond)
+    if neg is not None:  # the task's text (goal and what was read) does not name the bound phrase
+        return not names_phrase(binding.get(neg, ""), " ".join(sorted(view.goal_words)), view.task_lines)
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase and says nothing more about it
         phrase = binding.get(bare.group(1), "")
@@ -182,6 +198,13 @@ def short_line(item: ScoredItem) -> str:
     return f"- {item.item_id[:RULE_ID_CHARS]}={text}"
 
 
+def _negative(item: ScoredItem) -> bool:
+    """Whether the item's rule has a negative condition (``!<X>``): a default avoidance, delivered as its pattern
+    (the executor checks the condition), since grounded it would take a line per object the game shows."""
+    lesson = item.item
+    return isinstance(lesson, Lesson) and any(unnamed_slot(c) is not None for c in lesson.applies_when or ())
+
+
 def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
     """One grounded item per action, by the contract of module docstring rule 2, in rank order."""
     best: dict[str, tuple[tuple[int, int], int, ScoredItem]] = {}
@@ -189,7 +212,8 @@ def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
         lesson = it.item
         assert isinstance(lesson, Lesson)
         avoid = bool(lesson.wrong)
-        key = (len(lesson.applies_when or ()), int(avoid))  # more conditions first, an avoidance on a tie
+        spec = sum(1 for c in lesson.applies_when or () if unnamed_slot(c) is None)  # negatives add none
+        key = (spec, int(avoid))  # more conditions first, an avoidance on a tie
         held = best.get(action)
         if held is None or key > held[0]:
             best[action] = (key, rank, it)
@@ -252,7 +276,9 @@ class StepDelivery:
         view = StepView.of(task, history)
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
-        grounded = _verdicts(fired)
+        grounded = _verdicts([(it, a) for it, a in fired if not _negative(it)])
+        default = list({it.item_id: it for it, _ in fired if _negative(it)}.values())
+        grounded = default + grounded  # a default avoidance once, as its pattern: one line however many actions
         if not grounded:
             return []
         block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config,
