@@ -65,3 +65,27 @@ def test_triggered_delivery_shows_the_default_avoidance_once_as_its_pattern() ->
     hints = deliver(other, [])
     assert [h.text for h in hints] == ["Avoid `focus on <X>`"]
     assert hints[0].precondition == "when the task does not name `<X>`"
+
+
+def test_a_fatal_action_on_a_goal_named_thing_is_learned_under_its_goal_role_and_binds_the_next_goals_thing() -> None:
+    goal_a = "Find a living thing. First, focus on the thing. Then move it to the red box in the kitchen."
+    goal_b = "Find a living thing. First, focus on the thing. Then move it to the green box in the bedroom."
+    task = TaskSpec(task_id="a", goal=goal_a, tool="game", context={"observation": ROOM})
+    steps = [Step(index=0, action="focus on red box", observation="You focus on the red box.",
+                  info={"valid_actions": ["focus on red box"]}, feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    assert {(l.wrong, tuple(l.applies_when or ())) for l in learned.values()} == {("focus on <X>", ("it to <X>",))}
+    deliver = StepDelivery(list(learned.values()), runs=[])
+    other = TaskSpec(task_id="b", goal=goal_b, tool="game", context={
+        "observation": f"Goal: {goal_b}\nIn it, you see:\n\tthe green box\n\tthe red box",
+        "valid_actions": ["focus on green box", "focus on red box"]})
+    assert [h.text for h in deliver(other, [])] == ["Avoid `focus on green box`"]  # this goal's box, not the old one
+
+
+def test_no_role_rule_when_the_goal_asks_for_the_action_itself() -> None:
+    goal = "First, focus on the thermometer. Then focus on the orange box."
+    task = TaskSpec(task_id="a", goal=goal, tool="game", context={"observation": ROOM})
+    steps = [Step(index=0, action="focus on orange box", observation="x", info={"valid_actions": []},
+                  feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    assert [l.wrong for l in learned.values()] == ["focus on orange box"]  # only the literal: no rule for every box

@@ -97,18 +97,20 @@ def unnamed_slot(cond: str) -> str | None:
 
 
 def names_phrase(phrase: str, goal: str, task_lines: "list[str] | tuple[str, ...]") -> bool:
-    """Whether the goal or a line of the task's text contains ``phrase`` or a leading part of it (whole words,
-    normalised): ``red apple in oven`` is named where the recipe says ``roast red apple``.
+    """Whether the goal contains ``phrase``, or a line of the task's text contains it or a leading part of it
+    (whole words, normalised): ``red apple in oven`` is named where the recipe says ``roast red apple``, and
+    ``bathroom door`` is not named by a goal that only says ``around the bathroom``.
 
     Example:
-        >>> names_phrase("red apple in oven", "cook a meal", ["roast red apple"]), names_phrase("door", "cook", [])
+        >>> names_phrase("red apple in oven", "cook a meal", ["roast red apple"]), names_phrase("bathroom door", "bathroom", [])
         (True, False)
     """
     words = norm_words(phrase)
-    texts = [norm(goal), *task_lines]
+    if words and re.search(r"(^| )" + re.escape(" ".join(words)) + r"( |$)", norm(goal)):
+        return True
     for k in range(1, len(words) + 1):
         rx = re.compile(r"(^| )" + re.escape(" ".join(words[:k])) + r"( |$)")
-        if any(rx.search(t) for t in texts):
+        if any(rx.search(t) for t in task_lines):
             return True
     return False
 

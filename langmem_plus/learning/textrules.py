@@ -39,6 +39,10 @@ avoidances: of something the goal does not name (``unnamed_entity``: "focus on <
 the task does not name X), or literal ones about the goal's own words ("reset task"); literal
 rules about one task's other objects would only crowd the context.
 
+- **Goal roles**: a fatal action on a thing the goal itself names (``focus on living room``
+  where the goal says "located around the living room") becomes ``<verb> <X>`` under the
+  role the goal gives it (``located around <X>``, ``goal_entity``), which binds the next
+  goal's room; not when the role is the action itself (the goal asked to ``focus on <X>``).
 - **Unnamed things**: a fatal (or score-lowering) action that names nothing of the task's
   text but acts on something the game showed becomes ``<verb> <X>`` with the negative
   condition ``!<X>`` ("when the task does not name <X>"): it teaches "do not do this to
@@ -192,6 +196,43 @@ def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: 
     return " ".join([*words[:i], "<X>"]), {"X": " ".join(obj)}
 
 
+GOAL_ROLE_WORDS = 2
+"""Goal words before a goal-named phrase that state its role (``around <X>``, ``it to <X>``)."""
+
+
+def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, list[str]] | None:
+    """An avoided action on a thing the goal names, abstracted over that thing through the goal's words, or None.
+
+    Goals of one family differ in their entities (the room, the box's colour) and agree on the
+    words around them, which say the entity's role. The action's object (after its verb and any
+    prepositions) becomes ``<X>`` and the condition is the role as the goal states it (the
+    ``GOAL_ROLE_WORDS`` words before the object's first mention), so the rule binds the next
+    goal's entity in the same role. None when the object is not in the goal, is longer than
+    ``text_rule_max_entity_words``, or the role holds the action's own verb (the goal asks for
+    this very action: ``focus on <X>``).
+
+    Example:
+        >>> goal_entity("focus on living room", "Measure the wire, located around the living room.")
+        ('focus on <X>', ['located around <X>'])
+        >>> goal_entity("focus on red box", "First, focus on the red box.") is None
+        True
+    """
+    words = _words(action)
+    i = 1
+    while i < len(words) and words[i] in STOP_WORDS:
+        i += 1
+    obj, said = words[i:], _words(goal)
+    if not obj or len(obj) > config.text_rule_max_entity_words:
+        return None
+    for k in range(GOAL_ROLE_WORDS, len(said) - len(obj) + 1):
+        if said[k : k + len(obj)] == obj:
+            role = said[k - GOAL_ROLE_WORDS : k]
+            if words[0] in role:
+                return None
+            return " ".join([*words[:i], "<X>"]), [" ".join([*role, "<X>"])]
+    return None
+
+
 def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
     """Lines of the task's text that name a bound phrase, with placeholders.
 
@@ -313,8 +354,11 @@ def learn_text_rules(
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs)
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
+        role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
         if unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
             pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
+        elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
+            pattern, conds = role
         elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
             continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
         wid = rid("avoid", pattern)  # the widened avoidance, once it exists
@@ -359,11 +403,13 @@ def _text_lesson(
 __all__ = [
     "ARTICLES",
     "FUNCTION_WORDS",
+    "GOAL_ROLE_WORDS",
     "SLOTS",
     "abstract_action",
     "applies_to_text_envs",
     "conditions_for",
     "enabling_step",
+    "goal_entity",
     "is_read",
     "moved",
     "learn_text_rules",
