@@ -89,3 +89,26 @@ def test_no_role_rule_when_the_goal_asks_for_the_action_itself() -> None:
                   feedback=Feedback(constraint_failure=True, error_text="x"))]
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
     assert [l.wrong for l in learned.values()] == ["focus on orange box"]  # only the literal: no rule for every box
+
+
+def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() -> None:
+    recipe = "Ingredients:\n  red apple\n\nDirections:\n  {verb} the red apple\n  roast the red apple"
+    valid = ["read cookbook", "dice red apple", "chop red apple", "slice red apple", "cook red apple in oven"]
+    existing: dict = {}
+
+    def run(run_id: str, verb: str, action: str, fatal: bool) -> dict:
+        task = TaskSpec(task_id=run_id, goal="Check the cookbook for the recipe.", tool="game")
+        steps = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": valid}),
+                 Step(index=1, action=action, observation="x", info={"valid_actions": valid},
+                      feedback=Feedback(constraint_failure=True, error_text="x") if fatal else Feedback(reward=0.1))]
+        learned = learn_text_rules(namespace=("ns",), run_id=run_id, task=task, steps=steps, existing=existing, now=0.0)
+        existing.update(learned)
+        return learned
+
+    run("a", "dice", "dice red apple", fatal=False)   # dice is directed and done: a recommendation
+    run("b", "chop", "chop red apple", fatal=False)   # so is chop
+    assert not any(l.wrong == "chop <X>" for l in existing.values())
+    run("c", "slice", "dice red apple", fatal=True)   # dicing where slicing was directed: fatal
+    run("d", "slice", "dice red apple", fatal=True)
+    widened = {l.wrong for l in existing.values() if l.wrong and l.applies_when == []}
+    assert {"dice <X>", "chop <X>"} <= widened  # chop never failed, but it is a command of the same kind

@@ -258,25 +258,35 @@ def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int
     return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
 
 
-def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str]) -> list[str]:
+def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str],
+                        directive_verbs: Collection[str] = ()) -> list[str]:
     """The condition lines that bear on ``action``.
 
     A line whose first word is the action's own verb is the directive the action carries
     out: it alone is the condition. Otherwise a line whose first word is the verb of a
     command the game offered answers another command (``chop <X>`` is done by chopping),
     so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``);
-    when every line answers some command, all are kept (the action was not asked for).
+    when every line answers some command, all are kept (the action was not asked for). An
+    action whose verb is itself a directive verb (``directive_verbs``: a command that task
+    texts direct, as memory knows from ``<verb> <X>`` recommendations) clashes with the
+    directive of another such command (``chop <X>`` when the task says ``dice <X>``).
 
     Example:
         >>> relevant_conditions("cook <X> in oven", ["chop <X>", "roast <X>"], {"chop", "cook", "take"})
         ['roast <X>']
         >>> relevant_conditions("chop <X>", ["chop <X>", "roast <X>"], {"chop", "cook"})
         ['chop <X>']
+        >>> relevant_conditions("chop <X>", ["dice <X>", "roast <X>"], {"chop", "dice", "cook"}, {"chop", "dice"})
+        ['dice <X>']
     """
     verb = action.split()[0] if action.split() else ""
     own = [c for c in conditions if c.split()[:1] == [verb]]
     if own:
         return own
+    if verb in directive_verbs:  # a command the task's text also directs (chop): it clashes with the directive
+        rivals = [c for c in conditions if c.split()[0] in command_verbs and c.split()[0] in directive_verbs]
+        if rivals:  # of another such command on the same thing (dice <X>), not with how it is cooked
+            return rivals
     unnamed = [c for c in conditions if c.split()[0] not in command_verbs]
     return unnamed or list(conditions)  # every line answers a command: the situation is all of them
 
@@ -350,9 +360,14 @@ def learn_text_rules(
     seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
     verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
+        known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
+        return known is not None and f"{v} <X>" in (known.applies_when or ())
+
+    directives = {v for v in verbs if directs(v)} | {l.split()[0] for l in lines if l.split() and l.split()[0] in verbs}
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
-        conds = relevant_conditions(pattern, conds, verbs)
+        conds = relevant_conditions(pattern, conds, verbs, directives)
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
         role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
         if unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
@@ -372,7 +387,34 @@ def learn_text_rules(
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
         if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
+    _extend_to_kin(out, existing, directives, rid, namespace, run_id, task, now)
     return out
+
+
+def _extend_to_kin(out: dict[str, Lesson], existing: Mapping[str, Lesson], directives: Collection[str],
+                   rid: Callable[..., str], namespace: Namespace, run_id: str, task: TaskSpec, now: float) -> None:
+    """Once undirected use is fatal for one directed command (``dice <X>`` avoided everywhere, done only where the
+    task says ``dice <X>``), the same holds for its kin: every other command the task's text directs.
+
+    Commands the task's text directs (``directives``: memory recommends ``<v> <X>`` when the task says
+    ``<v> <X>``) are one kind; having seen that kind punish undirected use, memory widens the avoidance
+    to the kin it has not yet seen fail (``chop <X>``), the recommendation still winning where directed.
+    """
+    def has(lid: str) -> Lesson | None:
+        return out.get(lid) or existing.get(lid)
+
+    kin = sorted(v for v in directives if has(rid("prefer", f"{v} <X>")) is not None)
+    widened = [v for v in kin if has(rid("avoid", f"{v} <X>")) is not None]
+    if not widened:
+        return
+    source = has(rid("avoid", f"{widened[0]} <X>"))
+    assert source is not None
+    for v in kin:
+        lid = rid("avoid", f"{v} <X>")
+        if has(lid) is None:
+            rule = _rule_text(True, f"{v} <X>", [])
+            out[lid] = source.model_copy(update={"id": lid, "rule_text": rule, "wrong": f"{v} <X>", "applies_when": [],
+                                                 "created_at": now, "updated_at": now})
 
 
 def _text_lesson(
