@@ -13,7 +13,8 @@ Policy, per step:
    the env's structured state plus the valid actions).
 2. An action is **avoided** when an avoidance hint matches it and its preconditions
    hold, unless a prefer hint with more preconditions also matches it (the more
-   specific hint wins; on a tie the avoidance wins).
+   specific hint wins; on a tie the avoidance wins; a "does not name" precondition does
+   not count, so such an avoidance is a default any matching recommendation overrides).
 3. Each remaining action scores its content words found in the goal and the
    observations seen so far, each weighted by 1 in the task's text (the goal, and what the
    agent read in things the goal names, such as the cookbook a goal points at) and by
@@ -46,6 +47,8 @@ How hints are read (the public contract, so any agent can do the same):
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
   read in things the goal names) lists the bound phrase and says nothing more about it;
+  placeholders quoted after "does not name" (``when the task does not name `<X>```) must be
+  bound to a phrase that neither the goal nor the task's text contains;
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
   is ignored.
 
@@ -71,7 +74,18 @@ from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.executors.base import Decision
-from langmem_plus.learning.textmatch import ARTICLES, SLOT, Pattern, norm, norm_words
+from langmem_plus.learning.textmatch import (
+    ARTICLES,
+    NOT_NAMED_WORDS,
+    SLOT,
+    UNNAMED,
+    Pattern,
+    names_phrase,
+    norm,
+    norm_words,
+    unnamed_slot,
+)
+from langmem_plus.learning.textrules import is_read
 from langmem_plus.records import Hint, Step, TaskSpec
 
 STOP_WORDS = frozenset(
@@ -107,21 +121,18 @@ def read_hint(hint: Hint) -> ReadHint | None:
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None
-        conditions = tuple(c.strip() for c in _QUOTED.findall(str(hint.precondition or "")) if c.strip())
+        says, _, nots = str(hint.precondition or "").partition(NOT_NAMED_WORDS)
+        conditions = tuple(c.strip() for c in _QUOTED.findall(says) if c.strip()) + tuple(
+            UNNAMED + c.strip() for c in _QUOTED.findall(nots) if c.strip())
         return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, conditions)
     except (TypeError, ValueError, AttributeError):
         return None
 
 
 def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
-    """Steps that read something the goal names: an action whose object words all occur in the goal."""
+    """Steps that read something the goal names (``textrules.is_read``: object words all in the goal, not a move)."""
     goal_words = set(norm_words(goal))
-    out = []
-    for step in history:
-        obj = norm_words(step.action)[1:]
-        if obj and all(w in goal_words for w in obj) and not step.feedback.failed:
-            out.append(step)
-    return out
+    return [step for step in history if is_read(step, goal_words)]
 
 
 def _task_lines(goal: str, history: Sequence[Step]) -> list[str]:
@@ -217,9 +228,16 @@ class TextGameExecutor:
         binding = pattern.match(action)
         if binding is None:
             return False
-        if not all(self._named(v, view, goal_words) for v in binding.values()):
+        negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
+        if not all(self._named(v, view, goal_words) or (k in negated and not all(w in goal_words for w in v.split()))
+                   for k, v in binding.items()):
             return False
         for cond in rh.conditions:
+            neg = unnamed_slot(cond)
+            if neg is not None:  # the task's text does not name the bound phrase
+                if names_phrase(binding.get(neg, ""), view.goal, _task_lines(view.goal, history)):
+                    return False
+                continue
             slot = _SLOT.fullmatch(cond.strip())
             if slot is not None:  # a bare placeholder: the task names it and says nothing more about it
                 if not self._only_named(binding.get(slot.group(1), ""), view, history):
@@ -295,11 +313,12 @@ class TextGameExecutor:
             if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
                 continue
             used.append(rh.hint.source_id)
+            spec = sum(1 for c in rh.conditions if unnamed_slot(c) is None)  # a negative condition adds none
             if rh.avoid:
-                avoid_spec = max(avoid_spec, len(rh.conditions))
+                avoid_spec = max(avoid_spec, spec)
             else:
-                prefer_spec = max(prefer_spec, len(rh.conditions))
-                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(rh.conditions)
+                prefer_spec = max(prefer_spec, spec)
+                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * spec
         if avoid_spec >= 0 and prefer_spec <= avoid_spec:
             return None
         return bonus, tuple(dict.fromkeys(used))

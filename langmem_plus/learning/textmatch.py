@@ -22,6 +22,11 @@ ARTICLES = frozenset({"a", "an", "the", "some"})
 _WORD = re.compile(r"[a-z0-9]+")
 SLOT = re.compile(r"<([A-Z])>")
 """A placeholder: ``<X>``, ``<Y>`` ..."""
+UNNAMED = "!"
+"""Prefix of a negative condition: ``!<X>`` holds when the task's text (its goal and what the agent read in
+things the goal names) does not name the phrase bound to ``<X>``; hints render it "does not name `<X>`"."""
+NOT_NAMED_WORDS = "does not name"
+"""How a hint's precondition introduces its negative conditions (each back-quoted after these words)."""
 
 
 def norm_words(text: str) -> list[str]:
@@ -79,6 +84,37 @@ class Pattern:
         return {s: " ".join(m.group(s).split()) for s in self.slots}
 
 
+def unnamed_slot(cond: str) -> str | None:
+    """The placeholder of a negative condition (``!<X>`` -> ``X``), else None.
+
+    Example:
+        >>> unnamed_slot("!<X>"), unnamed_slot("roast <X>")
+        ('X', None)
+    """
+    text = cond.strip()
+    m = SLOT.fullmatch(text[len(UNNAMED):]) if text.startswith(UNNAMED) else None
+    return m.group(1) if m else None
+
+
+def names_phrase(phrase: str, goal: str, task_lines: "list[str] | tuple[str, ...]") -> bool:
+    """Whether the goal contains ``phrase``, or a line of the task's text contains it or a leading part of it
+    (whole words, normalised): ``red apple in oven`` is named where the recipe says ``roast red apple``, and
+    ``bathroom door`` is not named by a goal that only says ``around the bathroom``.
+
+    Example:
+        >>> names_phrase("red apple in oven", "cook a meal", ["roast red apple"]), names_phrase("bathroom door", "bathroom", [])
+        (True, False)
+    """
+    words = norm_words(phrase)
+    if words and re.search(r"(^| )" + re.escape(" ".join(words)) + r"( |$)", norm(goal)):
+        return True
+    for k in range(1, len(words) + 1):
+        rx = re.compile(r"(^| )" + re.escape(" ".join(words[:k])) + r"( |$)")
+        if any(rx.search(t) for t in task_lines):
+            return True
+    return False
+
+
 def bind(line: str, binding: dict[str, str]) -> str | None:
     """``line`` with its placeholders replaced by their bound phrases, normalised; None when one is unbound.
 
@@ -91,4 +127,4 @@ def bind(line: str, binding: dict[str, str]) -> str | None:
     return norm(SLOT.sub(lambda m: binding[m.group(1)], line))
 
 
-__all__ = ["ARTICLES", "SLOT", "Pattern", "bind", "norm", "norm_words"]
+__all__ = ["ARTICLES", "NOT_NAMED_WORDS", "SLOT", "UNNAMED", "Pattern", "bind", "names_phrase", "norm", "norm_words", "unnamed_slot"]

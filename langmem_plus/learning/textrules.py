@@ -34,8 +34,21 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record. A run whose
-agent never read what its goal points at teaches nothing here: none of its words can be
-told volatile, and literal rules about one task's objects would only crowd the context.
+agent never read what its goal points at (the goal is the whole task's text) teaches only
+avoidances: of something the goal does not name (``unnamed_entity``: "focus on <X>" when
+the task does not name X), or literal ones about the goal's own words ("reset task"); literal
+rules about one task's other objects would only crowd the context.
+
+- **Goal roles**: a fatal action on a thing the goal itself names (``focus on living room``
+  where the goal says "located around the living room") becomes ``<verb> <X>`` under the
+  role the goal gives it (``located around <X>``, ``goal_entity``), which binds the next
+  goal's room; not when the role is the action itself (the goal asked to ``focus on <X>``).
+- **Unnamed things**: a fatal (or score-lowering) action that names nothing of the task's
+  text but acts on something the game showed becomes ``<verb> <X>`` with the negative
+  condition ``!<X>`` ("when the task does not name <X>"): it teaches "do not do this to
+  what the task never asked for", which holds for every object the next task shows. A
+  negative condition adds no specificity: any recommendation that fires on the same action
+  wins over it (the executor contract).
 
 Example:
     >>> from langmem_plus.records import Feedback, Step, TaskSpec
@@ -58,6 +71,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.textmatch import UNNAMED
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -78,16 +92,37 @@ def applies_to_text_envs(steps: Sequence[Step]) -> bool:
     return any("valid_actions" in s.info for s in steps)
 
 
-def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
-    """Normalised lines of the task's text: what the agent read in things the goal names.
+FUNCTION_WORDS = STOP_WORDS | frozenset(
+    "about above across after along around away back behind below beside between by down inside near off out "
+    "outside over through under up upon within".split()
+)
+"""English prepositions and adverbs: an object made only of them (``look around``) names no thing."""
 
-    A step counts when its action has an object and every object word occurs in the goal.
-    """
+
+def moved(step: Step) -> bool:
+    """Whether the step changed the agent's location (the structured state's ``location``): it arrived
+    somewhere, and what it then saw describes the world, not the task."""
+    before, after = step.state_before, step.state_after
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return False
+    return before.get("location") != after.get("location")
+
+
+def is_read(step: Step, goal_words: Collection[str]) -> bool:
+    """Whether the step read something the goal names: its object words all occur in the goal and are not
+    only prepositions (``FUNCTION_WORDS``), it did not fail, and it did not take the agent elsewhere (``moved``)."""
+    obj = _words(step.action)[1:]
+    if not obj or all(w in FUNCTION_WORDS for w in obj):  # "look around": no thing of the goal
+        return False
+    return all(w in goal_words for w in obj) and not step.feedback.failed and not moved(step)
+
+
+def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
+    """Normalised lines of the task's text: what the agent read in things the goal names (``is_read``)."""
     goal_words = set(_words(goal))
     lines: list[str] = []
     for step in steps:
-        obj = _words(step.action)[1:]
-        if not obj or not all(w in goal_words for w in obj) or step.feedback.failed:
+        if not is_read(step, goal_words):
             continue
         for line in step.observation.splitlines():
             words = _words(line)
@@ -133,6 +168,71 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
     return " ".join(out), bindings
 
 
+def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: MemoryConfig = DEFAULT_CONFIG
+                   ) -> tuple[str, dict[str, str]] | None:
+    """An avoided action abstracted over a thing the game showed but the task does not name, or None.
+
+    The action's object (the words after its verb and any prepositions), when it is not all
+    goal words and its first word is one the game printed in the run, becomes ``<X>``. Used for a fatal action that names nothing of the task's text: what it did to
+    something the task never asked for is the lesson ("focus on <X>" when the task does not
+    name X), where the literal action would only warn against that one object.
+
+    Example:
+        >>> shown = ["In it, you see:\\n  a door to the hallway"]
+        >>> unnamed_entity("focus on door to hallway", shown, "Find a living thing. Focus on it.")
+        ('focus on <X>', {'X': 'door to hallway'})
+    """
+    words = _words(action)
+    goal_words = set(_words(goal))
+    i = 1
+    while i < len(words) and words[i] in STOP_WORDS:
+        i += 1
+    obj = words[i:]
+    if not obj or all(w in goal_words or w in STOP_WORDS for w in obj):
+        return None
+    shown = [" ".join(_words(line)) for o in observations for line in o.splitlines()]
+    if not any(_occurs(obj[0], line) for line in shown if line):
+        return None  # not something the game showed
+    return " ".join([*words[:i], "<X>"]), {"X": " ".join(obj)}
+
+
+GOAL_ROLE_WORDS = 2
+"""Goal words before a goal-named phrase that state its role (``around <X>``, ``it to <X>``)."""
+
+
+def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, list[str]] | None:
+    """An avoided action on a thing the goal names, abstracted over that thing through the goal's words, or None.
+
+    Goals of one family differ in their entities (the room, the box's colour) and agree on the
+    words around them, which say the entity's role. The action's object (after its verb and any
+    prepositions) becomes ``<X>`` and the condition is the role as the goal states it (the
+    ``GOAL_ROLE_WORDS`` words before the object's first mention), so the rule binds the next
+    goal's entity in the same role. None when the object is not in the goal, is longer than
+    ``text_rule_max_entity_words``, or the role holds the action's own verb (the goal asks for
+    this very action: ``focus on <X>``).
+
+    Example:
+        >>> goal_entity("focus on living room", "Measure the wire, located around the living room.")
+        ('focus on <X>', ['located around <X>'])
+        >>> goal_entity("focus on red box", "First, focus on the red box.") is None
+        True
+    """
+    words = _words(action)
+    i = 1
+    while i < len(words) and words[i] in STOP_WORDS:
+        i += 1
+    obj, said = words[i:], _words(goal)
+    if not obj or len(obj) > config.text_rule_max_entity_words:
+        return None
+    for k in range(GOAL_ROLE_WORDS, len(said) - len(obj) + 1):
+        if said[k : k + len(obj)] == obj:
+            role = said[k - GOAL_ROLE_WORDS : k]
+            if words[0] in role:
+                return None
+            return " ".join([*words[:i], "<X>"]), [" ".join([*role, "<X>"])]
+    return None
+
+
 def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
     """Lines of the task's text that name a bound phrase, with placeholders.
 
@@ -158,25 +258,35 @@ def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int
     return sorted(dict.fromkeys(out))[: max(limit, 0)] if limit else []
 
 
-def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str]) -> list[str]:
+def relevant_conditions(action: str, conditions: Sequence[str], command_verbs: Collection[str],
+                        directive_verbs: Collection[str] = ()) -> list[str]:
     """The condition lines that bear on ``action``.
 
     A line whose first word is the action's own verb is the directive the action carries
     out: it alone is the condition. Otherwise a line whose first word is the verb of a
     command the game offered answers another command (``chop <X>`` is done by chopping),
     so only the lines no command names are kept (``roast <X>`` for ``cook <X> in oven``);
-    when every line answers some command, all are kept (the action was not asked for).
+    when every line answers some command, all are kept (the action was not asked for). An
+    action whose verb is itself a directive verb (``directive_verbs``: a command that task
+    texts direct, as memory knows from ``<verb> <X>`` recommendations) clashes with the
+    directive of another such command (``chop <X>`` when the task says ``dice <X>``).
 
     Example:
         >>> relevant_conditions("cook <X> in oven", ["chop <X>", "roast <X>"], {"chop", "cook", "take"})
         ['roast <X>']
         >>> relevant_conditions("chop <X>", ["chop <X>", "roast <X>"], {"chop", "cook"})
         ['chop <X>']
+        >>> relevant_conditions("chop <X>", ["dice <X>", "roast <X>"], {"chop", "dice", "cook"}, {"chop", "dice"})
+        ['dice <X>']
     """
     verb = action.split()[0] if action.split() else ""
     own = [c for c in conditions if c.split()[:1] == [verb]]
     if own:
         return own
+    if verb in directive_verbs:  # a command the task's text also directs (chop): it clashes with the directive
+        rivals = [c for c in conditions if c.split()[0] in command_verbs and c.split()[0] in directive_verbs]
+        if rivals:  # of another such command on the same thing (dice <X>), not with how it is cooked
+            return rivals
     unnamed = [c for c in conditions if c.split()[0] not in command_verbs]
     return unnamed or list(conditions)  # every line answers a command: the situation is all of them
 
@@ -198,11 +308,12 @@ def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
 
 
 def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
-    """(step, avoid?) pairs a run teaches: each fatal step, each score-raising step and the step that enabled it."""
+    """(step, avoid?) pairs a run teaches: each fatal or score-lowering step, each score-raising step and the
+    step that enabled it."""
     teach: list[tuple[Step, bool]] = []
     for i, step in enumerate(ordered):
         fb = step.feedback
-        if fb.constraint_failure:
+        if fb.constraint_failure or (not fb.failed and fb.reward < 0):  # it ended the game, or undid progress
             teach.append((step, True))
         elif not fb.failed and fb.reward > 0:
             j = enabling_step(ordered, i)
@@ -240,18 +351,31 @@ def learn_text_rules(
     goal = str(task.context.get("goal") or task.goal or "")
     ordered = sorted(steps, key=lambda s: s.index)
     lines = task_text_lines(goal, ordered)
-    if not lines:  # the agent never read what its goal points at: no word of the run can be told volatile
-        return {}
+    goal_words = set(_words(goal))
 
     def rid(*key: str) -> str:
         return stable_id("txt", *namespace, task.tool or "", *key)
 
     out: dict[str, Lesson] = {}
+    seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
     verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
+        known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
+        return known is not None and f"{v} <X>" in (known.applies_when or ())
+
+    directives = {v for v in verbs if directs(v)} | {l.split()[0] for l in lines if l.split() and l.split()[0] in verbs}
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
-        conds = relevant_conditions(pattern, conds, verbs)
+        conds = relevant_conditions(pattern, conds, verbs, directives)
+        unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
+        role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
+        if unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
+            pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
+        elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
+            pattern, conds = role
+        elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
+            continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
         wid = rid("avoid", pattern)  # the widened avoidance, once it exists
         if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
             conds = []  # already avoided everywhere: one lesson, not one per situation
@@ -263,7 +387,34 @@ def learn_text_rules(
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
         if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
+    _extend_to_kin(out, existing, directives, rid, namespace, run_id, task, now)
     return out
+
+
+def _extend_to_kin(out: dict[str, Lesson], existing: Mapping[str, Lesson], directives: Collection[str],
+                   rid: Callable[..., str], namespace: Namespace, run_id: str, task: TaskSpec, now: float) -> None:
+    """Once undirected use is fatal for one directed command (``dice <X>`` avoided everywhere, done only where the
+    task says ``dice <X>``), the same holds for its kin: every other command the task's text directs.
+
+    Commands the task's text directs (``directives``: memory recommends ``<v> <X>`` when the task says
+    ``<v> <X>``) are one kind; having seen that kind punish undirected use, memory widens the avoidance
+    to the kin it has not yet seen fail (``chop <X>``), the recommendation still winning where directed.
+    """
+    def has(lid: str) -> Lesson | None:
+        return out.get(lid) or existing.get(lid)
+
+    kin = sorted(v for v in directives if has(rid("prefer", f"{v} <X>")) is not None)
+    widened = [v for v in kin if has(rid("avoid", f"{v} <X>")) is not None]
+    if not widened:
+        return
+    source = has(rid("avoid", f"{widened[0]} <X>"))
+    assert source is not None
+    for v in kin:
+        lid = rid("avoid", f"{v} <X>")
+        if has(lid) is None:
+            rule = _rule_text(True, f"{v} <X>", [])
+            out[lid] = source.model_copy(update={"id": lid, "rule_text": rule, "wrong": f"{v} <X>", "applies_when": [],
+                                                 "created_at": now, "updated_at": now})
 
 
 def _text_lesson(
@@ -293,13 +444,19 @@ def _text_lesson(
 
 __all__ = [
     "ARTICLES",
+    "FUNCTION_WORDS",
+    "GOAL_ROLE_WORDS",
     "SLOTS",
     "abstract_action",
     "applies_to_text_envs",
     "conditions_for",
     "enabling_step",
+    "goal_entity",
+    "is_read",
+    "moved",
     "learn_text_rules",
     "relevant_conditions",
     "task_text_lines",
     "teaching_steps",
+    "unnamed_entity",
 ]

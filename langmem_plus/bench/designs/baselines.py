@@ -42,10 +42,10 @@ from langmem_plus.bench.designs.base import (
 from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
-from langmem_plus.learning.hints import HINTS_HEADER, hints_from_items
+from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.memory_types.context import assemble, in_order
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule, short_line
+from langmem_plus.retrieval.triggered import TRIGGERED_HEADER, StepDelivery, is_text_rule, short_line
 
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
@@ -284,10 +284,11 @@ class LangmemPlus:
         """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
         cfg = self.memory.config
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
-        block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line)
+        block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line,
+                         header=TRIGGERED_HEADER)
         rules = [l for l in self.memory.list_lessons() if is_text_rule(l) and l.scope.tool == task.tool]
         stepper = StepDelivery(rules, [r for r in self.memory.runs if r.tool == task.tool], cfg,
-                               header="" if block.text else HINTS_HEADER)  # delivered lines join the pre-run block
+                               header="" if block.text else TRIGGERED_HEADER)  # delivered lines join the pre-run block
         self._triggered[run_id] = (block.shown, stepper)
         while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
             del self._triggered[next(iter(self._triggered))]

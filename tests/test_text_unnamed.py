@@ -1,0 +1,114 @@
+"""Avoidances of what the task does not name (issue 11 item 3): a fatal action on something the goal never
+names teaches "avoid <verb> <X> when the task does not name X", which then applies to other objects."""
+
+from __future__ import annotations
+
+from langmem_plus.executors.text import TextGameExecutor, read_hint
+from langmem_plus.learning.hints import hint_from_item
+from langmem_plus.learning.textrules import is_read, learn_text_rules
+from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
+from langmem_plus.retrieval.triggered import StepDelivery
+
+GOAL = "Your task is to find a living thing. First, focus on the thing. Then move it to the red box."
+ROOM = "This room is called the hallway. In it, you see:\n\ta door to the kitchen\n\ta substance called air\n\tthe red box"
+
+
+def _run() -> tuple[TaskSpec, list[Step]]:
+    task = TaskSpec(task_id="t1", goal=GOAL, tool="game", context={"observation": ROOM, "valid_actions": ["look around"]})
+    valid = ["focus on door to kitchen", "focus on air", "focus on red box", "look around"]
+    steps = [
+        Step(index=0, action="look around", observation=ROOM, info={"valid_actions": valid}),
+        Step(index=1, action="focus on door to kitchen", observation="You focus on the door.", info={"valid_actions": valid},
+             feedback=Feedback(constraint_failure=True, error_text="fatal")),
+    ]
+    return task, steps
+
+
+def test_fatal_action_on_an_unnamed_thing_teaches_a_negative_avoidance() -> None:
+    task, steps = _run()
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    rules = {(l.wrong, tuple(l.applies_when or ())) for l in learned.values()}
+    assert rules == {("focus on <X>", ("!<X>",))}
+
+
+def test_look_around_is_not_reading_the_task() -> None:
+    assert not is_read(Step(index=0, action="look around", observation=ROOM), {"around", "look"})
+    assert is_read(Step(index=0, action="read recipe", observation="Directions"), {"recipe"})
+
+
+def test_executor_avoids_other_unnamed_objects_but_not_goal_named_ones_and_yields_to_a_recommendation() -> None:
+    task, steps = _run()
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    hint = hint_from_item(ScoredItem(kind="lesson", item=next(iter(learned.values())), score=1.0))
+    assert hint.precondition == "when the task does not name `<X>`"
+    read = read_hint(hint)
+    assert read is not None and read.avoid and read.conditions == ("!<X>",)
+    other = TaskSpec(task_id="t2", goal=GOAL, context={
+        "observation": "In it, you see:\n\ta chair\n\tthe thing", "valid_actions": ["focus on chair", "focus on thing"]})
+    ex = TextGameExecutor(seed=0)
+    assert ex.act(other, [], [hint]).action == "focus on thing"  # the chair is avoided, the goal's thing is not
+    assert ex.act(other, [], []).action in {"focus on chair", "focus on thing"}
+    prefer = Hint(text="Prefer `focus on <X>`", precondition="when the task says `a <X>`", source_id="p")
+    chair = TaskSpec(task_id="t3", goal=GOAL, context={"observation": "In it, you see:\n\ta chair",
+                                                        "valid_actions": ["focus on chair", "wait"]})
+    assert ex.act(chair, [], [hint]).action == "wait"
+    assert ex.act(chair, [], [hint, prefer]).action == "focus on chair"  # a positive condition beats the default
+
+
+def test_triggered_delivery_shows_the_default_avoidance_once_as_its_pattern() -> None:
+    task, steps = _run()
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    deliver = StepDelivery(list(learned.values()), runs=[])
+    other = TaskSpec(task_id="t2", goal=GOAL, tool="game", context={
+        "observation": "In it, you see:\n\ta chair\n\ta table",
+        "valid_actions": ["focus on chair", "focus on table", "focus on red box"]})
+    hints = deliver(other, [])
+    assert [h.text for h in hints] == ["Avoid `focus on <X>`"]
+    assert hints[0].precondition == "when the task does not name `<X>`"
+
+
+def test_a_fatal_action_on_a_goal_named_thing_is_learned_under_its_goal_role_and_binds_the_next_goals_thing() -> None:
+    goal_a = "Find a living thing. First, focus on the thing. Then move it to the red box in the kitchen."
+    goal_b = "Find a living thing. First, focus on the thing. Then move it to the green box in the bedroom."
+    task = TaskSpec(task_id="a", goal=goal_a, tool="game", context={"observation": ROOM})
+    steps = [Step(index=0, action="focus on red box", observation="You focus on the red box.",
+                  info={"valid_actions": ["focus on red box"]}, feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    assert {(l.wrong, tuple(l.applies_when or ())) for l in learned.values()} == {("focus on <X>", ("it to <X>",))}
+    deliver = StepDelivery(list(learned.values()), runs=[])
+    other = TaskSpec(task_id="b", goal=goal_b, tool="game", context={
+        "observation": f"Goal: {goal_b}\nIn it, you see:\n\tthe green box\n\tthe red box",
+        "valid_actions": ["focus on green box", "focus on red box"]})
+    assert [h.text for h in deliver(other, [])] == ["Avoid `focus on green box`"]  # this goal's box, not the old one
+
+
+def test_no_role_rule_when_the_goal_asks_for_the_action_itself() -> None:
+    goal = "First, focus on the thermometer. Then focus on the orange box."
+    task = TaskSpec(task_id="a", goal=goal, tool="game", context={"observation": ROOM})
+    steps = [Step(index=0, action="focus on orange box", observation="x", info={"valid_actions": []},
+                  feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
+    assert [l.wrong for l in learned.values()] == ["focus on orange box"]  # only the literal: no rule for every box
+
+
+def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() -> None:
+    recipe = "Ingredients:\n  red apple\n\nDirections:\n  {verb} the red apple\n  roast the red apple"
+    valid = ["read cookbook", "dice red apple", "chop red apple", "slice red apple", "cook red apple in oven"]
+    existing: dict = {}
+
+    def run(run_id: str, verb: str, action: str, fatal: bool) -> dict:
+        task = TaskSpec(task_id=run_id, goal="Check the cookbook for the recipe.", tool="game")
+        steps = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": valid}),
+                 Step(index=1, action=action, observation="x", info={"valid_actions": valid},
+                      feedback=Feedback(constraint_failure=True, error_text="x") if fatal else Feedback(reward=0.1))]
+        learned = learn_text_rules(namespace=("ns",), run_id=run_id, task=task, steps=steps, existing=existing, now=0.0)
+        existing.update(learned)
+        return learned
+
+    run("a", "dice", "dice red apple", fatal=False)   # dice is directed and done: a recommendation
+    run("b", "chop", "chop red apple", fatal=False)   # so is chop
+    assert not any(l.wrong == "chop <X>" for l in existing.values())
+    run("c", "slice", "dice red apple", fatal=True)   # dicing where slicing was directed: fatal
+    run("d", "slice", "dice red apple", fatal=True)
+    widened = {l.wrong for l in existing.values() if l.wrong and l.applies_when == []}
+    assert {"dice <X>", "chop <X>"} <= widened  # chop never failed, but it is a command of the same kind
