@@ -1,4 +1,4 @@
-"""Shared fixtures: a real ``chroma run`` server and a temporary store path.
+"""Shared fixtures: a real ``chroma run`` server, a temporary store path, and a real text game.
 
 ``chroma_server`` starts chromadb's own CLI server on a free 127.0.0.1 port (once
 per session), waits for its heartbeat, yields its URL and stops it at the end.
@@ -8,16 +8,21 @@ Tests that use it are marked ``@pytest.mark.server``; it skips cleanly when the
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from langmem_plus.bench.server import chroma_executable
 from langmem_plus.bench.server import running_chroma_server as _running
 from langmem_plus.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from langmem_plus.envs.textgame import TextGameEnv
 
 
 @contextmanager
@@ -50,3 +55,18 @@ def spawn_chroma_server() -> Callable[[Path], AbstractContextManager[tuple[str, 
 def tmp_store_path(tmp_path: Path) -> Path:
     """A not-yet-existing directory for an embedded store."""
     return tmp_path / "store"
+
+
+@pytest.fixture(scope="module")
+def cooking() -> Iterator["TextGameEnv"]:
+    """A real TextWorldExpress CookingWorld (easy setting) for a test module; skips without the extra or Java."""
+    pytest.importorskip("textworld_express")
+    if shutil.which("java") is None:
+        pytest.skip("the text games need a Java runtime")
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.envs.textgame import TextGameEnv
+
+    env = make_env("twx-cooking:easy")
+    assert isinstance(env, TextGameEnv)
+    yield env
+    env.close()

@@ -39,15 +39,6 @@ def _needs(module: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def cooking() -> Iterator[TextGameEnv]:
-    _needs("textworld_express")
-    env = make_env("twx-cooking:easy")
-    assert isinstance(env, TextGameEnv)
-    yield env
-    env.close()
-
-
-@pytest.fixture(scope="module")
 def sciworld() -> Iterator[TextGameEnv]:
     _needs("scienceworld")
     env = make_env(f"sciworld:{SCI_TASK}")

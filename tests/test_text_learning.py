@@ -7,14 +7,13 @@ recipes named below were read by playing the seeds (train and dev folds only).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
-from langmem_plus.envs.registry import make_env
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
@@ -28,19 +27,6 @@ ROAST_DEV = "dev-10001"
 """Recipe: roast the chicken wing, prepare meal (another ingredient, the same cooking verb)."""
 FRY_TRAIN = "train-10"
 """Recipe: fry the pork chop, prepare meal."""
-
-
-@pytest.fixture(scope="module")
-def cooking() -> Iterator[TextGameEnv]:
-    pytest.importorskip("textworld_express")
-    import shutil
-
-    if shutil.which("java") is None:
-        pytest.skip("the text games need a Java runtime")
-    env = make_env("twx-cooking:easy")
-    assert isinstance(env, TextGameEnv)
-    yield env
-    env.close()
 
 
 def _task(env: TextGameEnv, task_id: str) -> TaskSpec:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.envs.registry import make_env
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.records import Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
@@ -118,17 +115,6 @@ def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> N
 
 
 # --------------------------------------------------------------------------- a real game
-
-
-@pytest.fixture(scope="module")
-def cooking() -> Iterator[TextGameEnv]:
-    pytest.importorskip("textworld_express")
-    if shutil.which("java") is None:
-        pytest.skip("the text games need a Java runtime")
-    env = make_env("twx-cooking:easy")
-    assert isinstance(env, TextGameEnv)
-    yield env
-    env.close()
 
 
 class Fixed:
