@@ -27,9 +27,9 @@ Example:
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.lifecycle import apply_evidence
@@ -67,27 +67,26 @@ class Ledger:
     def __len__(self) -> int:
         return len(self._accounts)
 
-    def to_json(self) -> str:
-        """The ledger as JSON (for a snapshot base): each account's record and evidence, with their keys."""
-        return json.dumps({
+    def to_state(self) -> dict[str, Any]:
+        """The ledger as JSON-able data (for a snapshot base): each account's record and evidence, with their keys."""
+        return {
             lesson_id: {
                 "record": a.record.model_dump(mode="json") if a.record is not None else None,
                 "entries": [[list(key), ev.model_dump(mode="json")] for key, ev in a.entries],
             }
             for lesson_id, a in self._accounts.items()
-        })
+        }
 
     @classmethod
-    def from_json(cls, raw: str, config: MemoryConfig = DEFAULT_CONFIG) -> "Ledger":
-        """A ledger saved with ``to_json`` (its folds are refolded when evidence next arrives; the table holds them).
+    def from_state(cls, data: Any, config: MemoryConfig = DEFAULT_CONFIG) -> "Ledger":
+        """A ledger saved with ``to_state`` (its folds are refolded when evidence next arrives; the table holds them).
 
         Raises:
-            ValueError: ``raw`` is not a saved ledger (the caller reads from Chroma instead).
+            ValueError, KeyError, TypeError: ``data`` is not a saved ledger (the caller reads from Chroma instead).
         """
-        ledger = cls(config)
-        data = json.loads(raw)
         if not isinstance(data, dict):
             raise ValueError("a saved ledger is a JSON object")
+        ledger = cls(config)
         for lesson_id, saved in data.items():
             record = Lesson.model_validate(saved["record"]) if saved["record"] is not None else None
             entries: list[tuple[LogKey, RunEvidence]] = []

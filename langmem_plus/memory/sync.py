@@ -3,7 +3,7 @@
 Three things, one idea (the view is what the store holds):
 
 * **Writes.** Every tracked write (lessons, links, skills, runs) reaches the view
-  (``on_write``) and the snapshot journal; a block of writes shares one generation token
+  (``write``) and the snapshot journal; a block of writes shares one generation token
   (``write_group``) and is then announced on the namespace's shared log, with the run
   evidence the block produced, in one append (``publish``).
 * **Snapshot.** An open reads the local snapshot when it reflects Chroma's generation
@@ -24,7 +24,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from langmem_plus._gc import gc_paused
@@ -98,7 +97,7 @@ class StoreSync:
             if loaded.ledger is None:  # the saved lessons are folds: without their evidence they cannot be trusted
                 raise ValueError("the base has no run-evidence ledger")
             saved = json.loads(loaded.ledger)
-            ledger = Ledger.from_json(json.dumps(saved["accounts"]), self.view.config)
+            ledger = Ledger.from_state(saved["accounts"], self.view.config)
             self.snapshot_heads = {str(w): int(n) for w, n in saved["heads"].items()}
             self.view.load_snapshot(loaded, ledger)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:  # ValidationError is a ValueError
@@ -159,23 +158,18 @@ class StoreSync:
 
     # ------------------------------------------------------------------ writes
     def write(self, kind: str, records: Sequence[BaseModel]) -> None:
-        """Store records and keep the view (and the snapshot journal and the shared log) in step with the write."""
+        """Store records, then fold what was stored into the view, the snapshot journal and the shared log."""
         with self.lock:
             written = self.store.upsert(kind, records)
-            if written is not None:
-                self.on_write(written.kind, written.records, written.raws, written.vectors, written.token)
-
-    def on_write(
-        self, kind: str, records: list[BaseModel], raws: list[str], vectors: np.ndarray, token: str | None
-    ) -> None:
-        """Fold what a store write stored into the view, the snapshot journal and the shared log."""
-        with self.lock:
-            self.view.apply(kind, records, raws, vectors)
+            if written is None:
+                return
+            self.view.apply(kind, written.records, written.raws, written.vectors)
+            token = written.token
             if token is None:
                 return
             self.generation = token
             id_of = KIND_SPECS[kind].id_of
-            entries = [(id_of(r), raw) for r, raw in zip(records, raws)]
+            entries = [(id_of(r), raw) for r, raw in zip(written.records, written.raws)]
             if self._journal_group is not None and self.store.in_write_group():
                 self._journal_group.append((token, kind, entries))  # journalled and announced when the group ends
             else:
@@ -258,7 +252,7 @@ class StoreSync:
         try:
             self.snapshot.write_base(
                 self.generation, records, view.graph.to_state(), view.base_vectors(self.store), view.index_state(lesson_ids),
-                ledger=f'{{"heads": {json.dumps(self.log.seen())}, "accounts": {view.ledger.to_json()}}}',
+                ledger=json.dumps({"heads": self.log.seen(), "accounts": view.ledger.to_state()}),
             )
             self.log_since_base = 0
         except (OSError, StoreUnavailable) as exc:
