@@ -108,9 +108,6 @@ def budget_reference(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -
     return config.budget_hard
 
 
-__all__ = ["apply_guards_reference", "budget_reference"]
-
-
 def score_reference(
     engine: RetrievalEngine,
     sources: dict[str, list[str]],
@@ -174,3 +171,6 @@ def on_error_reference(
         sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
     )
     return engine._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: engine.config.context_text_chars], now=now, limit=limit)
+
+
+__all__ = ["apply_guards_reference", "budget_reference", "on_error_reference", "score_reference"]
