@@ -312,6 +312,9 @@ class Episode(_Record):
     last_seen_at: float = Field(default_factory=time.time)
     count: int = 1
     """Times this episode (or a SimHash near duplicate merged into it) was seen (DESIGN §6 dedup)."""
+    seen_run_seq: int | None = None
+    """Sequence number of the run that produced it or last saw it again: an avoidance's TTL counts the
+    runs after it (``learning.episodes.age_episode``). None on records written before it existed."""
     run_ids: list[str] = Field(default_factory=list)
     """Runs that produced it or a merged duplicate, newest last (at most a few dozen kept)."""
     consolidated_into: str | None = None
@@ -472,21 +475,43 @@ class RunRecord(_Record):
     ts: float = Field(default_factory=time.time)
 
 
-class RunEvidence(_Record):
-    """What one run said about one lesson: the append-only evidence its stats and status fold from (DESIGN §6).
+class RunFinding(_Record):
+    """What one run said about one stored record: append-only, keyed by (record, run) (DESIGN §6, issue 13).
 
-    Keyed by (lesson, run), so two writers never write the same evidence; a lesson's
-    stats and status are the deterministic fold of its stored record and its evidence
-    in log order (``learning.lifecycle.apply_evidence``), never a record read, changed
-    and written back.
+    Two writers never write the same evidence. A record's counters are the deterministic
+    fold of its stored record and its evidence in log order (``learning.ledger``), never
+    a record read, changed and written back.
     """
 
-    lesson_id: str
     run_id: str
     run_seq: int
     """The run's sequence number (a Lamport clock over the runs every writer stored)."""
     at: float
     """When the run ended, epoch seconds."""
+
+    @field_validator("at")
+    @classmethod
+    def _finite_at(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError(f"must be a finite number, got {v!r}")
+        return v
+
+
+class LessonAdditions(_Record):
+    """What a run added to a lesson's grow-only sets: a merged duplicate's triggers and provenance, a new rival."""
+
+    triggers: list[str] = Field(default_factory=list)
+    fingerprints: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    run_ids: list[str] = Field(default_factory=list)
+    event_ids: list[str] = Field(default_factory=list)
+    conflicts_with: list[str] = Field(default_factory=list)
+
+
+class RunEvidence(RunFinding):
+    """What one run said about one lesson: the evidence its stats, status and merged sets fold from (DESIGN §6)."""
+
+    lesson_id: str
     shown: int = Field(0, ge=0)
     """Times the lesson was shown in the run (0: not shown)."""
     utility: float | None = None
@@ -500,6 +525,9 @@ class RunEvidence(_Record):
     """The rivals it lost to, for the audit log."""
     swept: bool = False
     """The run's unused-lesson sweep looked at it (archive / suppress without activation)."""
+    added: LessonAdditions | None = None
+    """Set members the run added (a duplicate merged in, a conflict linked): unioned by the fold, so two
+    writers merging into one lesson both keep theirs even when one's record write overwrites the other's."""
 
     @field_validator("utility", "baseline_pass")
     @classmethod
@@ -507,6 +535,32 @@ class RunEvidence(_Record):
         if v is not None and not math.isfinite(v):
             raise ValueError(f"must be a finite number, got {v!r}")
         return v
+
+
+class EpisodeEvidence(RunFinding):
+    """One run saw a stored episode again (a SimHash duplicate merged into it): what the fold adds (DESIGN §6)."""
+
+    episode_id: str
+    count: int = Field(1, ge=0)
+    """Times the run's duplicate was seen."""
+    success_weight: float = 0.0
+    """The duplicate's weight: a success's weight grows by it, a near-miss keeps the larger."""
+    significance: float = 0.0
+
+    @field_validator("success_weight", "significance")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError(f"must be a finite number, got {v!r}")
+        return v
+
+
+class SkillEvidence(RunFinding):
+    """One run executed a stored skill's template: its outcome, folded into the skill's stats (DESIGN §6)."""
+
+    skill_id: str
+    passed: bool
+    failure_mode: str | None = None
 
 
 class Link(_Record):
@@ -677,6 +731,10 @@ ScoredItem.model_rebuild()  # ``Fact`` is defined after it
 
 __all__ = [
     "RunEvidence",
+    "RunFinding",
+    "EpisodeEvidence",
+    "SkillEvidence",
+    "LessonAdditions",
     "Activation",
     "BeliefChange",
     "Channel",

@@ -121,7 +121,7 @@ def score_reference(
     known: Collection[str] = (),
 ) -> list[ScoredItem]:
     """Every candidate scored by the reference functions of ``scoring``: ``RetrievalEngine._score_fast`` must equal it."""
-    lessons = engine._retrievable(sources)
+    lessons = engine.sources.retrievable(sources)
     need = [l for l in lessons if l.id not in vector_sims]
     q = np.asarray(qvec, dtype=np.float32)
     sims = dict(vector_sims)
@@ -163,14 +163,15 @@ def on_error_reference(
     query = _error_query(event, ctx, engine.config.query_error_chars)
     qvec = engine.store.embed_query(query)
     exact = engine.graph.lessons_for_fingerprint(event.fingerprint_id)
-    action = engine._action_candidates(event.action, event.tool) if event.action else []
-    vec = engine._vector_candidates(qvec, engine.config.candidates_k)
-    graph = engine._graph_candidates(engine._error_seeds(event))
-    sources = engine._error_sources(event, exact, action, vec, graph)
-    items = score_reference(engine, 
-        sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
+    action = engine.sources.action(event.action, event.tool) if event.action else []
+    vec = engine.sources.vector(qvec, engine.config.candidates_k)
+    graph = engine.sources.graph_top(engine.sources.error_seeds(event))
+    sources = engine.sources.error_sources(event, exact, action, vec, graph.scores)
+    items = score_reference(
+        engine, sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
     )
-    return engine._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: engine.config.context_text_chars], now=now, limit=limit)
+    goal = ctx.goal or event.error_text[: engine.config.context_text_chars]
+    return engine._finish(items, ctx, query, qvec=qvec, goal=goal, now=now, limit=limit, graph_ms=graph.ms)
 
 
 __all__ = ["apply_guards_reference", "budget_reference", "on_error_reference", "score_reference"]

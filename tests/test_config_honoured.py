@@ -118,7 +118,7 @@ def test_graph_seed_weights_come_from_the_config(open_memory: Any) -> None:
         id="e", namespace=NS, run_id="r", step=0, fingerprint="f", fingerprint_id="fp1",
         tags=["unknown_command"], channel="hard", tool="gridtool",
     )
-    seeds = memory.engine._error_seeds(event)
+    seeds = memory.engine.sources.error_seeds(event)
     assert seeds == {"fp:fp1": 1.0, "tag:unknown_command": 0.9, "tool:gridtool": 0.05}
 
 

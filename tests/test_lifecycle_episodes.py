@@ -9,6 +9,8 @@ import pytest
 from langmem_plus import LearningMemory
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.episodes import (
+    age_episode,
+    apply_episode_evidence,
     episode_recallable,
     episode_simhash,
     episode_strength,
@@ -36,7 +38,10 @@ def test_a_near_duplicate_merges_counts_and_last_seen_into_the_stored_episode() 
     again = ep("new", summary="solved 'g' with:  LOAD people | KEEP age >= 41", t=50.0)  # other case, spacing, literal
     plan = plan_episode_writes([again], [stored], CFG, now=50.0)
     assert plan.merged == [("old", "new")] and plan.created == []
-    kept = plan.upserts["old"]
+    assert plan.upserts == {}  # a merge is a sighting, not a rewritten record (issue 13)
+    assert plan.sightings["old"].count == 1 and plan.sightings["old"].run_id == "r-new"
+    kept = plan.folded["old"]
+    assert kept == apply_episode_evidence(stored, plan.sightings["old"], CFG)  # what every reader's fold reaches
     assert kept.count == 2 and kept.last_seen_at == 50.0 and kept.success_weight == 2.0  # reused: weight grows
     assert kept.run_ids == ["r-old", "r-new"]
     different = ep("other", summary="Solved 'h' with: LOAD orders | GROUP city SUM(amount) | TOP 3")
@@ -47,10 +52,11 @@ def test_near_misses_are_capped_per_template_and_context_the_better_one_wins() -
     stored = ep("nm1", "nearmiss", summary="Reached progress 0.50 with: LOAD people", weight=0.5)
     worse = ep("nm2", "nearmiss", summary="Reached progress 0.40 with: LOAD orders | KEEP x", weight=0.4)
     plan = plan_episode_writes([worse], [stored], CFG, now=1.0)
-    assert plan.capped == ["nm2"] and plan.created == [] and plan.upserts["nm1"].count == 2
+    assert plan.capped == ["nm2"] and plan.created == [] and plan.upserts == {} and plan.folded["nm1"].count == 2
     better = ep("nm3", "nearmiss", summary="Reached progress 0.90 with: LOAD cities | KEEP y | PICK z", weight=0.9)
     plan = plan_episode_writes([better], [stored], CFG, now=1.0)
-    assert list(plan.upserts) == ["nm1"] and plan.upserts["nm1"].success_weight == 0.9  # replaced in place
+    assert list(plan.upserts) == ["nm1"] and plan.upserts["nm1"].summary == better.summary  # replaced in place
+    assert plan.folded["nm1"].success_weight == 0.9 and plan.folded["nm1"].count == 2
     elsewhere = ep("nm4", "nearmiss", summary="Reached progress 0.40 with: foo", weight=0.4, context="fluxtool")
     assert plan_episode_writes([elsewhere], [stored], CFG, now=1.0).created == ["nm4"]  # another context
 
@@ -58,14 +64,30 @@ def test_near_misses_are_capped_per_template_and_context_the_better_one_wins() -
 def test_avoidance_ttl_counts_down_per_run_expires_and_renews_when_seen_again() -> None:
     avoid = ep("av", "avoidance", summary="`from <str>` fails with: unknown command", ttl=2)
     plan = plan_episode_writes([], [avoid], CFG, now=1.0)
-    assert plan.upserts["av"].ttl_episodes == 1 and plan.expired == []
-    plan = plan_episode_writes([], [plan.upserts["av"]], CFG, now=2.0)
-    expired = plan.upserts["av"]
+    assert plan.folded["av"].ttl_episodes == 1 and plan.expired == [] and plan.upserts == {}
+    plan = plan_episode_writes([], [plan.folded["av"]], CFG, now=2.0)
+    expired = plan.folded["av"]
     assert expired.ttl_episodes == 0 and plan.expired == ["av"]
     assert not episode_recallable(expired, now=2.0, config=CFG)
-    renewed = plan_episode_writes([ep("av2", "avoidance", summary=avoid.summary)], [expired], CFG, now=3.0).upserts["av"]
+    renewed = plan_episode_writes([ep("av2", "avoidance", summary=avoid.summary)], [expired], CFG, now=3.0).folded["av"]
     assert renewed.ttl_episodes == CFG.avoidance_ttl_episodes and renewed.count == 2
     assert episode_recallable(renewed, now=3.0, config=CFG)
+
+
+def test_an_avoidances_ttl_is_aged_by_the_runs_after_the_one_that_last_saw_it() -> None:
+    avoid = ep("av", "avoidance", ttl=3).model_copy(update={"seen_run_seq": 5})
+    runs = [3, 5, 6, 6, 9]  # sequence numbers of the stored runs (two writers may share one)
+
+    def after(seq: int) -> int:
+        return sum(1 for r in runs if r > seq)
+
+    assert age_episode(avoid, after).ttl_episodes == 0  # runs 6, 6 and 9 came after it
+    runs.pop()
+    assert age_episode(avoid, after).ttl_episodes == 1
+    legacy = avoid.model_copy(update={"seen_run_seq": None})  # written before the field: keeps its stored TTL
+    assert age_episode(legacy, after).ttl_episodes == 3
+    success = ep("s").model_copy(update={"seen_run_seq": 0})
+    assert age_episode(success, after) is success
 
 
 def test_strength_decays_slower_for_significant_episodes_and_faded_ones_are_not_recalled() -> None:
@@ -85,7 +107,44 @@ def test_end_run_merges_repeated_episodes_instead_of_writing_new_ones(tmp_path: 
     steps = [Step(index=0, action="LOAD people | KEEP age >= 30", feedback=Feedback(reward=1.0), tool="gridtool")]
     for i in range(2):
         mem.end_run(run_id=f"r{i}", task=task, steps=steps, events=[], verdict=Verdict(passed=True, score=1.0), now=10.0 + i)
-    eps = [e for e in mem.store.all("episodes") if isinstance(e, Episode)]
+    [record] = [e for e in mem.store.all("episodes") if isinstance(e, Episode)]
+    assert record.count == 1 and record.run_ids == ["r0"]  # the stored record is never rewritten by a merge
+    eps = mem.episodes()
     assert len(eps) == 1 and eps[0].count == 2 and eps[0].last_seen_at == 11.0
     assert eps[0].run_ids == ["r0", "r1"]
+    mem.close()
+    for snapshot in (True, False):  # a reopened memory folds the same sighting, from its snapshot or from Chroma
+        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(snapshot=snapshot))
+        assert again.episodes() == eps
+        again.close()
+
+
+def test_end_run_ages_an_avoidance_by_the_runs_after_it_without_rewriting_it(tmp_path: Path) -> None:
+    cfg = MemoryConfig(avoidance_ttl_episodes=2, warm_lessons=False)
+    mem = LearningMemory.open(tmp_path, namespace=NS, config=cfg)
+    task = TaskSpec(task_id="g01", goal="people over 30", tool="gridtool", family="filter_select")
+    bad = [Step(index=i, action=f"from people where age > {30 + i}", tool="gridtool",
+                feedback=Feedback(hard_failure=True, error_text="unknown command 'from' at stage 1")) for i in range(2)]
+    ok = [Step(index=0, action="LOAD people | KEEP age >= 30", feedback=Feedback(reward=1.0), tool="gridtool")]
+
+    def failing(run_id: str) -> None:
+        mem.end_run(run_id=run_id, task=task, steps=bad, events=mem.capture_steps(bad, run_id=run_id, task=task),
+                    verdict=Verdict(passed=False, score=0.0))
+
+    def avoidance() -> Episode:
+        [found] = [e for e in mem.episodes() if e.kind == "avoidance"]
+        return found
+
+    failing("r0")
+    assert avoidance().ttl_episodes == 2
+    mem.end_run(run_id="r1", task=task, steps=ok, events=[], verdict=Verdict(passed=True, score=1.0))
+    assert avoidance().ttl_episodes == 1
+    mem.end_run(run_id="r2", task=task, steps=ok, events=[], verdict=Verdict(passed=True, score=1.0))
+    expired = avoidance()
+    assert expired.ttl_episodes == 0 and not episode_recallable(expired, now=expired.last_seen_at, config=cfg)
+    [record] = [e for e in mem.store.all("episodes") if isinstance(e, Episode) and e.kind == "avoidance"]
+    assert record.ttl_episodes == 2  # never rewritten: the TTL is derived from the runs
+    failing("r3")  # seen again: renewed from this run
+    renewed = avoidance()
+    assert renewed.ttl_episodes == 2 and renewed.count == 2
     mem.close()

@@ -137,7 +137,7 @@ def test_text_similarity_survives_a_failing_vector_read(tmp_path: Path) -> None:
         raise RuntimeError("Error getting embedding")
 
     mp.setattr(mem.store, "stored_embeddings", broken)
-    mp.setattr(mem.engine, "_vector_candidates", lambda qvec, n: {})  # every candidate needs a stored vector
+    mp.setattr(mem.engine.sources, "vector", lambda qvec, n: {})  # every candidate needs a stored vector
     try:
         chosen = mem.retrieve_on_error(_event("fp_old", "zorbify name"))
     finally:

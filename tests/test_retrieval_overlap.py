@@ -61,14 +61,14 @@ def test_fast_path_is_taken_and_overlaps_on_the_worker(synthetic: tuple[Path, li
     root, queries = synthetic
     mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW)
     seen: list[str] = []
-    original = mem.engine._vector_candidates
+    original = mem.engine.sources.vector
 
     def spy(qvec: list[float], n: int) -> dict[str, float]:
         seen.append(threading.current_thread().name)
         return original(qvec, n)
 
     try:
-        mem.engine._vector_candidates = spy  # type: ignore[method-assign]
+        mem.engine.sources.vector = spy  # type: ignore[method-assign]
         mem.engine.overlap = True
         mem.retrieve_on_error(queries[0].event, now=NOW)
         mem.engine.overlap = False
@@ -88,7 +88,7 @@ def test_worker_errors_reach_the_caller_after_the_in_memory_work(synthetic: tupl
         raise RuntimeError("chroma went away")
 
     try:
-        mem.engine._vector_candidates = broken  # type: ignore[method-assign]
+        mem.engine.sources.vector = broken  # type: ignore[method-assign]
         mem.engine.overlap = True
         with pytest.raises(RuntimeError, match="went away"):
             mem.retrieve_on_error(queries[0].event, now=NOW)
@@ -166,7 +166,7 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
         found = 0
         for q in queries:
             action, tool = q.event.action, q.event.tool
-            fast = mem.engine._action_candidates(action, tool)
+            fast = mem.engine.sources.action(action, tool)
             assert mem.lessons.parsed_count() == 0  # nothing parsed to find them
             ref = sorted(
                 (mem.lessons[i].scope.tool not in (None, tool), i)
@@ -176,7 +176,7 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
             assert fast == [i for _, i in ref[: mem.config.candidates_k]]
             found += len(fast)
             for i in list(mem.lessons)[:50]:
-                assert mem.engine._tool_ok(i, tool or "") == (mem.lessons[i].scope.tool in (None, tool or ""))
+                assert mem.engine.sources.tool_ok(i, tool or "") == (mem.lessons[i].scope.tool in (None, tool or ""))
             mem.view.lessons = type(mem.lessons)(Lesson, NS, {i: mem.lessons.raw_json(i) for i in mem.lessons})
             mem.engine.lessons = mem.lessons
         assert found > len(queries)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,20 @@ from hypothesis import strategies as st
 from langmem_plus import LearningMemory
 from langmem_plus.bench.reliability import round_processes
 from langmem_plus.config import MemoryConfig
-from langmem_plus.learning.ledger import Ledger, LogKey, fold_all
-from langmem_plus.records import Activation, Feedback, Lesson, LessonStats, RunEvidence, Step, TaskSpec
+from langmem_plus.learning.ledger import LESSON_FOLD, Ledger, LogKey, fold_all
+from langmem_plus.learning.lifecycle import add_members
+from langmem_plus.records import (
+    Activation,
+    Feedback,
+    Lesson,
+    LessonAdditions,
+    LessonStats,
+    Provenance,
+    RunEvidence,
+    Step,
+    TaskSpec,
+    Verdict,
+)
 
 TASK = TaskSpec(task_id="t1", goal="list adults", tool="gridtool", family="f")
 CFG = MemoryConfig(promote_min_runs=2, suppress_min_activations=2, archive_unused_runs=3, warm_lessons=False)
@@ -99,7 +112,7 @@ def test_the_fold_is_the_same_whatever_order_the_evidence_arrives_in(evidence: l
     for _ in range(2):
         shuffled = entries[:]
         rng.shuffle(shuffled)
-        ledger, view = Ledger(CFG), dict(records)
+        ledger, view = Ledger(LESSON_FOLD, CFG), dict(records)
         cut = sorted(rng.sample(range(len(shuffled) + 1), k=min(3, len(shuffled) + 1)))
         for lo, hi in itertools.pairwise([0, *cut, len(shuffled)]):
             view.update(ledger.add(shuffled[lo:hi], current=view.get))
@@ -108,6 +121,23 @@ def test_the_fold_is_the_same_whatever_order_the_evidence_arrives_in(evidence: l
         assert again == {}
         for lid in LESSON_IDS:
             assert ledger.record_of(view[lid]).stats == records[lid].stats  # the record keeps no evidence
+
+
+def test_members_a_run_added_survive_a_record_write_that_did_not_know_them() -> None:
+    """Another writer's stale content write drops ``fp-new`` from the stored record; the fold puts it back."""
+    ns = ("n",)
+    record = _lesson(ns, "l1")
+    added = RunEvidence(lesson_id="l1", run_id="r1", run_seq=1, at=1.0,
+                        added=LessonAdditions(triggers=["fp-new"], run_ids=["r1"], conflicts_with=["l1", "l9"]))
+    ledger: Ledger[Lesson, RunEvidence] = Ledger(LESSON_FOLD, CFG)
+    folded = ledger.add([((1, 1.0, "w", 1), added)], current={"l1": record}.get)["l1"]
+    assert folded.triggers == ["fp-l1", "fp-new"] and folded.provenance.run_ids == ["r1"]
+    assert folded.conflicts_with == ["l9"]  # never itself
+    stale = record.model_copy(update={"tags": ["retagged"]})  # written by a writer that never saw r1's merge
+    refolded = ledger.set_record(stale)
+    assert refolded.triggers == ["fp-l1", "fp-new"] and refolded.tags == ["retagged"]
+    assert ledger.record_of(refolded).triggers == ["fp-l1", "fp-new"]  # a set member is content: rewritten with it
+    assert add_members(refolded, added.added) == refolded  # idempotent: folding it twice changes nothing
 
 
 def test_a_folded_lesson_matches_what_end_run_judged_in_one_process(tmp_path: Path) -> None:
@@ -151,6 +181,71 @@ def test_two_stale_writers_lose_no_activation_and_agree_after_a_refresh(chroma_s
     assert _co_weight(a, "l1", "l3") == _co_weight(b, "l1", "l3") == 2.0
     seqs = sorted(r.seq for r in reader.runs)
     assert len(set(seqs)) == len(seqs) == 10  # each end_run read the others first: a Lamport clock, no collision
+    for mem in (a, b, reader):
+        mem.close()
+
+
+@pytest.mark.server
+def test_two_writers_racing_inside_end_run_lose_no_episode_sighting_skill_outcome_or_merged_trigger(
+    chroma_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both writers read the store before either writes (a barrier after planning): nothing either adds is lost.
+
+    A read-modify-write of the episode's count, the skill's stats or the lesson's
+    triggers would keep only the last writer's increment here.
+    """
+    import langmem_plus.memory.runs as runs_module
+
+    ns = ("shared", uuid.uuid4().hex[:8])
+    a = _open(chroma_server, ns, tmp_path, "a")
+    a.add_lessons([_lesson(ns, "l1")])
+    solves = ["LOAD people | KEEP age >= 30 | PICK name, age", "LOAD orders | KEEP status = 'paid' | PICK id, amount",
+              "LOAD cities | KEEP population > 2000 | PICK city"]
+
+    def solve(n: int) -> tuple[TaskSpec, list[Step]]:
+        task = TaskSpec(task_id=f"g{n}", goal=f"goal {n}", tool="gridtool", family="filter_select")
+        return task, [Step(index=0, action=solves[n], tool="gridtool", feedback=Feedback(reward=1.0))]
+
+    for n in range(3):  # three solves of one template: three success episodes and a skill
+        a.end_run(run_id=f"solo{n}", task=solve(n)[0], steps=solve(n)[1], events=[], verdict=Verdict(passed=True, score=1.0))
+    assert [s.stats.executions for s in a.skills.values()] == [3]
+    first = {e.episode_id: e.count for e in a.episodes()}
+    assert sorted(first.values()) == [1, 1, 1]
+    b = _open(chroma_server, ns, tmp_path, "b")
+    barrier = threading.Barrier(2, timeout=60)
+    plan = runs_module.plan_episode_writes
+
+    def both_read_first(*args: Any, **kwargs: Any) -> Any:
+        planned = plan(*args, **kwargs)
+        barrier.wait()  # each has read the episodes and holds its view of the skill before the other writes
+        return planned
+
+    monkeypatch.setattr(runs_module, "plan_episode_writes", both_read_first)
+    relearned = {  # the same rule learned by each writer from its own failure: same content id, new trigger
+        name: _lesson(ns, "l1").model_copy(update={"triggers": [f"fp-{name}"], "stats": LessonStats(),
+                                                   "provenance": Provenance(run_ids=[f"race-{name}"])})
+        for name in ("a", "b")
+    }
+
+    def run(mem: LearningMemory, name: str) -> None:
+        mem._synthesize = lambda **_: [relearned[name]]  # type: ignore[method-assign]
+        task, steps = solve(0)  # the first solve again: a sighting of its stored episode
+        mem.end_run(run_id=f"race-{name}", task=task, steps=steps, events=[], verdict=Verdict(passed=True, score=1.0))
+
+    threads = [threading.Thread(target=run, args=(m, n)) for m, n in ((a, "a"), (b, "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not barrier.broken
+    reader = _open(chroma_server, ns, tmp_path, "reader", snapshot=False)
+    for mem in (reader, a, b):
+        mem.refresh()
+        counts = {e.episode_id: e.count for e in mem.episodes()}
+        assert sorted(counts.values()) == [1, 1, 3] and set(counts) == set(first)
+        assert [s.stats.executions for s in mem.skills.values()] == [5]
+        assert {"fp-l1", "fp-a", "fp-b"} <= set(mem.lessons["l1"].triggers)
+        assert {"race-a", "race-b"} <= set(mem.lessons["l1"].provenance.run_ids)
     for mem in (a, b, reader):
         mem.close()
 

@@ -117,7 +117,9 @@ def test_memory_stores_a_skill_after_three_solves_and_updates_it(tmp_path: Path)
         mem.end_run(run_id=f"r{i}", task=task, steps=steps, events=[], verdict=Verdict(passed=True, score=1.0), now=float(i))
         skills = [s for s in mem.store.all("skills") if isinstance(s, Skill)]
         assert len(skills) == (0 if i < 2 else 1)
-    [skill] = skills
+    [record] = skills
+    assert record.stats.executions == 3  # the outcome of the 4th run is evidence, never a rewritten record
+    [skill] = mem.skills.values()
     assert skill.steps == ["LOAD … | KEEP … | PICK …"] and skill.stats.executions == 4
     assert f"skill:{skill.id}" in mem.graph.nx
     # a failed run of the template lowers the EMA and records the failure mode
@@ -126,6 +128,11 @@ def test_memory_stores_a_skill_after_three_solves_and_updates_it(tmp_path: Path)
     ev = mem.capture(bad, run_id="r9", task=task)
     assert isinstance(ev, ErrorEvent)
     mem.end_run(run_id="r9", task=task, steps=[bad], events=[ev], verdict=Verdict(passed=False, score=0.0), now=9.0)
-    [skill] = [s for s in mem.store.all("skills") if isinstance(s, Skill)]
+    [skill] = mem.skills.values()
     assert skill.stats.success_rate == pytest.approx(0.9) and skill.failure_modes == [ev.fingerprint]
+    assert skill.stats.executions == 5 and skill.stats.failures == 1
     mem.close()
+    for snapshot in (True, False):  # reopened, from the snapshot or from Chroma, the same fold
+        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(snapshot=snapshot))
+        assert list(again.skills.values()) == [skill]
+        again.close()

@@ -18,7 +18,9 @@ Write policy against what is stored (``plan_episode_writes``): a new episode wit
 into it (count added, last_seen and strength refreshed, the avoidance TTL renewed);
 near-misses are capped per (subgoal template, context), a better one replacing the
 weakest; every other live avoidance loses one episode of TTL per run (an "episode"
-is one attempt, as in the AMM spec). ``episode_strength`` decays while unused,
+is one attempt, as in the AMM spec). A merge is a sighting (``EpisodeEvidence``) that
+the fold adds, and the TTL is counted from the runs (``age_episode``): no stored
+counter is read, changed and written back, so two writers lose no count (issue 13). ``episode_strength`` decays while unused,
 slower for significant episodes, and ``episode_recallable`` says whether retrieval
 may show an episode at all.
 
@@ -35,7 +37,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus._text import stable_id
@@ -45,6 +47,7 @@ from langmem_plus.learning.synthesis import action_pattern
 from langmem_plus.learning.textrules import abstract_action, applies_to_text_envs, enabling_step, task_text_lines
 from langmem_plus.records import (
     Episode,
+    EpisodeEvidence,
     EpisodeKind,
     ErrorEvent,
     Namespace,
@@ -317,11 +320,23 @@ def episode_recallable(ep: Episode, now: float, config: MemoryConfig = DEFAULT_C
 # --------------------------------------------------------------------------- write policy
 
 
+EPISODE_COUNTERS = ("count", "last_seen_at", "strength", "significance", "run_ids", "success_weight", "ttl_episodes",
+                    "seen_run_seq")
+"""The episode fields a sighting changes (``apply_episode_evidence``): folded from evidence, never rewritten by a
+content write (``learning.ledger``)."""
+
+
 @dataclass
 class EpisodeWrites:
-    """What ``plan_episode_writes`` decided: records to upsert and what happened to each new one."""
+    """What ``plan_episode_writes`` decided: content to write, sightings to append, and what happened to each new one."""
 
     upserts: dict[str, Episode] = field(default_factory=dict)
+    """Records to write: new episodes, and near-misses replacing weaker ones (under the weaker one's id; the
+    caller keeps the stored record's counters, ``EPISODE_COUNTERS``)."""
+    sightings: dict[str, EpisodeEvidence] = field(default_factory=dict)
+    """Stored episodes the run saw again, by id: evidence the fold adds, never a rewritten record."""
+    folded: dict[str, Episode] = field(default_factory=dict)
+    """Every stored episode the run changed as the fold will hold it (merged, replaced, aged)."""
     created: list[str] = field(default_factory=list)
     merged: list[tuple[str, str]] = field(default_factory=list)
     """(stored id kept, new episode id merged into it)."""
@@ -338,22 +353,63 @@ def _hash(ep: Episode, bits: int) -> int:
         return episode_simhash(ep.goal_signature, ep.summary, bits)
 
 
-def _refresh(old: Episode, new: Episode, config: MemoryConfig, now: float) -> Episode:
-    """``old`` seen again as ``new``: counts added, last_seen and strength refreshed, TTL renewed."""
+def apply_episode_evidence(ep: Episode, ev: EpisodeEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Episode:
+    """``ep`` seen again by run ``ev``: count added, last_seen and strength refreshed, TTL renewed (DESIGN §6).
+
+    The episodes' fold (``learning.ledger``): a success's weight grows by the sighting's,
+    a near-miss keeps the larger, an avoidance's TTL restarts at ``avoidance_ttl_episodes``
+    from the sighting's run.
+    """
     update: dict[str, object] = {
-        "count": old.count + new.count,
-        "last_seen_at": max(old.last_seen_at, now),
+        "count": ep.count + ev.count,
+        "last_seen_at": max(ep.last_seen_at, ev.at),
         "strength": 1.0,
-        "significance": max(old.significance, new.significance),
-        "run_ids": list(dict.fromkeys([*old.run_ids, *new.run_ids]))[-RUN_IDS_KEPT:],
+        "significance": max(ep.significance, ev.significance),
+        "run_ids": list(dict.fromkeys([*ep.run_ids, ev.run_id]))[-RUN_IDS_KEPT:],
+        "seen_run_seq": max(ep.seen_run_seq or 0, ev.run_seq),
     }
-    if old.kind == "success":
-        update["success_weight"] = old.success_weight + new.success_weight  # reused: weight increments
-    elif old.kind == "nearmiss":
-        update["success_weight"] = max(old.success_weight, new.success_weight)
+    if ep.kind == "success":
+        update["success_weight"] = ep.success_weight + ev.success_weight  # reused: weight increments
+    elif ep.kind == "nearmiss":
+        update["success_weight"] = max(ep.success_weight, ev.success_weight)
     else:
         update["ttl_episodes"] = config.avoidance_ttl_episodes
-    return old.model_copy(update=update)
+    return ep.model_copy(update=update)
+
+
+def age_episode(ep: Episode, runs_after: Callable[[int], int]) -> Episode:
+    """``ep`` with an avoidance's TTL counted down by the runs stored after the one that last saw it.
+
+    One run is one episode of TTL (AMM spec). Derived, never written: every memory that
+    holds the same runs ages an avoidance the same, and no writer decrements a stored
+    counter another writer also decrements. ``runs_after(seq)`` counts the runs whose
+    sequence number is above ``seq``. A record without ``seen_run_seq`` (written before
+    it existed) keeps its stored TTL.
+    """
+    if ep.kind != "avoidance" or ep.ttl_episodes is None or ep.seen_run_seq is None:
+        return ep
+    left = max(0, ep.ttl_episodes - runs_after(ep.seen_run_seq))
+    return ep if left == ep.ttl_episodes else ep.model_copy(update={"ttl_episodes": left})
+
+
+def sighting(kept: Episode, new: Episode, now: float) -> EpisodeEvidence:
+    """The evidence that the run which produced ``new`` saw the stored ``kept`` again."""
+    return EpisodeEvidence(
+        episode_id=kept.episode_id, run_id=new.run_id or (new.run_ids[-1] if new.run_ids else new.episode_id),
+        run_seq=new.seen_run_seq or 0, at=now, count=new.count, success_weight=new.success_weight,
+        significance=new.significance,
+    )
+
+
+def _add_sighting(out: EpisodeWrites, kept: Episode, ev: EpisodeEvidence) -> None:
+    """Two sightings of one episode in one run are one piece of evidence (it is keyed by episode and run)."""
+    prev = out.sightings.get(kept.episode_id)
+    if prev is not None:
+        weight = (prev.success_weight + ev.success_weight if kept.kind == "success"
+                  else max(prev.success_weight, ev.success_weight))
+        ev = prev.model_copy(update={"count": prev.count + ev.count, "success_weight": weight,
+                                     "significance": max(prev.significance, ev.significance)})
+    out.sightings[kept.episode_id] = ev
 
 
 def _find_duplicate(ep: Episode, pool: Sequence[Episode], config: MemoryConfig) -> Episode | None:
@@ -375,33 +431,50 @@ def plan_episode_writes(
 ) -> EpisodeWrites:
     """Apply the episode write policy of DESIGN §6 to one run's episodes; pure.
 
+    ``stored`` are the namespace's episodes as folded and aged before this run; ``new``
+    carry the run's id and sequence number (``run_id``, ``seen_run_seq``).
+
     1. Every stored live avoidance not seen again loses one episode of TTL (one run is
        one episode); at 0 it expires (``episode_recallable`` is False), never deleted.
+       Nothing is written for it: the TTL is derived from the runs (``age_episode``).
     2. A new episode that duplicates a stored one (same id, or same kind within
        ``episode_dedup_max_hamming`` SimHash bits of goal_signature + summary) merges
-       into it: the stored id is kept, counts add, last_seen and strength refresh,
-       a success's weight grows, an avoidance's TTL is renewed.
+       into it as a sighting (``apply_episode_evidence``): the stored id is kept, counts
+       add, last_seen and strength refresh, a success's weight grows, an avoidance's TTL
+       is renewed.
     3. A new near-miss whose (subgoal template, context) already holds ``nearmiss_cap``
        near-misses replaces the weakest of them when it got further (higher
-       ``success_weight``), else it is folded into the best one (count and last_seen).
+       ``success_weight``), else it is a sighting of the best one.
     4. Anything else is created.
 
     Args:
         new: Episodes of the run just finished (``episodes_from_run``).
-        stored: Every stored episode of the namespace.
+        stored: Every stored episode of the namespace, folded and aged.
         config: Supplies the thresholds.
         now: Current time, epoch seconds.
     """
     out = EpisodeWrites()
     pool: dict[str, Episode] = {e.episode_id: e for e in stored}
+    known = set(pool)
     seen: set[str] = set()
+
+    def sight(kept: Episode, ep: Episode) -> Episode:
+        ev = sighting(kept, ep, now)
+        _add_sighting(out, kept, ev)
+        folded = apply_episode_evidence(kept, ev, config)
+        pool[folded.episode_id] = out.folded[folded.episode_id] = folded
+        seen.add(folded.episode_id)
+        return folded
+
     for ep in new:
         dup = _find_duplicate(ep, list(pool.values()), config)
         if dup is not None:
-            kept = _refresh(dup, ep, config, now)
-            pool[kept.episode_id] = out.upserts[kept.episode_id] = kept
-            out.merged.append((kept.episode_id, ep.episode_id))
-            seen.add(kept.episode_id)
+            if dup.episode_id in known:
+                sight(dup, ep)
+            else:  # a duplicate of one created this run: the record is not written yet, so it absorbs the count
+                merged = apply_episode_evidence(dup, sighting(dup, ep, now), config)
+                pool[dup.episode_id] = out.upserts[dup.episode_id] = merged
+            out.merged.append((dup.episode_id, ep.episode_id))
             continue
         if ep.kind == "nearmiss":
             same = [
@@ -414,11 +487,11 @@ def plan_episode_writes(
                     continue
                 weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
                 if ep.success_weight > weakest.success_weight:
-                    kept = ep.model_copy(update={"episode_id": weakest.episode_id, "count": weakest.count + ep.count})
+                    content = ep.model_copy(update={"episode_id": weakest.episode_id})
+                    out.upserts[weakest.episode_id] = content
+                    sight(content.model_copy(update={k: getattr(weakest, k) for k in EPISODE_COUNTERS}), ep)
                 else:
-                    kept = _refresh(max(same, key=lambda e: e.success_weight), ep, config, now)
-                pool[kept.episode_id] = out.upserts[kept.episode_id] = kept
-                seen.add(kept.episode_id)
+                    sight(max(same, key=lambda e: e.success_weight), ep)
                 continue
         pool[ep.episode_id] = out.upserts[ep.episode_id] = ep
         out.created.append(ep.episode_id)
@@ -427,7 +500,7 @@ def plan_episode_writes(
         if ep.kind != "avoidance" or ep.episode_id in seen or ep.ttl_episodes is None or ep.ttl_episodes <= 0:
             continue
         ttl = ep.ttl_episodes - 1
-        out.upserts[ep.episode_id] = ep.model_copy(update={"ttl_episodes": ttl})
+        out.folded[ep.episode_id] = ep.model_copy(update={"ttl_episodes": ttl})
         if ttl == 0:
             out.expired.append(ep.episode_id)
     return out
@@ -435,14 +508,18 @@ def plan_episode_writes(
 
 __all__ = [
     "AVOIDANCE_WEIGHT",
+    "EPISODE_COUNTERS",
     "OBS_MAX_CHARS",
     "SUCCESS_WEIGHT",
     "SUMMARY_MAX_CHARS",
     "EpisodeWrites",
+    "age_episode",
+    "apply_episode_evidence",
     "episode_recallable",
     "episode_simhash",
     "episode_strength",
     "episodes_from_run",
     "goal_template",
     "plan_episode_writes",
+    "sighting",
 ]

@@ -1,20 +1,22 @@
-"""Ledger: each lesson's stored record plus the run evidence folded over it (DESIGN §6, issue #13).
+"""Ledger: stored records plus the run evidence folded over them (DESIGN §6, issue 13).
 
-A lesson's counters and status are never read, changed and written back to the store,
-where two writers would overwrite each other. The store keeps each lesson's *record*
-(its content and the counters it was created or imported with) and an append-only log
-of ``RunEvidence`` (what each run said about it, keyed by lesson and run). The lesson
-every surface reads is the fold of its evidence over its record, in Lamport
-order (``LogKey``), with ``lifecycle.apply_evidence``: the same function ``end_run``
-judges with, so a memory that folds another writer's evidence reaches the lesson that
-writer reached, and every memory that has read the same evidence holds the same lesson.
+A record's counters are never read, changed and written back to the store, where two
+writers would overwrite each other. The store keeps each record (its content and the
+counters it was created with) and an append-only log of evidence: what each run said
+about it, keyed by (record, run). What every surface reads is the fold of the evidence
+over the record, in Lamport order (``LogKey``), with the kind's fold function
+(``FoldSpec``): the same function ``end_run`` judges with, so a memory that folds
+another writer's evidence reaches the record that writer reached, and every memory
+that has read the same evidence holds the same record.
 
-Only lessons with evidence are held here; any other lesson's record is the lesson.
+Three kinds fold this way: lessons (``RunEvidence``: stats, status, merged sets),
+episodes (``EpisodeEvidence``: sightings) and skills (``SkillEvidence``: outcomes).
+Only records with evidence are held here; any other record is its own fold.
 
 Example:
     >>> from langmem_plus.records import Lesson, RunEvidence
     >>> rec = Lesson(id="l1", namespace=("ns",), rule_text="WRONG: a -> CORRECT: b")
-    >>> ledger = Ledger()
+    >>> ledger = Ledger(LESSON_FOLD)
     >>> shown = RunEvidence(lesson_id="l1", run_id="r1", run_seq=1, at=1.0, shown=2)
     >>> ledger.add([((1, 1.0, "w", 1), shown)], current={"l1": rec}.get)["l1"].stats.activations
     2
@@ -29,40 +31,82 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.episodes import EPISODE_COUNTERS, apply_episode_evidence
 from langmem_plus.learning.lifecycle import apply_evidence
-from langmem_plus.records import Lesson, RunEvidence
+from langmem_plus.learning.skills import apply_skill_evidence
+from langmem_plus.records import Episode, EpisodeEvidence, Lesson, RunEvidence, RunFinding, Skill, SkillEvidence
+
+R = TypeVar("R", bound=BaseModel)
+E = TypeVar("E", bound=RunFinding)
 
 LogKey = tuple[int, float, str, int]
 """An evidence entry's place in the fold: (run seq, ts, writer, n). Run seq is a Lamport clock, so a run's
 evidence folds after the evidence of every run its writer knew of; the shared log's (ts, writer, n) breaks ties."""
-FOLDED_FIELDS = ("stats", "status", "reliability", "last_activated_at")
+
+
+@dataclass(frozen=True)
+class FoldSpec(Generic[R, E]):
+    """How one kind of record folds its evidence."""
+
+    kind: str
+    """The store kind of the records (``lessons``, ``episodes``, ``skills``)."""
+    log_key: str
+    """The key a shared-log entry holds this kind's evidence under."""
+    record: type[R]
+    evidence: type[E]
+    subject: Callable[[E], str]
+    """The id of the record a piece of evidence is about."""
+    id_of: Callable[[R], str]
+    """A record's id."""
+    apply: Callable[[R, E, MemoryConfig], R]
+    """One run's evidence folded into a record; pure."""
+    folded: tuple[str, ...]
+    """The fields evidence changes: a content write keeps the stored record's values of these."""
+
+
+LESSON_FOLD: FoldSpec[Lesson, RunEvidence] = FoldSpec(
+    "lessons", "evidence", Lesson, RunEvidence, lambda e: e.lesson_id, lambda r: r.id, lambda r, e, c: apply_evidence(r, e, c),
+    ("stats", "status", "reliability", "last_activated_at"),
+)
+EPISODE_FOLD: FoldSpec[Episode, EpisodeEvidence] = FoldSpec(
+    "episodes", "episode_evidence", Episode, EpisodeEvidence, lambda e: e.episode_id, lambda r: r.episode_id,
+    apply_episode_evidence,
+    EPISODE_COUNTERS,
+)
+SKILL_FOLD: FoldSpec[Skill, SkillEvidence] = FoldSpec(
+    "skills", "skill_evidence", Skill, SkillEvidence, lambda e: e.skill_id, lambda r: r.id, apply_skill_evidence, ("stats",),
+)
+FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD)
+FOLDED_FIELDS = LESSON_FOLD.folded
 """The lesson fields evidence changes; a content write keeps the record's values of these."""
 
 
 @dataclass
-class _Account:
-    """One lesson's record, its evidence in log order and the fold of the two."""
+class _Account(Generic[R, E]):
+    """One record, its evidence in log order and the fold of the two."""
 
-    record: Lesson | None
-    entries: list[tuple[LogKey, RunEvidence]] = field(default_factory=list)
+    record: R | None
+    entries: list[tuple[LogKey, E]] = field(default_factory=list)
     runs: set[str] = field(default_factory=set)
-    folded: Lesson | None = None
+    folded: R | None = None
     last: LogKey | None = None
     """The key of the newest entry in ``folded``."""
 
 
-class Ledger:
-    """Records and evidence of the lessons that have evidence; the lesson is their fold."""
+class Ledger(Generic[R, E]):
+    """Records and evidence of one kind's records that have evidence; the record every surface reads is their fold."""
 
-    def __init__(self, config: MemoryConfig = DEFAULT_CONFIG) -> None:
-        self.config = config
-        self._accounts: dict[str, _Account] = {}
+    def __init__(self, spec: FoldSpec[R, E], config: MemoryConfig = DEFAULT_CONFIG) -> None:
+        self.spec, self.config = spec, config
+        self._accounts: dict[str, _Account[R, E]] = {}
 
-    def __contains__(self, lesson_id: object) -> bool:
-        return lesson_id in self._accounts
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._accounts
 
     def __len__(self) -> int:
         return len(self._accounts)
@@ -70,15 +114,15 @@ class Ledger:
     def to_state(self) -> dict[str, Any]:
         """The ledger as JSON-able data (for a snapshot base): each account's record and evidence, with their keys."""
         return {
-            lesson_id: {
+            record_id: {
                 "record": a.record.model_dump(mode="json") if a.record is not None else None,
                 "entries": [[list(key), ev.model_dump(mode="json")] for key, ev in a.entries],
             }
-            for lesson_id, a in self._accounts.items()
+            for record_id, a in self._accounts.items()
         }
 
     @classmethod
-    def from_state(cls, data: Any, config: MemoryConfig = DEFAULT_CONFIG) -> "Ledger":
+    def from_state(cls, spec: FoldSpec[R, E], data: Any, config: MemoryConfig = DEFAULT_CONFIG) -> "Ledger[R, E]":
         """A ledger saved with ``to_state`` (its folds are refolded when evidence next arrives; the table holds them).
 
         Raises:
@@ -86,66 +130,75 @@ class Ledger:
         """
         if not isinstance(data, dict):
             raise ValueError("a saved ledger is a JSON object")
-        ledger = cls(config)
-        for lesson_id, saved in data.items():
-            record = Lesson.model_validate(saved["record"]) if saved["record"] is not None else None
-            entries: list[tuple[LogKey, RunEvidence]] = []
+        ledger = cls(spec, config)
+        for record_id, saved in data.items():
+            record = spec.record.model_validate(saved["record"]) if saved["record"] is not None else None
+            entries: list[tuple[LogKey, E]] = []
             for key, ev in saved["entries"]:
                 run_seq, ts, writer, n = key
-                entries.append(((int(run_seq), float(ts), str(writer), int(n)), RunEvidence.model_validate(ev)))
-            ledger._accounts[str(lesson_id)] = _Account(record=record, entries=entries, runs={ev.run_id for _, ev in entries})
+                entries.append(((int(run_seq), float(ts), str(writer), int(n)), spec.evidence.model_validate(ev)))
+            ledger._accounts[str(record_id)] = _Account(record=record, entries=entries, runs={ev.run_id for _, ev in entries})
         return ledger
 
-    def knows(self, lesson_id: str, run_id: str) -> bool:
-        """Whether the evidence of run ``run_id`` about lesson ``lesson_id`` is already folded in."""
-        account = self._accounts.get(lesson_id)
+    def knows(self, record_id: str, run_id: str) -> bool:
+        """Whether the evidence of run ``run_id`` about record ``record_id`` is already folded in."""
+        account = self._accounts.get(record_id)
         return account is not None and run_id in account.runs
 
-    def evidence(self, lesson_id: str) -> list[RunEvidence]:
-        """The lesson's evidence in log order."""
-        account = self._accounts.get(lesson_id)
+    def evidence(self, record_id: str) -> list[E]:
+        """The record's evidence in log order."""
+        account = self._accounts.get(record_id)
         return [ev for _, ev in account.entries] if account else []
 
-    def record_of(self, lesson: Lesson) -> Lesson:
-        """``lesson``'s content with its record's counters: what a content write stores (no evidence in it)."""
-        account = self._accounts.get(lesson.id)
-        if account is None or account.record is None:
-            return lesson
-        return lesson.model_copy(update={k: getattr(account.record, k) for k in FOLDED_FIELDS})
+    def stored(self, record_id: str) -> R | None:
+        """The stored record behind a fold (None: no record with evidence has arrived)."""
+        account = self._accounts.get(record_id)
+        return account.record if account is not None else None
 
-    def set_record(self, record: Lesson) -> Lesson:
-        """A stored record arrived (written here or read back): the lesson is its fold with the evidence."""
-        account = self._accounts.get(record.id)
+    def record_of(self, folded: R, stored: R | None = None) -> R:
+        """``folded``'s content with the stored record's counters: what a content write stores (no evidence in it).
+
+        ``stored`` is the record as stored when the caller has it; else the one this ledger holds.
+        """
+        record = stored if stored is not None else self.stored(self.spec.id_of(folded))
+        if record is None:
+            return folded
+        return folded.model_copy(update={k: getattr(record, k) for k in self.spec.folded})
+
+    def set_record(self, record: R) -> R:
+        """A stored record arrived (written here or read back): returns its fold with the evidence."""
+        account = self._accounts.get(self.spec.id_of(record))
         if account is None:
             return record
-        account.record = record
-        self._refold(account)
+        if account.record is not record:
+            account.record = record
+            self._refold(account)
         assert account.folded is not None
         return account.folded
 
-    def add(
-        self, entries: Iterable[tuple[LogKey, RunEvidence]], *, current: Callable[[str], Lesson | None]
-    ) -> dict[str, Lesson]:
-        """Fold new evidence in; returns the lessons it changed (their new fold), by id.
+    def add(self, entries: Iterable[tuple[LogKey, E]], *, current: Callable[[str], R | None]) -> dict[str, R]:
+        """Fold new evidence in; returns the records it changed (their new fold), by id.
 
-        ``current(id)`` gives a lesson without evidence yet (its record). Evidence about a
-        lesson no record of which has arrived is kept and folded when it does. A second
-        entry for the same (lesson, run) is a retried write and is ignored.
+        ``current(id)`` gives a record without evidence yet (as stored). Evidence about a
+        record that has not arrived is kept and folded when it does (``set_record``). A
+        second entry for the same (record, run) is a retried write and is ignored.
         """
+        subject = self.spec.subject
         touched: dict[str, bool] = {}
         for key, ev in sorted(entries, key=lambda e: e[0]):
-            account = self._accounts.get(ev.lesson_id)
+            record_id = subject(ev)
+            account = self._accounts.get(record_id)
             if account is None:
-                account = self._accounts[ev.lesson_id] = _Account(record=current(ev.lesson_id))
+                account = self._accounts[record_id] = _Account(record=current(record_id))
             if ev.run_id in account.runs:
                 continue
             account.runs.add(ev.run_id)
             at_end = not account.entries or account.entries[-1][0] < key
             bisect.insort(account.entries, (key, ev), key=lambda e: e[0])
-            touched[ev.lesson_id] = touched.get(ev.lesson_id, True) and at_end
-        changed: dict[str, Lesson] = {}
-        for lesson_id, appended_only in touched.items():
-            account = self._accounts[lesson_id]
+            touched[record_id] = touched.get(record_id, True) and at_end
+        changed: dict[str, R] = {}
+        for record_id, appended_only in touched.items():
+            account = self._accounts[record_id]
             if account.record is None:
                 continue
             if appended_only and account.folded is not None and account.last is not None:
@@ -155,27 +208,30 @@ class Ledger:
             else:
                 self._refold(account)
             assert account.folded is not None
-            changed[lesson_id] = account.folded
+            changed[record_id] = account.folded
         return changed
 
-    def _refold(self, account: _Account) -> None:
+    def _refold(self, account: _Account[R, E]) -> None:
         assert account.record is not None
         account.last = None
         self._fold_on(account, account.record, account.entries)
 
-    def _fold_on(self, account: _Account, lesson: Lesson, entries: Iterable[tuple[LogKey, RunEvidence]]) -> None:
+    def _fold_on(self, account: _Account[R, E], record: R, entries: Iterable[tuple[LogKey, E]]) -> None:
+        apply, config = self.spec.apply, self.config
         for key, ev in entries:
-            lesson = apply_evidence(lesson, ev, self.config)
+            record = apply(record, ev, config)
             account.last = key
-        account.folded = lesson
+        account.folded = record
 
 
 def fold_all(records: Mapping[str, Lesson], entries: Iterable[tuple[LogKey, RunEvidence]], config: MemoryConfig) -> dict[str, Lesson]:
     """Every lesson of ``records`` with ``entries`` folded over it, from scratch (the reference a memory's view must equal)."""
-    ledger = Ledger(config)
+    ledger = Ledger(LESSON_FOLD, config)
     out = dict(records)
     out.update(ledger.add(entries, current=records.get))
     return out
 
 
-__all__ = ["FOLDED_FIELDS", "Ledger", "LogKey", "fold_all"]
+__all__ = [
+    "EPISODE_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
+]

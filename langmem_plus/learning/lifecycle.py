@@ -28,12 +28,16 @@ from langmem_plus.records import (
     ErrorEvent,
     FailureNote,
     Lesson,
+    LessonAdditions,
     RunEvidence,
     RunRecord,
     Step,
     TaskSpec,
     Verdict,
 )
+
+PROVENANCE_EVENTS_KEPT = 50
+"""A lesson's provenance keeps at most this many event ids (the lexically last)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,7 @@ def _refresh(base: Lesson, cand: Lesson, now: float) -> Lesson:
     prov = base.provenance.model_copy(
         update={
             "run_ids": sorted(set(base.provenance.run_ids) | set(cand.provenance.run_ids)),
-            "event_ids": sorted(set(base.provenance.event_ids) | set(cand.provenance.event_ids))[-50:],
+            "event_ids": sorted(set(base.provenance.event_ids) | set(cand.provenance.event_ids))[-PROVENANCE_EVENTS_KEPT:],
         }
     )
     return base.model_copy(
@@ -229,8 +233,15 @@ def _combine(a: RunEvidence, b: RunEvidence) -> RunEvidence:
             "conflict_losses": a.conflict_losses + b.conflict_losses,
             "lost_to": sorted({*a.lost_to, *b.lost_to}),
             "swept": a.swept or b.swept,
+            "added": _union_additions(a.added, b.added),
         }
     )
+
+
+def _union_additions(a: LessonAdditions | None, b: LessonAdditions | None) -> LessonAdditions | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return LessonAdditions(**{f: sorted({*getattr(a, f), *getattr(b, f)}) for f in LessonAdditions.model_fields})
 
 
 def _mark_shown(lesson: Lesson, shown: int, run_seq: int, at: float) -> Lesson:
@@ -255,6 +266,42 @@ def _runs_since(lesson: Lesson, run_seq: int) -> int:
     return run_seq - (last if last is not None else lesson.stats.created_run_seq)
 
 
+def add_members(lesson: Lesson, added: LessonAdditions) -> Lesson:
+    """``lesson`` with ``added`` unioned into its grow-only sets; the same lesson when it holds them all already.
+
+    A union is order-free and idempotent, so a run's additions survive another writer's
+    record write that did not know them: every fold puts them back.
+    """
+    prov = lesson.provenance
+    update: dict[str, object] = {}
+    for name, have in (("triggers", lesson.triggers), ("fingerprints", lesson.fingerprints), ("tags", lesson.tags),
+                       ("conflicts_with", lesson.conflicts_with)):
+        extra = set(getattr(added, name)) - set(have) - ({lesson.id} if name == "conflicts_with" else set())
+        if extra:
+            update[name] = sorted(set(have) | extra)
+    run_ids = set(added.run_ids) - set(prov.run_ids)
+    event_ids = set(added.event_ids) - set(prov.event_ids)
+    if run_ids or event_ids:
+        update["provenance"] = prov.model_copy(update={
+            "run_ids": sorted(set(prov.run_ids) | run_ids),
+            "event_ids": sorted(set(prov.event_ids) | event_ids)[-PROVENANCE_EVENTS_KEPT:],
+        })
+    return lesson.model_copy(update=update) if update else lesson
+
+
+def additions(before: Lesson, after: Lesson) -> LessonAdditions | None:
+    """What ``after`` holds in its grow-only sets that ``before`` does not (None: nothing)."""
+    found = LessonAdditions(
+        triggers=sorted(set(after.triggers) - set(before.triggers)),
+        fingerprints=sorted(set(after.fingerprints) - set(before.fingerprints)),
+        tags=sorted(set(after.tags) - set(before.tags)),
+        run_ids=sorted(set(after.provenance.run_ids) - set(before.provenance.run_ids)),
+        event_ids=sorted(set(after.provenance.event_ids) - set(before.provenance.event_ids)),
+        conflicts_with=sorted(set(after.conflicts_with) - set(before.conflicts_with)),
+    )
+    return found if any(getattr(found, f) for f in LessonAdditions.model_fields) else None
+
+
 def apply_evidence(
     lesson: Lesson, ev: RunEvidence, config: MemoryConfig, out: Judgement | None = None
 ) -> Lesson:
@@ -263,9 +310,11 @@ def apply_evidence(
     The one place a lesson's stats and status change. ``end_run`` applies its own
     run's evidence with it as it judges, and every memory folds the evidence other
     writers appended with it (``learning.ledger``), so both reach the same lesson.
-    Parts apply in a fixed order: shown (with its utility), conflict losses, sweep.
-    ``out`` receives the status transitions, with their evidence, for the audit log.
+    Parts apply in a fixed order: added set members, shown (with its utility), conflict
+    losses, sweep. ``out`` receives the status transitions, with their evidence, for the audit log.
     """
+    if ev.added is not None:
+        lesson = add_members(lesson, ev.added)
     if ev.shown:
         lesson = _mark_shown(lesson, ev.shown, ev.run_seq, ev.at)
         if ev.utility is not None:
@@ -437,7 +486,10 @@ __all__ = [
     "Integration",
     "Judgement",
     "RunOutcome",
+    "PROVENANCE_EVENTS_KEPT",
     "Transition",
+    "add_members",
+    "additions",
     "apply_conflict_losses",
     "apply_evidence",
     "integrate_candidates",

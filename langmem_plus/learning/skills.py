@@ -33,7 +33,7 @@ import numpy as np
 from langmem_plus._text import action_tokens, stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.episodes import goal_template
-from langmem_plus.records import Episode, Hint, Namespace, Skill, SkillStats
+from langmem_plus.records import Episode, Hint, Namespace, Skill, SkillEvidence, SkillStats
 
 GAP = "…"
 """Marks tokens that differ between the successes a skill step was distilled from."""
@@ -225,6 +225,11 @@ def record_skill_outcome(
     return skill.model_copy(update={"stats": stats, "failure_modes": modes})
 
 
+def apply_skill_evidence(skill: Skill, ev: SkillEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Skill:
+    """``skill`` with one run's outcome folded in (``record_skill_outcome``): the skills' fold (``learning.ledger``)."""
+    return record_skill_outcome(skill, passed=ev.passed, failure_mode=ev.failure_mode, config=config)
+
+
 def template_overlap(a: str, b: str) -> float:
     """Jaccard overlap of the word tokens of two goal templates, in [0, 1].
 
@@ -294,6 +299,7 @@ def skill_hints(skill: Skill, satisfied: Collection[str] = ()) -> list[Hint]:
 
 __all__ = [
     "GAP",
+    "apply_skill_evidence",
     "common_subsequence",
     "episode_tokens",
     "match_skills",

@@ -27,6 +27,7 @@ from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import (
     Judgement,
+    additions,
     apply_conflict_losses,
     integrate_candidates,
     judge_activated,
@@ -54,6 +55,7 @@ from langmem_plus.records import (
     RunRecord,
     RunReport,
     ScoredItem,
+    Skill,
     Step,
     TaskSpec,
     Verdict,
@@ -147,6 +149,7 @@ class LearningMemory:
         """The full result of the latest retrieval (candidates, drops, tokens), for inspection."""
         self._semantic: SemanticMemory | None = None
         self.engine.facts = self._fact_items
+        self.engine.sources.episode_view = self.view.episode
 
     @property
     def lessons(self) -> RecordTable[Lesson]:
@@ -157,6 +160,11 @@ class LearningMemory:
     def graph(self) -> LessonGraph:
         """The lesson graph (``store.graph``)."""
         return self.view.graph
+
+    @property
+    def skills(self) -> RecordTable[Skill]:
+        """Skills by id, each the fold of its runs' outcomes over its stored record."""
+        return self.view.skills
 
     @property
     def runs(self) -> list[RunRecord]:
@@ -460,6 +468,11 @@ class LearningMemory:
                 out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
                 run_id=run_id, now=now,
             )
+            for lesson_id, lesson in integ.upserts.items():  # a merge's or a new rival's set members are evidence too
+                before = self.lessons.get(lesson_id)
+                added = additions(before, lesson) if before is not None else None
+                if added is not None:
+                    judged.add_evidence(RunEvidence(lesson_id=lesson_id, run_id=run_id, run_seq=seq, at=now, added=added))
             content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
             content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
                                             existing=ChainMap(judged.updated, content, self.lessons),
@@ -480,7 +493,7 @@ class LearningMemory:
                 )
                 audit_run(self.audit, self.view, run, integ, judged)
                 write_episodes(self.store, self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
-                               now=now, lookup=self._lookup(), write=self.sync.write)
+                               now=now, lookup=self._lookup(), write=self.sync.write, evidence=evidence)
             self._semantic_from_run(run_id, judged)
             self._semantic_from_observations(run_id, steps)
             by_status = self.lessons_by_status()
@@ -820,8 +833,9 @@ class LearningMemory:
         return self.semantic().query(text, limit)
 
     def episodes(self) -> list[Episode]:
-        """Every episode of this namespace, faded ones included."""
-        return stored(self.store, "episodes", Episode)
+        """Every episode of this namespace as memory holds it (sightings folded, TTLs aged), faded ones included."""
+        with self._lock:
+            return [self.view.episode(e) for e in stored(self.store, "episodes", Episode)]
 
     def recall_at(self, time: float, window: float, *, now: float | None = None) -> list[Episode]:
         """Episodes that happened within ``window`` seconds of ``time``, faded ones skipped (``learning.recall``)."""

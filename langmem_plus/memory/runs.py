@@ -8,11 +8,11 @@ from pydantic import BaseModel
 
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.consolidate import consolidate
-from langmem_plus.learning.episodes import goal_template, plan_episode_writes
+from langmem_plus.learning.episodes import EPISODE_COUNTERS, goal_template, plan_episode_writes
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView, stored
-from langmem_plus.records import Episode, ErrorEvent, RunRecord, TaskSpec
+from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
 
@@ -46,14 +46,21 @@ def write_episodes(
     now: float,
     lookup: StoreLookup | None,
     write: Callable[[str, Sequence[BaseModel]], None],
+    evidence: list[RunFinding],
 ) -> None:
     """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons.
 
-    ``write(kind, records)`` stores records and keeps the memory's view in step (``StoreSync.write``).
+    ``write(kind, records)`` stores records and keeps the memory's view in step
+    (``StoreSync.write``). Content goes to the store with the stored record's counters;
+    what the run adds to a stored episode's or skill's counters (a sighting, an
+    outcome) goes to ``evidence``, appended to the shared log with the run's (issue 13).
     """
-    known = stored(store, "episodes", Episode)
+    raw = {e.episode_id: e for e in stored(store, "episodes", Episode)}
+    known = [view.episode(e, excluding_run=run) for e in raw.values()]  # as they were before this run
+    episodes = [e.model_copy(update={"seen_run_seq": run.seq}) for e in episodes]
     plan = plan_episode_writes(episodes, known, config, now=now)
     pool = {e.episode_id: e for e in known}
+    pool.update(plan.folded)
     pool.update(plan.upserts)
     template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
     cons = consolidate(
@@ -71,9 +78,14 @@ def write_episodes(
     )
     writes = {**plan.upserts, **cons.episodes}
     if writes:
-        write("episodes", list(writes.values()))
+        write("episodes", [_episode_record(e, raw.get(e.episode_id)) for e in writes.values()])
+    evidence.extend(plan.sightings.values())
     if cons.skills:
-        write("skills", list(cons.skills.values()))
+        write("skills", [view.skill_record(s) for s in cons.skills.values()])
+        for sid in cons.skills:
+            if sid not in cons.new_skills and sid in view.skills:  # an existing skill's template ran again
+                evidence.append(SkillEvidence(skill_id=sid, run_id=run.run_id, run_seq=run.seq, at=now, passed=run.passed,
+                                              failure_mode=events[0].fingerprint if events else None))
     new_lessons = {
         i: l.model_copy(update={"stats": l.stats.model_copy(update={"created_run_seq": run.seq})})
         for i, l in cons.lessons.items()
@@ -90,6 +102,13 @@ def write_episodes(
     for lid, lesson in new_lessons.items():
         audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id, rule=lesson.rule_text,
                     episodes=sorted(e for e, ep in cons.episodes.items() if ep.consolidated_into == lid))
+
+
+def _episode_record(episode: Episode, stored_record: Episode | None) -> Episode:
+    """What a content write of ``episode`` stores: its content, with the stored record's counters when there is one."""
+    if stored_record is None:
+        return episode
+    return episode.model_copy(update={k: getattr(stored_record, k) for k in EPISODE_COUNTERS})
 
 
 __all__ = ["audit_run", "write_episodes"]

@@ -28,9 +28,9 @@ from pydantic import BaseModel
 
 from langmem_plus._gc import gc_paused
 from langmem_plus.errors import InvalidRecord, StoreUnavailable
-from langmem_plus.learning.ledger import Ledger
+from langmem_plus.learning.ledger import FOLDS, Ledger
 from langmem_plus.memory.view import MemoryView
-from langmem_plus.records import RunEvidence
+from langmem_plus.records import RunFinding
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.journal import Entry, SharedLog
 from langmem_plus.store.mapping import KIND_SPECS
@@ -40,6 +40,10 @@ logger = logging.getLogger(__name__)
 
 LOG_NAME = "evidence"
 """The shared log of run evidence and write announcements (``store.journal.SharedLog``)."""
+_LOG_KEYS: dict[type[RunFinding], str] = {spec.evidence: spec.log_key for spec in FOLDS}
+"""The shared-log key of each kind of evidence."""
+_SAVED_AS = {"lessons": "accounts", "episodes": "episode_accounts", "skills": "skill_accounts"}
+"""The key each kind's ledger is saved under in a snapshot base."""
 Writes = Sequence[tuple[str, str, list[tuple[str, str]]]]
 """Committed writes: (generation token, kind, [(id, record JSON), ...])."""
 
@@ -97,9 +101,12 @@ class StoreSync:
             if loaded.ledger is None:  # the saved lessons are folds: without their evidence they cannot be trusted
                 raise ValueError("the base has no run-evidence ledger")
             saved = json.loads(loaded.ledger)
-            ledger = Ledger.from_state(saved["accounts"], self.view.config)
+            cfg = self.view.config
+            # "accounts" holds the lessons' (the name predates the other kinds); a base older than a kind's ledger
+            # had no evidence of that kind to save.
+            ledgers = {spec.kind: Ledger.from_state(spec, saved.get(_SAVED_AS[spec.kind], {}), cfg) for spec in FOLDS}
             self.snapshot_heads = {str(w): int(n) for w, n in saved["heads"].items()}
-            self.view.load_snapshot(loaded, ledger)
+            self.view.load_snapshot(loaded, ledgers)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:  # ValidationError is a ValueError
             logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self.snapshot.path, exc)
             self.view.index = None
@@ -190,7 +197,7 @@ class StoreSync:
             logger.warning("langmem_plus: snapshot journal write failed (%s)", exc)
 
     @contextlib.contextmanager
-    def write_group(self) -> Iterator[list[RunEvidence]]:
+    def write_group(self) -> Iterator[list[RunFinding]]:
         """The block's tracked writes share one generation token (``ChromaStore.write_group``), journalled after it.
 
         One Chroma call for the token instead of one per write. The journal gets the
@@ -200,7 +207,7 @@ class StoreSync:
         added to the list it yields, in one append (``publish``); the evidence is folded
         into the view only once the log holds it, so what this memory shows another can read.
         """
-        evidence: list[RunEvidence] = []
+        evidence: list[RunFinding] = []
         if self._journal_group is not None:
             yield evidence
             if evidence:
@@ -218,7 +225,7 @@ class StoreSync:
             if done or pending:
                 self._publish(pending, evidence if done else [])
 
-    def _publish(self, writes: Writes, evidence: Sequence[RunEvidence]) -> None:
+    def _publish(self, writes: Writes, evidence: Sequence[RunFinding]) -> None:
         """Announce committed writes (their ids) and append run evidence on the shared log, then fold the evidence.
 
         Records first, announcement after: a reader that sees the announcement finds the
@@ -229,7 +236,7 @@ class StoreSync:
         for _token, kind, entries in writes:
             wrote.setdefault(kind, []).extend(i for i, _ in entries)
         records: list[dict[str, Any]] = [{"wrote": wrote}] if wrote else []
-        records += [{"evidence": ev.model_dump(mode="json")} for ev in evidence]
+        records += [{_LOG_KEYS[type(ev)]: ev.model_dump(mode="json")} for ev in evidence]
         if not records:
             return
         appended = self.log.append_entries(records)
@@ -252,7 +259,10 @@ class StoreSync:
         try:
             self.snapshot.write_base(
                 self.generation, records, view.graph.to_state(), view.base_vectors(self.store), view.index_state(lesson_ids),
-                ledger=json.dumps({"heads": self.log.seen(), "accounts": view.ledger.to_state()}),
+                ledger=json.dumps({
+                    "heads": self.log.seen(),
+                    **{_SAVED_AS[k]: ledger.to_state() for k, ledger in view.ledgers().items()},
+                }),
             )
             self.log_since_base = 0
         except (OSError, StoreUnavailable) as exc:

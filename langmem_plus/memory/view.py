@@ -9,6 +9,7 @@ fresh view; nothing here writes to the store.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,9 +20,22 @@ from pydantic import BaseModel
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import MemoryConfig
+from langmem_plus.learning.episodes import age_episode
 from langmem_plus.learning.incremental import index_entries, index_key
-from langmem_plus.learning.ledger import FOLDED_FIELDS, Ledger, LogKey
-from langmem_plus.records import LESSON_STATUSES, Lesson, Link, Namespace, RunEvidence, RunRecord, Skill
+from langmem_plus.learning.ledger import EPISODE_FOLD, FOLDED_FIELDS, FOLDS, LESSON_FOLD, SKILL_FOLD, Ledger, LogKey
+from langmem_plus.records import (
+    LESSON_STATUSES,
+    Episode,
+    EpisodeEvidence,
+    Lesson,
+    Link,
+    Namespace,
+    RunEvidence,
+    RunFinding,
+    RunRecord,
+    Skill,
+    SkillEvidence,
+)
 from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.graph import LessonGraph
@@ -63,15 +77,21 @@ class MemoryView:
         self.graph = LessonGraph()
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
-        self.ledger = Ledger(config)
+        self.ledger: Ledger[Lesson, RunEvidence] = Ledger(LESSON_FOLD, config)
         """Records and run evidence of the lessons that have evidence; ``lessons`` holds their fold."""
+        self.episode_ledger: Ledger[Episode, EpisodeEvidence] = Ledger(EPISODE_FOLD, config)
+        """Records and sightings of the episodes seen again; episodes stay in Chroma and fold as they are read."""
+        self.skill_ledger: Ledger[Skill, SkillEvidence] = Ledger(SKILL_FOLD, config)
+        """Records and outcomes of the skills executed again; ``skills`` holds their fold."""
 
     # ------------------------------------------------------------------ loading
     def load_store(self, store: ChromaStore) -> None:
         """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
         ns = self.namespace
         self.index = None  # built from the lessons read here
-        self.ledger = Ledger(self.config)
+        self.ledger = Ledger(LESSON_FOLD, self.config)
+        self.episode_ledger = Ledger(EPISODE_FOLD, self.config)
+        self.skill_ledger = Ledger(SKILL_FOLD, self.config)
         self.lessons, self.links, self.skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in stored(store, "lessons", Lesson):
             self.lessons[lesson.id] = lesson
@@ -82,7 +102,7 @@ class MemoryView:
         self.graph = LessonGraph.from_records(self.lessons.values(), self.skills.values(), self.links.values())
         self.set_runs(stored(store, "runs", RunRecord))
 
-    def load_snapshot(self, loaded: Loaded, ledger: Ledger) -> None:
+    def load_snapshot(self, loaded: Loaded, ledgers: dict[str, Ledger[Any, Any]]) -> None:
         """Lessons, links, skills, runs, graph, vectors and index from a snapshot, then its journal replayed.
 
         Raises:
@@ -99,7 +119,8 @@ class MemoryView:
         )
         self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
         self.index = self.saved_index(loaded)  # before the journal: its writes update it
-        self.ledger = ledger  # before the journal: its lesson writes fold over the saved evidence
+        # Before the journal: its writes fold over the saved evidence.
+        self.ledger, self.episode_ledger, self.skill_ledger = ledgers["lessons"], ledgers["episodes"], ledgers["skills"]
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None
             if parse is not None:
@@ -176,8 +197,9 @@ class MemoryView:
                 self.links.put(record.id, record, raw)
                 self.graph.set_link(record)
             elif isinstance(record, Skill):
-                self.skills.put(record.id, record, raw)
-                self.graph.upsert_skill(record)
+                skill = self.skill_ledger.set_record(record)
+                self.skills.put(skill.id, skill, raw if skill is record else None)
+                self.graph.upsert_skill(skill)
             elif isinstance(record, RunRecord):
                 self.add_run(record)
         if lessons:
@@ -213,28 +235,35 @@ class MemoryView:
         self.fp_runs.update(set(run.fingerprint_counts))
 
     def fold_evidence(self, entries: Sequence[Entry]) -> None:
-        """Fold shared-log entries holding run evidence into the lessons they are about."""
-        found: list[tuple[LogKey, RunEvidence]] = []
+        """Fold shared-log entries holding evidence (about lessons, episodes or skills) into what they are about."""
+        found: dict[str, list[tuple[LogKey, Any]]] = {}
         for e in entries:
-            raw = e.data.get("evidence")
-            if raw is None:
-                continue
-            try:
-                ev = RunEvidence.model_validate(raw)
-            except ValueError as exc:
-                logger.warning("langmem_plus: skipped unreadable run evidence %s: %s", e.id, exc)
-                continue
-            found.append(((ev.run_seq, e.ts, e.writer, e.n), ev))
-        if not found:
-            return
-        shown: dict[str, set[str]] = {}
-        for _, ev in found:
-            if ev.shown and not self.ledger.knows(ev.lesson_id, ev.run_id):  # a retried write adds no link
-                shown.setdefault(ev.run_id, set()).add(ev.lesson_id)
-        changed = self.ledger.add(found, current=self.lessons.get)
-        self.put_lessons([(lesson, None) for lesson in changed.values()], None)
-        for ids in shown.values():
-            self._co_activated(sorted(ids))
+            for spec in FOLDS:
+                raw = e.data.get(spec.log_key)
+                if raw is None:
+                    continue
+                try:
+                    ev: RunFinding = spec.evidence.model_validate(raw)
+                except ValueError as exc:
+                    logger.warning("langmem_plus: skipped unreadable %s %s: %s", spec.log_key, e.id, exc)
+                    continue
+                found.setdefault(spec.kind, []).append(((ev.run_seq, e.ts, e.writer, e.n), ev))
+        lessons = found.get("lessons")
+        if lessons:
+            shown: dict[str, set[str]] = {}
+            for _, ev in lessons:
+                if isinstance(ev, RunEvidence) and ev.shown and not self.ledger.knows(ev.lesson_id, ev.run_id):  # a retried write adds no link
+                    shown.setdefault(ev.run_id, set()).add(ev.lesson_id)
+            changed = self.ledger.add(lessons, current=self.lessons.get)
+            self.put_lessons([(lesson, None) for lesson in changed.values()], None)
+            for ids in shown.values():
+                self._co_activated(sorted(ids))
+        if found.get("skills"):
+            for skill in self.skill_ledger.add(found["skills"], current=self.skills.get).values():
+                self.skills.put(skill.id, skill, None)
+                self.graph.upsert_skill(skill)
+        if found.get("episodes"):
+            self.episode_ledger.add(found["episodes"], current=lambda _id: None)  # folded as they are read
 
     def _co_activated(self, ids: list[str]) -> None:
         """One more run showed every pair of ``ids``: their co-activation edges gain 1 (from evidence, never stored).
@@ -254,6 +283,31 @@ class MemoryView:
             return self.ledger.record_of(lesson)
         known = self.lessons.get(lesson.id)  # no evidence yet: the table holds the record
         return lesson if known is None else lesson.model_copy(update={k: getattr(known, k) for k in FOLDED_FIELDS})
+
+    def ledgers(self) -> dict[str, Ledger[Any, Any]]:
+        """Each folded kind's ledger, by store kind."""
+        return {"lessons": self.ledger, "episodes": self.episode_ledger, "skills": self.skill_ledger}
+
+    def skill_record(self, skill: Skill) -> Skill:
+        """``skill``'s content with its stored record's stats: what a content write stores (outcomes stay in the log)."""
+        if skill.id in self.skill_ledger:
+            return self.skill_ledger.record_of(skill)
+        known = self.skills.get(skill.id)
+        return skill if known is None else skill.model_copy(update={"stats": known.stats})
+
+    def runs_after(self, seq: int, *, excluding: RunRecord | None = None) -> int:
+        """How many stored runs have a sequence number above ``seq``, ``excluding`` one stored run."""
+        n = len(self.runs) - bisect.bisect_right(self.runs, seq, key=lambda r: r.seq)
+        return n - 1 if excluding is not None and excluding.seq > seq and n > 0 else n
+
+    def episode(self, record: Episode, *, excluding_run: RunRecord | None = None) -> Episode:
+        """A stored episode as memory holds it: its sightings folded over it, an avoidance's TTL aged by the runs since.
+
+        ``excluding_run`` (stored) leaves that run out of the aging: ``end_run`` plans with
+        the episodes as they were before its own run.
+        """
+        folded = self.episode_ledger.set_record(record) if record.episode_id in self.episode_ledger else record
+        return age_episode(folded, lambda seq: self.runs_after(seq, excluding=excluding_run))
 
     def lessons_by_status(self) -> dict[str, int]:
         """Lesson counts per status (every status present, zero included): kept by the lesson index."""

@@ -25,6 +25,7 @@ beside the in-memory work when that has been faster lately (``retrieval.worker``
 and scores with ``fast_scoring``. The sequential version with reference scoring lives
 in ``tests/retrieval_reference.py``; the two return the same ``Retrieval`` (tested).
 
+Where candidates come from is ``retrieval.candidates``; this module ranks them.
 The engine reads; it writes nothing but what it returns. The facade persists
 activations and audit records.
 """
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -41,18 +42,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langmem_plus.config import MemoryConfig
-from langmem_plus.learning.episodes import episode_recallable
 from langmem_plus.memory_types.context import Assembled, Relevance, assemble
 from langmem_plus.records import (
-    RETRIEVABLE_STATUSES,
-    Episode,
     ErrorEvent,
     Lesson,
     ScoredItem,
-    Skill,
     TaskSpec,
     WorkingContext,
 )
+from langmem_plus.retrieval.candidates import CandidateSources
 from langmem_plus.retrieval.fast_scoring import (
     ActionMatcher,
     cosines,
@@ -61,12 +59,8 @@ from langmem_plus.retrieval.fast_scoring import (
     lesson_scores,
 )
 from langmem_plus.retrieval.query import build_query
-from langmem_plus.retrieval.scoring import (
-    episode_components,
-    episode_score,
-)
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
-from langmem_plus.retrieval.support import choose_support, skill_components
+from langmem_plus.retrieval.support import choose_support
 from langmem_plus.retrieval.vectors import VectorCache
 from langmem_plus.retrieval.worker import StrategyTimer, Worker, run_inline
 from langmem_plus.store.chroma import ChromaStore
@@ -74,6 +68,7 @@ from langmem_plus.store.graph import LessonGraph
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
 
 def _error_query(event: ErrorEvent, ctx: WorkingContext, error_chars: int) -> str:
     """The text an error is looked up by: its fingerprint, error text, action and the run's working state."""
@@ -118,7 +113,8 @@ class RetrievalEngine:
         config: MemoryConfig,
     ) -> None:
         self.store, self.graph, self.lessons, self.vectors, self.config = store, graph, lessons, vectors, config
-        self._graph_ms = 0.0
+        self.sources = CandidateSources(store=store, graph=graph, lessons=lessons, config=config)
+        """Where candidates come from (``retrieval.candidates``)."""
         self._worker = Worker("langmem-plus-retrieval")
 
         self.overlap: bool | None = config.overlap_store_calls
@@ -136,57 +132,7 @@ class RetrievalEngine:
         """``fn(*args)`` started on the worker (``overlap``) or run here; join with ``result()``."""
         return self._worker.submit(fn, *args) if overlap else run_inline(fn, *args)
 
-    # ------------------------------------------------------------------ sources
-    def _vector_candidates(self, qvec: list[float], n: int) -> dict[str, float]:
-        if not self.lessons:
-            return {}
-        return {i: sim for i, sim in self.store.query_ids("lessons", qvec, n=n) if i in self.lessons}
-
-    def _graph_candidates(self, seeds: Mapping[str, float]) -> dict[str, float]:
-        seeds = {node: w for node, w in seeds.items() if node in self.graph}
-        self._graph_ms = 0.0
-        if not seeds:
-            return {}
-        cfg = self.config
-        started = time.perf_counter()
-        top = self.graph.personalized_pagerank(
-            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=cfg.candidates_k
-        )
-        self._graph_ms = (time.perf_counter() - started) * 1000.0
-        return top
-
-    def _action_candidates(self, action: str, tool: str | None, matcher: ActionMatcher | None = None) -> list[str]:
-        """Rewrite lessons whose WRONG pattern occurs in the failing action, same tool first, at most K.
-
-        The same mistake can come back with a reworded error or fresh literals, so a
-        new fingerprint; the action still shows it (an in-memory index, like fingerprints).
-        Status, tool and pattern come from the graph's index, so the lessons this drops
-        are never parsed. ``matcher`` (over ``[action]``) memoises the pattern checks for
-        the scoring that follows.
-        """
-        matcher = matcher if matcher is not None else ActionMatcher([action])
-        graph = self.graph
-        found = []
-        for i in graph.lessons_for_action(action):
-            pattern = graph.rewrite_of(i)
-            if pattern is None or graph.status_of(i) not in RETRIEVABLE_STATUSES or i not in self.lessons:
-                continue
-            if any(matcher.pattern_hits(*pattern)):
-                found.append((graph.tool_of(i) not in (None, tool), i))
-        return [i for _, i in sorted(found)[: self.config.candidates_k]]
-
     # ------------------------------------------------------------------ scoring
-    def _retrievable(self, ids: Iterable[str]) -> list[Lesson]:
-        """The retrievable lessons among ``ids``, in order; the graph's statuses drop the others unparsed."""
-        status_of, lessons = self.graph.status_of, self.lessons
-        out = []
-        for i in ids:
-            if status_of(i) in RETRIEVABLE_STATUSES:
-                lesson = lessons.get(i)
-                if lesson is not None and lesson.retrievable:
-                    out.append(lesson)
-        return out
-
     def _score_fast(
         self,
         sources: dict[str, list[str]],
@@ -209,7 +155,7 @@ class RetrievalEngine:
         what this method just computed (``model_construct``).
         """
         cfg = self.config
-        lessons = self._retrievable(sources)
+        lessons = self.sources.retrievable(sources)
         need = [l for l in lessons if l.id not in vector_sims]
         # The snapshot's rows are a memory read: a thread handoff would cost more than it hides.
         here = self.vectors.relevance_here(need) if need else None
@@ -246,24 +192,6 @@ class RetrievalEngine:
         order = sorted(range(len(items)), key=lambda i: -scores[i])
         return [items[i] for i in order]
 
-    def _support(self, qvec: list[float], goal: str, now: float) -> list[ScoredItem]:
-        """Scored episodes and skills near the query (DESIGN §5.3), each on its own scale."""
-        cfg = self.config
-        out: list[ScoredItem] = []
-        for kind in ("episodes", "skills"):
-            if cfg.episode_candidates_k <= 0 or not self.store.has_records(kind):
-                continue
-            for rec, sim in self.store.query(kind, embedding=qvec, n=cfg.episode_candidates_k):
-                if isinstance(rec, Episode):
-                    if not episode_recallable(rec, now, cfg):  # faded or expired: kept, not shown
-                        continue
-                    comps = episode_components(rec, cos=sim, goal=goal, now=now, config=cfg)
-                    out.append(ScoredItem(kind="episode", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:episodes"]))
-                elif isinstance(rec, Skill):
-                    comps = skill_components(rec, cos=sim, goal=goal)
-                    out.append(ScoredItem(kind="skill", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:skills"]))
-        return out
-
     def _finish(
         self,
         items: list[ScoredItem],
@@ -276,13 +204,14 @@ class RetrievalEngine:
         limit: int | None = None,
         relevance: Relevance | None = None,
         more: Callable[[list[ScoredItem]], list[ScoredItem]] | None = None,
+        graph_ms: float = 0.0,
     ) -> Retrieval:
         """Guards, MMR and the budget over the scored lessons, the support items beside them, the token cap.
 
         ``limit`` replaces the difficulty budget K' and caps the whole list (lessons first,
         then episodes and skills) at that many items, e.g. a retriever's ``k``. ``more``
         adds items beside the chosen ones (the tool sheet) before all of them compete for
-        the token budget in instant memory, ranked by ``relevance``.
+        the token budget in instant memory, ranked by ``relevance``. ``graph_ms``: the graph source's time, reported.
 
         Raises:
             ValueError: ``limit`` is negative.
@@ -293,7 +222,7 @@ class RetrievalEngine:
         d = difficulty(ctx, cfg)
         k = budget(d, cfg) if limit is None else limit
         chosen, dropped = select_with_drops(items, vectors=None, k=k, config=cfg, vectors_of=self._content_rows)
-        support = self._support(qvec, goal, now)
+        support = self.sources.support(qvec, goal, now)
         chosen += choose_support(support, cfg, taken={c.item_id for c in chosen})
         if self.facts is not None and cfg.fact_budget > 0:
             chosen += self.facts(qvec, query, {c.item_id for c in chosen})[: cfg.fact_budget]
@@ -306,7 +235,7 @@ class RetrievalEngine:
         dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in block.dropped]
         return Retrieval(
             chosen=block.shown, candidates=items + support, dropped=dropped, query=query, difficulty=d, budget=k,
-            tokens=block.tokens, tokens_exact=block.exact, graph_ms=self._graph_ms, text=block.text,
+            tokens=block.tokens, tokens_exact=block.exact, graph_ms=graph_ms, text=block.text,
         )
 
     def _content_rows(self, items: list[ScoredItem]) -> np.ndarray:
@@ -315,16 +244,6 @@ class RetrievalEngine:
     def _cap(self, chosen: list[ScoredItem], relevance: Relevance | None, now: float) -> Assembled:
         """The chosen items through instant memory: they compete for ``max_context_tokens`` by relevance (issue 14)."""
         return assemble(chosen, budget=self.config.max_context_tokens, config=self.config, relevance=relevance, now=now)
-
-    @staticmethod
-    def _merge_sources(*named: tuple[str, Iterable[str]]) -> dict[str, list[str]]:
-        sources: dict[str, list[str]] = {}
-        for name, ids in named:
-            # Sets have a per-process order (string hashing is salted): sort, so that ties
-            # break the same way in every process and a seeded run repeats exactly.
-            for i in ids if isinstance(ids, (list, tuple, dict)) else sorted(ids):
-                sources.setdefault(i, []).append(name)
-        return sources
 
     # ------------------------------------------------------------------ moments
     def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None) -> Retrieval:
@@ -350,35 +269,20 @@ class RetrievalEngine:
         cfg = self.config
         query = _error_query(event, ctx, self.config.query_error_chars)
         qvec = self.store.embed_query(query)
-        pending = self._submit(overlap, self._vector_candidates, qvec, cfg.candidates_k)
+        src = self.sources
+        pending = self._submit(overlap, src.vector, qvec, cfg.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
-        action = self._action_candidates(event.action, event.tool, matcher) if event.action else []
-        graph = self._graph_candidates(self._error_seeds(event))
+        action = src.action(event.action, event.tool, matcher) if event.action else []
+        graph = src.graph_top(src.error_seeds(event))
         vec = pending.result()
-        sources = self._error_sources(event, exact, action, vec, graph)
+        sources = src.error_sources(event, exact, action, vec, graph.scores)
         items = self._score_fast(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
             overlap=overlap,
         )
-        return self._finish(items, ctx, query, qvec=qvec, goal=ctx.goal or event.error_text[: self.config.context_text_chars], now=now, limit=limit)
-
-    def _error_seeds(self, event: ErrorEvent) -> dict[str, float]:
-        """PageRank seeds of an error: its fingerprint, its tags and its tool."""
-        seeds = {f"fp:{event.fingerprint_id}": self.config.graph_seed_weight_fp}
-        seeds.update({f"tag:{t}": self.config.graph_seed_weight_tag for t in event.tags})
-        if event.tool:
-            seeds[f"tool:{event.tool}"] = self.config.graph_seed_weight_scope
-        return seeds
-
-    def _error_sources(
-        self, event: ErrorEvent, exact: Iterable[str], action: list[str], vec: dict[str, float], graph: dict[str, float]
-    ) -> dict[str, list[str]]:
-        """The four candidate sources merged; a lesson scoped to another tool does not answer this tool's error."""
-        sources = self._merge_sources(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
-        if event.tool:
-            sources = {i: s for i, s in sources.items() if self._tool_ok(i, event.tool)}
-        return sources
+        goal = ctx.goal or event.error_text[: self.config.context_text_chars]
+        return self._finish(items, ctx, query, qvec=qvec, goal=goal, now=now, limit=limit, graph_ms=graph.ms)
 
     def pre_run(
         self,
@@ -403,11 +307,11 @@ class RetrievalEngine:
         ``limit`` (as in ``_finish``) also leaves out the tool sheet, so no more than ``limit`` items come back.
         ``relevance`` ranks the chosen items and the sheet in instant memory (the facade passes habit rates).
         """
-        cfg = self.config
+        cfg, src = self.config, self.sources
         query = build_query(ctx)
         qvec = self.store.embed_query(query)
         vec = {
-            i: s for i, s in self._vector_candidates(qvec, 2 * cfg.candidates_k).items() if self._in_scope(i, task)
+            i: s for i, s in src.vector(qvec, 2 * cfg.candidates_k).items() if src.in_scope(i, task)
         }
         vec = dict(sorted(vec.items(), key=lambda kv: -kv[1])[: cfg.candidates_k])
         exact: set[str] = set()
@@ -416,8 +320,9 @@ class RetrievalEngine:
         seeds = {f"fp:{fp}": cfg.graph_seed_weight_fp for fp in sorted(recent_fingerprints)}
         for node in (f"task:{task.task_id}", f"tool:{task.tool}", f"domain:{task.domain}"):
             seeds[node] = self.config.graph_seed_weight_scope
-        graph = {i: s for i, s in self._graph_candidates(seeds).items() if self._in_scope(i, task)}
-        sources = self._merge_sources(
+        top = src.graph_top(seeds)
+        graph = {i: s for i, s in top.scores.items() if src.in_scope(i, task)}
+        sources = src.merge(
             ("history", known_lessons), ("fingerprint", exact), ("vector", vec), ("graph", graph)
         )
         items = self._score_fast(
@@ -435,26 +340,9 @@ class RetrievalEngine:
 
         return self._finish(
             items, ctx, query, qvec=qvec, goal=ctx.goal or task.goal, now=now, limit=limit, relevance=relevance,
+            graph_ms=top.ms,
             more=None if limit is not None else sheet,
         )
-
-    def _tool_ok(self, lesson_id: str, tool: str) -> bool:
-        """Whether a lesson may answer this tool's error (scoped to it or to no tool); read from the graph's index."""
-        return lesson_id in self.lessons and self.graph.tool_of(lesson_id) in (None, tool)
-
-    def _in_scope(self, lesson_id: str, task: TaskSpec) -> bool:
-        lesson = self.lessons.get(lesson_id)
-        if lesson is None:
-            return False
-        scope = lesson.scope
-        if scope.level == "global":
-            return True
-        if scope.level == "task":
-            return scope.task in (None, task.task_id)
-        # A field unknown on either side does not exclude: only a known mismatch does.
-        tool_ok = scope.tool is None or task.tool is None or scope.tool == task.tool
-        domain_ok = scope.domain is None or task.domain is None or scope.domain == task.domain
-        return tool_ok and domain_ok
 
 
 __all__ = ["Retrieval", "RetrievalEngine"]
