@@ -723,6 +723,8 @@ class RunReport(_Record):
     archived: list[str] = Field(default_factory=list)
     utilities: dict[str, float] = Field(default_factory=dict)
     lessons_by_status: dict[str, int] = Field(default_factory=dict)
+    episodes_seen: int = 0
+    """Episodes the run produced (each a new episode or a sighting of a stored one)."""
     verdict: Verdict | None = None
 
 

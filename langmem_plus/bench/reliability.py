@@ -4,9 +4,10 @@ Three rounds on a real ``chroma run`` server on 127.0.0.1, started and stopped h
 
 1. **Processes**: N worker processes each run R attempts of gridtool's tasks through the
    reference graph (scripted executor) on one namespace. Each worker acknowledges every
-   run whose ``end_run`` returned, with the lesson activations its report counted. Then a
-   fresh memory reads what Chroma holds: run records, the activations in the lessons'
-   stats, and live lessons that say the same rule under two ids.
+   run whose ``end_run`` returned, with the lesson activations and the episodes its report
+   counted. Then a fresh memory reads what Chroma holds: run records, the activations in
+   the lessons' stats, the sightings in the episodes' counts, and live lessons that say
+   the same rule under two ids.
 2. **Kills**: K times, a worker runs attempts and imports lessons on its own local
    snapshot until it is SIGKILLed at a random moment (seeded). The store must then open
    from that same snapshot folder, answer a query, and hold every run and lesson whose
@@ -15,7 +16,7 @@ Three rounds on a real ``chroma run`` server on 127.0.0.1, started and stopped h
 3. **Threads**: T threads retrieving (and an asyncio gather of retrievals) while the
    main thread runs attempts; exceptions are counted.
 
-Reported: runs, activations reported vs stored, duplicate live lessons, run records
+Reported: runs, activations and episodes reported vs stored, duplicate live lessons, run records
 lost, kill rounds survived, records lost after kills, exceptions in threads. The target
 (issue 13) is nothing lost, no duplicate, no exception with 8 processes x 50 runs and
 20 kills.
@@ -74,7 +75,8 @@ def _attempts(url: str, audit_dir: str, worker: int, runs: int, session: str, se
         task = tasks[(worker + i) % len(tasks)]
         run_id = f"{session}-w{worker}-r{i}"
         report = run_task(graph, task, run_id=run_id)["report"]
-        print(json.dumps({"run": run_id, "activations": report.lesson_activations}), flush=True)
+        print(json.dumps({"run": run_id, "activations": report.lesson_activations, "episodes": report.episodes_seen}),
+              flush=True)
         if lessons_every and i % lessons_every == 0:
             imported = synthetic_lessons(3, NAMESPACE, seed=seed * 1000 + worker * 100 + i)
             ids = memory.add_lessons(imported)
@@ -106,9 +108,10 @@ def _spawn(url: str, audit_dir: Path, worker: int, runs: int, session: str, seed
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
 
-def _acks(lines: Sequence[str]) -> tuple[dict[str, int], list[str]]:
-    """Acknowledged runs (run id -> activations) and lesson ids from a worker's complete JSON lines."""
+def _acks(lines: Sequence[str]) -> tuple[dict[str, int], list[str], int]:
+    """Acknowledged runs (run id -> activations), lesson ids and episodes seen, from a worker's complete JSON lines."""
     runs: dict[str, int] = {}
+    episodes = 0
     lessons: list[str] = []
     for line in lines:
         try:
@@ -117,8 +120,9 @@ def _acks(lines: Sequence[str]) -> tuple[dict[str, int], list[str]]:
             continue
         if "run" in ack:
             runs[str(ack["run"])] = int(ack["activations"])
+            episodes += int(ack.get("episodes", 0))
         lessons += [str(i) for i in ack.get("lessons", [])]
-    return runs, lessons
+    return runs, lessons, episodes
 
 
 # --------------------------------------------------------------------------- reading what was stored
@@ -145,11 +149,12 @@ def round_processes(url: str, root: Path, processes: int, runs: int, seed: int, 
     session = f"p{uuid.uuid4().hex[:6]}"
     workers = [_spawn(url, root / f"proc-{w}", w, runs, session, seed) for w in range(processes)]
     reported: dict[str, int] = {}
-    failed = 0
+    failed = episodes_reported = 0
     for w, proc in enumerate(workers):
         out, err = proc.communicate()
-        got, _ = _acks(out.splitlines())
+        got, _, episodes = _acks(out.splitlines())
         reported.update(got)
+        episodes_reported += episodes
         if proc.returncode != 0:
             failed += 1
             progress(f"[reliability] worker {w} exited {proc.returncode}: {err.strip().splitlines()[-1:]}")
@@ -159,12 +164,15 @@ def round_processes(url: str, root: Path, processes: int, runs: int, seed: int, 
         lessons = memory.list_lessons()
         stored_activations = sum(l.stats.activations for l in lessons)
         duplicates = duplicate_live_lessons(lessons)
+        episodes_stored = sum(e.count for e in memory.episodes())
     return {
         "runs": len(reported),
         "workers_failed": failed,
         "activations_reported": sum(reported.values()),
         "activations_stored": stored_activations,
         "run_records_lost": len(set(reported) - stored_runs),
+        "episodes_reported": episodes_reported,
+        "episodes_stored": episodes_stored,
         "duplicate_live_lessons": duplicates,
     }
 
@@ -190,7 +198,7 @@ def _kill_round(url: str, snapshot_dir: Path, rnd: int, rng: random.Random, sess
     reader.join(timeout=10)
     if proc.stderr is not None:
         proc.stderr.close()
-    acked_runs, acked_lessons = _acks(lines)
+    acked_runs, acked_lessons, _ = _acks(lines)
     try:
         with _stored(url, snapshot_dir) as memory:
             from langmem_plus.records import TaskSpec
@@ -300,6 +308,7 @@ def run_reliability(
     out["seconds"] = round(time.perf_counter() - started, 1)
     out["nothing_lost"] = (
         out["activations_reported"] == out["activations_stored"]
+        and out["episodes_reported"] == out["episodes_stored"]
         and out["run_records_lost"] == 0
         and out["records_lost_after_kills"] == 0
         and out["kill_rounds_survived"] == kills

@@ -515,6 +515,7 @@ class LearningMemory:
                 archived=[t.lesson_id for t in judged.transitions if t.new == "archived"],
                 utilities=judged.utilities,
                 lessons_by_status=by_status,
+                episodes_seen=sum(e.count for e in episodes),
                 verdict=verdict,
             )
 
