@@ -702,6 +702,17 @@ class Fact(_Record):
         return f"{self.subject} {self.relation.replace('_', ' ')} {self.object}"
 
 
+class FactEvidence(RunFinding):
+    """A piece of evidence a writer gave a fact, appended to the shared log: the facts' sources fold from it (issue 13).
+
+    Keyed by (fact, ``run_id``) where ``run_id`` is a hash of the evidence itself
+    (``beliefs.fact_evidence_key``): the same evidence given twice is one entry.
+    """
+
+    fact_id: str
+    source: Evidence
+
+
 class RunReport(_Record):
     """What ``end_run`` returns: the run's figures and what memory changed."""
 
@@ -735,6 +746,7 @@ __all__ = [
     "RunEvidence",
     "RunFinding",
     "EpisodeEvidence",
+    "FactEvidence",
     "SkillEvidence",
     "LessonAdditions",
     "Activation",

@@ -251,6 +251,51 @@ def test_two_writers_racing_inside_end_run_lose_no_episode_sighting_skill_outcom
 
 
 @pytest.mark.server
+def test_two_writers_racing_on_one_fact_keep_both_sources_and_readers_see_what_others_learned(
+    chroma_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fact's sources are a grow-only set on the shared log: a stale record write loses none of them."""
+    from langmem_plus.memory_types.semantic import SemanticMemory
+    from langmem_plus.records import Evidence
+
+    ns = ("shared", uuid.uuid4().hex[:8])
+    a, b = _open(chroma_server, ns, tmp_path, "a"), _open(chroma_server, ns, tmp_path, "b")
+    reader = _open(chroma_server, ns, tmp_path, "reader")
+    assert reader.semantic().facts() == []  # loaded before anyone learned: a stale view to refresh
+    a.semantic().learn(("fridge", "contains", "milk"), Evidence(kind="observed", source="seed"))
+    b.refresh()
+    barrier = threading.Barrier(2, timeout=60)
+    upsert = a.store.upsert.__func__  # type: ignore[attr-defined]
+
+    def both_hold_the_old_record(store: Any, kind: str, records: Any) -> Any:
+        if kind == "facts" and threading.current_thread().name.startswith("learner"):
+            barrier.wait()  # each has folded its new source into the record it read; neither has written
+        return upsert(store, kind, records)
+
+    monkeypatch.setattr(type(a.store), "upsert", both_hold_the_old_record)
+
+    def learn(mem: LearningMemory, source: str) -> None:
+        mem.semantic().learn(("fridge", "contains", "milk"), Evidence(kind="observed", source=source))
+
+    threads = [threading.Thread(target=learn, args=(m, src), name=f"learner-{src}") for m, src in ((a, "a"), (b, "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not barrier.broken
+    monkeypatch.undo()
+    fresh = _open(chroma_server, ns, tmp_path, "fresh", snapshot=False)
+    for mem in (fresh, reader, a, b):
+        mem.refresh()
+        [fact] = mem.semantic().facts()
+        assert {e.source for e in fact.sources} == {"seed", "a", "b"}
+        assert fact.state == "held"
+    assert isinstance(reader.semantic(), SemanticMemory)
+    for mem in (a, b, reader, fresh):
+        mem.close()
+
+
+@pytest.mark.server
 def test_a_snapshot_saved_after_another_writer_reopens_to_the_same_state(chroma_server: str, tmp_path: Path) -> None:
     """The base's ledger and log heads: a snapshot reopen neither double-folds nor misses the other writer's evidence."""
     ns = ("shared", uuid.uuid4().hex[:8])

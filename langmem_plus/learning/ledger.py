@@ -9,8 +9,9 @@ over the record, in Lamport order (``LogKey``), with the kind's fold function
 another writer's evidence reaches the record that writer reached, and every memory
 that has read the same evidence holds the same record.
 
-Three kinds fold this way: lessons (``RunEvidence``: stats, status, merged sets),
-episodes (``EpisodeEvidence``: sightings) and skills (``SkillEvidence``: outcomes).
+Four kinds fold this way: lessons (``RunEvidence``: stats, status, merged sets),
+episodes (``EpisodeEvidence``: sightings), skills (``SkillEvidence``: outcomes) and
+facts (``FactEvidence``: their sources, a grow-only set their states settle from).
 Only records with evidence are held here; any other record is its own fold.
 
 Example:
@@ -39,7 +40,18 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.episodes import EPISODE_COUNTERS, apply_episode_evidence
 from langmem_plus.learning.lifecycle import apply_evidence
 from langmem_plus.learning.skills import apply_skill_evidence
-from langmem_plus.records import Episode, EpisodeEvidence, Lesson, RunEvidence, RunFinding, Skill, SkillEvidence
+from langmem_plus.memory_types.beliefs import add_fact_evidence
+from langmem_plus.records import (
+    Episode,
+    EpisodeEvidence,
+    Fact,
+    FactEvidence,
+    Lesson,
+    RunEvidence,
+    RunFinding,
+    Skill,
+    SkillEvidence,
+)
 
 R = TypeVar("R", bound=BaseModel)
 E = TypeVar("E", bound=RunFinding)
@@ -81,7 +93,10 @@ EPISODE_FOLD: FoldSpec[Episode, EpisodeEvidence] = FoldSpec(
 SKILL_FOLD: FoldSpec[Skill, SkillEvidence] = FoldSpec(
     "skills", "skill_evidence", Skill, SkillEvidence, lambda e: e.skill_id, lambda r: r.id, apply_skill_evidence, ("stats",),
 )
-FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD)
+FACT_FOLD: FoldSpec[Fact, FactEvidence] = FoldSpec(
+    "facts", "fact_evidence", Fact, FactEvidence, lambda e: e.fact_id, lambda r: r.id, add_fact_evidence, (),
+)
+FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD, FACT_FOLD)
 FOLDED_FIELDS = LESSON_FOLD.folded
 """The lesson fields evidence changes; a content write keeps the record's values of these."""
 
@@ -233,5 +248,5 @@ def fold_all(records: Mapping[str, Lesson], entries: Iterable[tuple[LogKey, RunE
 
 
 __all__ = [
-    "EPISODE_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
+    "EPISODE_FOLD", "FACT_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
 ]

@@ -38,6 +38,7 @@ from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import applies_to_text_envs, learn_text_rules
+from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
@@ -789,7 +790,8 @@ class LearningMemory:
 
         with self._lock:
             if self._semantic is None:
-                self._semantic = SemanticMemory(self.store, config=self.config, audit=self.audit, clock=self.clock)
+                self._semantic = SemanticMemory(self.store, config=self.config, audit=self.audit, clock=self.clock,
+                                                log=SharedFacts(self.view, self.sync), lock=self._lock)
             return self._semantic
 
     def _fact_items(self, vector: list[float], query: str, taken: set[str]) -> list[ScoredItem]:

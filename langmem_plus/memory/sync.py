@@ -42,7 +42,7 @@ LOG_NAME = "evidence"
 """The shared log of run evidence and write announcements (``store.journal.SharedLog``)."""
 _LOG_KEYS: dict[type[RunFinding], str] = {spec.evidence: spec.log_key for spec in FOLDS}
 """The shared-log key of each kind of evidence."""
-_SAVED_AS = {"lessons": "accounts", "episodes": "episode_accounts", "skills": "skill_accounts"}
+_SAVED_AS = {"lessons": "accounts", "episodes": "episode_accounts", "skills": "skill_accounts", "facts": "fact_accounts"}
 """The key each kind's ledger is saved under in a snapshot base."""
 Writes = Sequence[tuple[str, str, list[tuple[str, str]]]]
 """Committed writes: (generation token, kind, [(id, record JSON), ...])."""
@@ -224,6 +224,11 @@ class StoreSync:
             self._journal(pending)
             if done or pending:
                 self._publish(pending, evidence if done else [])
+
+    def publish_evidence(self, evidence: Sequence[RunFinding]) -> None:
+        """Append evidence given outside a run's write group (a fact learned directly) and fold it in."""
+        with self.lock:
+            self._publish([], evidence)
 
     def _publish(self, writes: Writes, evidence: Sequence[RunFinding]) -> None:
         """Announce committed writes (their ids) and append run evidence on the shared log, then fold the evidence.

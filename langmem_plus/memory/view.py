@@ -22,11 +22,22 @@ from langmem_plus._text import stable_id
 from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.episodes import age_episode
 from langmem_plus.learning.incremental import index_entries, index_key
-from langmem_plus.learning.ledger import EPISODE_FOLD, FOLDED_FIELDS, FOLDS, LESSON_FOLD, SKILL_FOLD, Ledger, LogKey
+from langmem_plus.learning.ledger import (
+    EPISODE_FOLD,
+    FACT_FOLD,
+    FOLDED_FIELDS,
+    FOLDS,
+    LESSON_FOLD,
+    SKILL_FOLD,
+    Ledger,
+    LogKey,
+)
 from langmem_plus.records import (
     LESSON_STATUSES,
     Episode,
     EpisodeEvidence,
+    Fact,
+    FactEvidence,
     Lesson,
     Link,
     Namespace,
@@ -83,6 +94,10 @@ class MemoryView:
         """Records and sightings of the episodes seen again; episodes stay in Chroma and fold as they are read."""
         self.skill_ledger: Ledger[Skill, SkillEvidence] = Ledger(SKILL_FOLD, config)
         """Records and outcomes of the skills executed again; ``skills`` holds their fold."""
+        self.fact_ledger: Ledger[Fact, FactEvidence] = Ledger(FACT_FOLD, config)
+        """Facts' logged evidence; the semantic memory folds it over the facts it reads (``memory_types.semantic``)."""
+        self.facts_touched: set[str] = set()
+        """Facts whose logged evidence changed since the semantic memory last looked (``FactLog.take_changed``)."""
 
     # ------------------------------------------------------------------ loading
     def load_store(self, store: ChromaStore) -> None:
@@ -92,6 +107,7 @@ class MemoryView:
         self.ledger = Ledger(LESSON_FOLD, self.config)
         self.episode_ledger = Ledger(EPISODE_FOLD, self.config)
         self.skill_ledger = Ledger(SKILL_FOLD, self.config)
+        self.fact_ledger = Ledger(FACT_FOLD, self.config)
         self.lessons, self.links, self.skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in stored(store, "lessons", Lesson):
             self.lessons[lesson.id] = lesson
@@ -121,6 +137,7 @@ class MemoryView:
         self.index = self.saved_index(loaded)  # before the journal: its writes update it
         # Before the journal: its writes fold over the saved evidence.
         self.ledger, self.episode_ledger, self.skill_ledger = ledgers["lessons"], ledgers["episodes"], ledgers["skills"]
+        self.fact_ledger = ledgers["facts"]
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None
             if parse is not None:
@@ -264,6 +281,9 @@ class MemoryView:
                 self.graph.upsert_skill(skill)
         if found.get("episodes"):
             self.episode_ledger.add(found["episodes"], current=lambda _id: None)  # folded as they are read
+        if found.get("facts"):
+            self.fact_ledger.add(found["facts"], current=lambda _id: None)  # folded by the semantic memory
+            self.facts_touched.update(ev.fact_id for _, ev in found["facts"])
 
     def _co_activated(self, ids: list[str]) -> None:
         """One more run showed every pair of ``ids``: their co-activation edges gain 1 (from evidence, never stored).
@@ -286,7 +306,7 @@ class MemoryView:
 
     def ledgers(self) -> dict[str, Ledger[Any, Any]]:
         """Each folded kind's ledger, by store kind."""
-        return {"lessons": self.ledger, "episodes": self.episode_ledger, "skills": self.skill_ledger}
+        return {"lessons": self.ledger, "episodes": self.episode_ledger, "skills": self.skill_ledger, "facts": self.fact_ledger}
 
     def skill_record(self, skill: Skill) -> Skill:
         """``skill``'s content with its stored record's stats: what a content write stores (outcomes stay in the log)."""

@@ -34,8 +34,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from langmem_plus._text import stable_hash
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import EpistemicState, Evidence
+from langmem_plus.records import EpistemicState, Evidence, Fact, FactEvidence
 
 UNLISTED_KIND_STRENGTH = 0.5
 """Strength of an evidence kind the config does not list (seed 002 ``epistemic_strength``: ``_ => 0.5``)."""
@@ -105,6 +106,30 @@ def distinct(evidence: Iterable[Evidence]) -> list[Evidence]:
             seen.add(key)
             out.append(ev)
     return out
+
+
+def evidence_key(evidence: Evidence) -> tuple[str, str, bool, str]:
+    """What makes two pieces of a fact's evidence the same piece: kind, source, direction and text."""
+    return (evidence.kind, evidence.source, evidence.against, evidence.detail)
+
+
+def fact_evidence_key(fact_id: str, evidence: Evidence) -> str:
+    """The shared log's key of one piece of a fact's evidence (the ``run_id`` of its ``FactEvidence``)."""
+    kind, source, against, detail = evidence_key(evidence)
+    return "ev_" + stable_hash(fact_id, kind, source, str(against), detail)
+
+
+def add_fact_evidence(fact: Fact, ev: FactEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Fact:
+    """The facts' fold (``learning.ledger``): ``fact`` with a logged piece of evidence among its sources, once.
+
+    Sources are a grow-only set, so a writer's evidence survives another writer's record
+    write that did not hold it; the states settle from the sources (``settle``) whatever
+    order they arrived in.
+    """
+    key = evidence_key(ev.source)
+    if any(evidence_key(e) == key for e in fact.sources):
+        return fact
+    return fact.model_copy(update={"sources": [*fact.sources, ev.source]})
 
 
 def support(evidence: Sequence[Evidence], config: MemoryConfig = DEFAULT_CONFIG) -> float:
@@ -177,10 +202,13 @@ def settle(
 __all__ = [
     "CASE_SENSITIVE_KINDS",
     "UNLISTED_KIND_STRENGTH",
+    "add_fact_evidence",
     "confidence",
     "display_label",
     "distinct",
+    "evidence_key",
     "evidence_strength",
+    "fact_evidence_key",
     "normalize_label",
     "normalize_relation",
     "settle",

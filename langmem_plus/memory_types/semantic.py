@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
@@ -42,7 +42,14 @@ import numpy as np
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import InvalidRecord
-from langmem_plus.memory_types.beliefs import confidence, display_label, normalize_label, normalize_relation, settle
+from langmem_plus.memory_types.beliefs import (
+    confidence,
+    display_label,
+    evidence_key,
+    normalize_label,
+    normalize_relation,
+    settle,
+)
 from langmem_plus.memory_types.fact_sources import Claim, claims_from_lesson, facts_from_observation, lesson_evidence
 from langmem_plus.records import BeliefChange, Entity, Evidence, Fact, Lesson, Namespace
 from langmem_plus.store.audit import AuditLog
@@ -86,6 +93,27 @@ class Traversal:
     path: list[Fact] = field(default_factory=list)
 
 
+class FactLog(Protocol):
+    """Where a semantic memory shares its facts' evidence with the other writers of its namespace (issue 13).
+
+    A fact's sources are a grow-only set: each piece a writer gives is appended to the
+    shared log, and every memory folds the log over the fact records it reads, so no
+    writer's evidence is lost to another's record write (``memory.facts.SharedFacts``).
+    """
+
+    def fold(self, fact: Fact) -> Fact:
+        """``fact`` with every logged piece of its evidence among its sources."""
+        ...
+
+    def append(self, given: Sequence[tuple[str, Evidence]]) -> None:
+        """Share evidence just given, as (fact id, evidence) pairs."""
+        ...
+
+    def take_changed(self) -> set[str]:
+        """Ids of facts whose logged evidence changed since the last call."""
+        ...
+
+
 class SemanticMemory:
     """A namespace's facts and entities with belief states (seed 002). Get one with ``LearningMemory.semantic()``.
 
@@ -107,9 +135,11 @@ class SemanticMemory:
         opposites: Iterable[tuple[str, str]] = DEFAULT_OPPOSITE_RELATIONS,
         audit: AuditLog | None = None,
         clock: Callable[[], float] = time.time,
+        log: FactLog | None = None,
+        lock: threading.RLock | None = None,
     ) -> None:
-        self.store, self.config, self.audit, self.clock = store, config, audit, clock
-        self._lock = threading.RLock()
+        self.store, self.config, self.audit, self.clock, self.log = store, config, audit, clock, log
+        self._lock = lock if lock is not None else threading.RLock()
         self.functional = frozenset(normalize_relation(r) for r in functional)
         self.opposites: dict[str, str] = {}
         for a, b in opposites:
@@ -127,6 +157,9 @@ class SemanticMemory:
         for fact in store.all("facts"):
             if isinstance(fact, Fact):
                 self._index_fact(fact)
+        if log is not None:
+            with self._lock:
+                self._absorb(set(self._facts) | log.take_changed())
 
     @property
     def namespace(self) -> Namespace:
@@ -135,6 +168,36 @@ class SemanticMemory:
 
     def __len__(self) -> int:
         return len(self._facts)
+
+    # ------------------------------------------------------------------ other writers
+    def _sync(self) -> None:
+        """Fold in the evidence other writers logged since the last look (``FactLog``)."""
+        if self.log is not None:
+            with self._lock:
+                self._absorb(self.log.take_changed())
+
+    def _absorb(self, ids: set[str]) -> None:
+        """Facts ``ids`` with their logged evidence folded in; their groups settled again (held in memory, not written)."""
+        if self.log is None or not ids:
+            return
+        missing = sorted(i for i in ids if i not in self._facts)
+        fetched = {f.id: f for f in self.store.get("facts", missing) if isinstance(f, Fact)} if missing else {}
+        entity_ids = sorted({e for f in fetched.values() for e in (f.subject_id, f.object_id)} - set(self._entities))
+        for entity in self.store.get("entities", entity_ids) if entity_ids else []:
+            if isinstance(entity, Entity):
+                self._index_entity(entity)
+        changed: list[str] = []
+        for fid in sorted(ids):
+            fact = self._facts.get(fid) or fetched.get(fid)
+            if fact is None:  # a record is written before its evidence is logged: this cannot be, but never fail
+                continue
+            folded = self.log.fold(fact)
+            if fid not in self._facts or folded.sources != self._facts[fid].sources:
+                self._index_fact(folded)
+                changed.append(fid)
+        now = self.clock()
+        for fid in changed:
+            self._reconcile(self._facts[fid], now)
 
     # ------------------------------------------------------------------ indexes
     def _index_entity(self, entity: Entity) -> None:
@@ -214,14 +277,16 @@ class SemanticMemory:
             return self._learn_many(facts, evidence)
 
     def _learn_many(self, facts: Sequence[Claim | Triple], evidence: Evidence | Sequence[Evidence]) -> list[Fact]:
+        self._sync()
         extra = (evidence,) if isinstance(evidence, Evidence) else tuple(evidence)
+        given: list[tuple[str, Evidence]] = []
         new_entities: dict[str, Entity] = {}
         touched: dict[str, Fact] = {}
         learned: list[str] = []
         now = self.clock()
         for item in facts:
             claim = item if isinstance(item, Claim) else Claim(*item)
-            given = (*claim.evidence, *extra) or (Evidence(kind="observed", source="user", ts=now),)
+            claim_evidence = (*claim.evidence, *extra) or (Evidence(kind="observed", source="user", ts=now),)
             subject = self._get_or_create(claim.subject, claim.subject_kind, claim.scope, new_entities)
             obj = self._get_or_create(claim.object, claim.object_kind, claim.scope, new_entities)
             relation = normalize_relation(claim.relation)
@@ -233,16 +298,19 @@ class SemanticMemory:
                 id=fid, namespace=self.namespace, subject=subject.label, relation=relation, object=obj.label,
                 subject_id=subject.id, object_id=obj.id, created_at=now, updated_at=now,
             )
-            kept = {(e.kind, e.source, e.against, e.detail) for e in base.sources}
-            fresh = [e for e in given if (e.kind, e.source, e.against, e.detail) not in kept]
+            kept = {evidence_key(e) for e in base.sources}
+            fresh = [e for e in claim_evidence if evidence_key(e) not in kept]
             learned.append(fid)
             if old is not None and not fresh:
                 continue  # nothing new: no write
+            given += [(fid, e) for e in fresh]
             updated = base.model_copy(update={"sources": [*base.sources, *fresh], "updated_at": now})
             self._index_fact(updated)
             touched.update(self._reconcile(updated, now))
         self.store.upsert("entities", list(new_entities.values()))
         self.store.upsert("facts", list(touched.values()))
+        if self.log is not None and given:
+            self.log.append(given)  # after the records: a reader that sees the evidence finds its fact
         return [self._facts[fid] for fid in learned]
 
     def retract(self, fact: Claim | Triple, *, reason: str, source: str = "user", kind: str = "observed") -> Fact:
@@ -336,6 +404,7 @@ class SemanticMemory:
         self, subject: str | None = None, relation: str | None = None, *, states: Iterable[str] = ALL_STATES
     ) -> list[Fact]:
         """Facts, optionally of one subject (label or alias) and relation, in the given states, oldest first."""
+        self._sync()
         wanted = frozenset(states)
         subject_ids: set[str] | None = None
         if subject is not None:
@@ -353,6 +422,7 @@ class SemanticMemory:
 
     def get(self, fact_id: str) -> Fact | None:
         """The fact with this id, or None."""
+        self._sync()
         return self._facts.get(fact_id)
 
     def query(
@@ -374,6 +444,7 @@ class SemanticMemory:
         max(confidence, ``semantic_confidence_floor``). ``vector``: ``text``'s embedding when the
         caller has it (a retrieval's query vector), so it is not embedded twice.
         """
+        self._sync()
         if limit <= 0 or not self._facts:
             return []
         wanted = frozenset(states)
@@ -436,6 +507,7 @@ class SemanticMemory:
         Returns:
             Every entity reached at the end of the path, with the facts followed.
         """
+        self._sync()
         wanted = frozenset(states)
         first = self.entity(start) or self.entity(start, kind="token", scope=scope)
         if first is None:
@@ -462,6 +534,7 @@ __all__ = [
     "DEFAULT_FUNCTIONAL_RELATIONS",
     "DEFAULT_OPPOSITE_RELATIONS",
     "FactHit",
+    "FactLog",
     "SemanticMemory",
     "Traversal",
 ]
