@@ -538,11 +538,17 @@ class RunEvidence(RunFinding):
 
 
 class EpisodeEvidence(RunFinding):
-    """One run saw a stored episode again (a SimHash duplicate merged into it): what the fold adds (DESIGN §6)."""
+    """One run saw a stored episode again (a SimHash duplicate merged into it), or a link was made: what the fold adds.
+
+    A sighting has ``count`` > 0 (DESIGN §6); a link (``LearningMemory.link_episodes``) has
+    ``count`` 0 and names the episode it led to or was caused by; ``run_id`` is then the link's key.
+    """
 
     episode_id: str
     count: int = Field(1, ge=0)
-    """Times the run's duplicate was seen."""
+    """Times the run's duplicate was seen (0: a link only)."""
+    leads_to: list[str] = Field(default_factory=list)
+    caused_by: list[str] = Field(default_factory=list)
     success_weight: float = 0.0
     """The duplicate's weight: a success's weight grows by it, a near-miss keeps the larger."""
     significance: float = 0.0

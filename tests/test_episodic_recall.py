@@ -145,6 +145,8 @@ def test_memory_recall_on_stored_episodes(memory: LearningMemory) -> None:
     assert ids(memory.recall_before(NOW, limit=5, now=then)) == ["b", "a", "faded"]
     memory.link_episodes("a", "b")
     memory.link_episodes("b", "c")
+    memory.link_episodes("a", "b")  # a retried link is one link (its evidence is keyed by the pair)
+    assert {e.episode_id: e.leads_to for e in memory.episodes()}["a"] == ["b"]
     assert ids(memory.recall_sequence("a")) == ["a", "b", "c"]
     assert ids(memory.recall_sequence("c", "backward")) == ["c", "b", "a"]
     with pytest.raises(InvalidRecord, match="no episode 'nope'"):

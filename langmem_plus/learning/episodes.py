@@ -354,27 +354,35 @@ def _hash(ep: Episode, bits: int) -> int:
 
 
 def apply_episode_evidence(ep: Episode, ev: EpisodeEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Episode:
-    """``ep`` seen again by run ``ev``: count added, last_seen and strength refreshed, TTL renewed (DESIGN §6).
+    """``ep`` with one piece of evidence folded in: the episodes' fold (``learning.ledger``), DESIGN §6.
 
-    The episodes' fold (``learning.ledger``): a success's weight grows by the sighting's,
-    a near-miss keeps the larger, an avoidance's TTL restarts at ``avoidance_ttl_episodes``
-    from the sighting's run.
+    A sighting (``count`` > 0) adds its count, refreshes last_seen and strength, grows a
+    success's weight by the sighting's, keeps a near-miss's larger weight, and restarts an
+    avoidance's TTL at ``avoidance_ttl_episodes`` from the sighting's run. Links add the
+    episodes named in ``leads_to`` / ``caused_by`` once each, in the order they arrive.
     """
-    update: dict[str, object] = {
-        "count": ep.count + ev.count,
-        "last_seen_at": max(ep.last_seen_at, ev.at),
-        "strength": 1.0,
-        "significance": max(ep.significance, ev.significance),
-        "run_ids": list(dict.fromkeys([*ep.run_ids, ev.run_id]))[-RUN_IDS_KEPT:],
-        "seen_run_seq": max(ep.seen_run_seq or 0, ev.run_seq),
-    }
-    if ep.kind == "success":
-        update["success_weight"] = ep.success_weight + ev.success_weight  # reused: weight increments
-    elif ep.kind == "nearmiss":
-        update["success_weight"] = max(ep.success_weight, ev.success_weight)
-    else:
-        update["ttl_episodes"] = config.avoidance_ttl_episodes
-    return ep.model_copy(update=update)
+    update: dict[str, object] = {}
+    for name in ("leads_to", "caused_by"):
+        have: list[str] = getattr(ep, name)
+        new = [i for i in getattr(ev, name) if i not in have]
+        if new:
+            update[name] = [*have, *new]
+    if ev.count > 0:
+        update.update({
+            "count": ep.count + ev.count,
+            "last_seen_at": max(ep.last_seen_at, ev.at),
+            "strength": 1.0,
+            "significance": max(ep.significance, ev.significance),
+            "run_ids": list(dict.fromkeys([*ep.run_ids, ev.run_id]))[-RUN_IDS_KEPT:],
+            "seen_run_seq": max(ep.seen_run_seq or 0, ev.run_seq),
+        })
+        if ep.kind == "success":
+            update["success_weight"] = ep.success_weight + ev.success_weight  # reused: weight increments
+        elif ep.kind == "nearmiss":
+            update["success_weight"] = max(ep.success_weight, ev.success_weight)
+        else:
+            update["ttl_episodes"] = config.avoidance_ttl_episodes
+    return ep.model_copy(update=update) if update else ep
 
 
 def age_episode(ep: Episode, runs_after: Callable[[int], int]) -> Episode:

@@ -35,7 +35,7 @@ from langmem_plus.learning.lifecycle import (
     sweep_unused,
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
-from langmem_plus.learning.recall import Direction, link_episodes, recall_at, recall_before, recall_sequence
+from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import applies_to_text_envs, learn_text_rules
 from langmem_plus.memory.facts import SharedFacts
@@ -47,6 +47,7 @@ from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.records import (
     Activation,
     Episode,
+    EpisodeEvidence,
     ErrorEvent,
     Hint,
     Lesson,
@@ -856,14 +857,22 @@ class LearningMemory:
     def link_episodes(self, cause_id: str, effect_id: str) -> None:
         """Record that episode ``cause_id`` led to ``effect_id`` (both stored; both must exist).
 
+        The link is evidence on the shared log (``EpisodeEvidence`` with ``count`` 0), folded
+        into both episodes like a sighting: two writers linking the same episode lose neither link.
+
         Raises:
             InvalidRecord: Either episode is not in this namespace.
         """
-        found = {e.episode_id: e for e in self.store.get("episodes", [cause_id, effect_id]) if isinstance(e, Episode)}
+        found = {e.episode_id for e in self.store.get("episodes", [cause_id, effect_id]) if isinstance(e, Episode)}
         missing = [i for i in (cause_id, effect_id) if i not in found]
         if missing:
             raise InvalidRecord(f"no episode {missing[0]!r} in namespace {self.namespace!r}")
-        self.store.upsert("episodes", list(link_episodes(found[cause_id], found[effect_id])))
+        with self._lock:
+            seq, at, key = (self.runs[-1].seq if self.runs else 0), self.clock(), f"link:{cause_id}>{effect_id}"
+            self.sync.publish_evidence([
+                EpisodeEvidence(episode_id=cause_id, run_id=key, run_seq=seq, at=at, count=0, leads_to=[effect_id]),
+                EpisodeEvidence(episode_id=effect_id, run_id=key, run_seq=seq, at=at, count=0, caused_by=[cause_id]),
+            ])
 
 
 __all__ = ["DEFAULT_PATH", "LearningMemory", "Trajectory"]
