@@ -29,8 +29,11 @@ from langmem_plus.learning.ledger import (
     FOLDS,
     LESSON_FOLD,
     SKILL_FOLD,
+    E,
+    FoldSpec,
     Ledger,
     LogKey,
+    R,
 )
 from langmem_plus.records import (
     LESSON_STATUSES,
@@ -88,14 +91,15 @@ class MemoryView:
         self.graph = LessonGraph()
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
-        self.ledger: Ledger[Lesson, RunEvidence] = Ledger(LESSON_FOLD, config)
+        self.ledger: Ledger[Lesson, RunEvidence]
         """Records and run evidence of the lessons that have evidence; ``lessons`` holds their fold."""
-        self.episode_ledger: Ledger[Episode, EpisodeEvidence] = Ledger(EPISODE_FOLD, config)
+        self.episode_ledger: Ledger[Episode, EpisodeEvidence]
         """Records and sightings of the episodes seen again; episodes stay in Chroma and fold as they are read."""
-        self.skill_ledger: Ledger[Skill, SkillEvidence] = Ledger(SKILL_FOLD, config)
+        self.skill_ledger: Ledger[Skill, SkillEvidence]
         """Records and outcomes of the skills executed again; ``skills`` holds their fold."""
-        self.fact_ledger: Ledger[Fact, FactEvidence] = Ledger(FACT_FOLD, config)
+        self.fact_ledger: Ledger[Fact, FactEvidence]
         """Facts' logged evidence; the semantic memory folds it over the facts it reads (``memory_types.semantic``)."""
+        self.set_ledgers({})
         self.facts_touched: set[str] = set()
         """Facts whose logged evidence changed since the semantic memory last looked (``FactLog.take_changed``)."""
 
@@ -104,10 +108,7 @@ class MemoryView:
         """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
         ns = self.namespace
         self.index = None  # built from the lessons read here
-        self.ledger = Ledger(LESSON_FOLD, self.config)
-        self.episode_ledger = Ledger(EPISODE_FOLD, self.config)
-        self.skill_ledger = Ledger(SKILL_FOLD, self.config)
-        self.fact_ledger = Ledger(FACT_FOLD, self.config)
+        self.set_ledgers({})
         self.lessons, self.links, self.skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in stored(store, "lessons", Lesson):
             self.lessons[lesson.id] = lesson
@@ -135,13 +136,20 @@ class MemoryView:
         )
         self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
         self.index = self.saved_index(loaded)  # before the journal: its writes update it
-        # Before the journal: its writes fold over the saved evidence.
-        self.ledger, self.episode_ledger, self.skill_ledger = ledgers["lessons"], ledgers["episodes"], ledgers["skills"]
-        self.fact_ledger = ledgers["facts"]
+        self.set_ledgers(ledgers)  # before the journal: its writes fold over the saved evidence
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None
             if parse is not None:
                 self.apply(kind, [parse(raw) for _, raw in entries], [raw for _, raw in entries], None)
+
+    def set_ledgers(self, ledgers: dict[str, Ledger[Any, Any]]) -> None:
+        """The ledgers given (by store kind, e.g. from a snapshot base); an empty one for each kind not given."""
+        def pick(spec: FoldSpec[R, E]) -> Ledger[R, E]:
+            found = ledgers.get(spec.kind)
+            return found if found is not None else Ledger(spec, self.config)
+
+        self.ledger, self.episode_ledger = pick(LESSON_FOLD), pick(EPISODE_FOLD)
+        self.skill_ledger, self.fact_ledger = pick(SKILL_FOLD), pick(FACT_FOLD)
 
     def set_runs(self, runs: Iterable[RunRecord]) -> None:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
@@ -252,7 +260,7 @@ class MemoryView:
         self.fp_runs.update(set(run.fingerprint_counts))
 
     def fold_evidence(self, entries: Sequence[Entry]) -> None:
-        """Fold shared-log entries holding evidence (about lessons, episodes or skills) into what they are about."""
+        """Fold shared-log entries holding evidence (about lessons, episodes, skills or facts) into what they are about."""
         found: dict[str, list[tuple[LogKey, Any]]] = {}
         for e in entries:
             for spec in FOLDS:
@@ -269,7 +277,8 @@ class MemoryView:
         if lessons:
             shown: dict[str, set[str]] = {}
             for _, ev in lessons:
-                if isinstance(ev, RunEvidence) and ev.shown and not self.ledger.knows(ev.lesson_id, ev.run_id):  # a retried write adds no link
+                # A retried write adds no co-activation.
+                if isinstance(ev, RunEvidence) and ev.shown and not self.ledger.knows(ev.lesson_id, ev.run_id):
                     shown.setdefault(ev.run_id, set()).add(ev.lesson_id)
             changed = self.ledger.add(lessons, current=self.lessons.get)
             self.put_lessons([(lesson, None) for lesson in changed.values()], None)
