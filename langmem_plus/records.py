@@ -486,15 +486,8 @@ class RunFinding(_Record):
     run_id: str
     run_seq: int
     """The run's sequence number (a Lamport clock over the runs every writer stored)."""
-    at: float
+    at: float = Field(allow_inf_nan=False)
     """When the run ended, epoch seconds."""
-
-    @field_validator("at")
-    @classmethod
-    def _finite_at(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError(f"must be a finite number, got {v!r}")
-        return v
 
 
 class LessonAdditions(_Record):
@@ -514,10 +507,10 @@ class RunEvidence(RunFinding):
     lesson_id: str
     shown: int = Field(0, ge=0)
     """Times the lesson was shown in the run (0: not shown)."""
-    utility: float | None = None
+    utility: float | None = Field(None, allow_inf_nan=False)
     """The run's measured utility for the lesson, when the run could say (``activation_utility``)."""
     passed: bool = False
-    baseline_pass: float | None = None
+    baseline_pass: float | None = Field(None, allow_inf_nan=False)
     """Pass rate of comparable runs without the lesson, when measured."""
     conflict_losses: int = Field(0, ge=0)
     """Conflict-cluster losses counted in the run (``apply_conflict_losses``)."""
@@ -528,13 +521,6 @@ class RunEvidence(RunFinding):
     added: LessonAdditions | None = None
     """Set members the run added (a duplicate merged in, a conflict linked): unioned by the fold, so two
     writers merging into one lesson both keep theirs even when one's record write overwrites the other's."""
-
-    @field_validator("utility", "baseline_pass")
-    @classmethod
-    def _finite(cls, v: float | None) -> float | None:
-        if v is not None and not math.isfinite(v):
-            raise ValueError(f"must be a finite number, got {v!r}")
-        return v
 
 
 class EpisodeEvidence(RunFinding):
@@ -549,16 +535,9 @@ class EpisodeEvidence(RunFinding):
     """Times the run's duplicate was seen (0: a link only)."""
     leads_to: list[str] = Field(default_factory=list)
     caused_by: list[str] = Field(default_factory=list)
-    success_weight: float = 0.0
+    success_weight: float = Field(0.0, allow_inf_nan=False)
     """The duplicate's weight: a success's weight grows by it, a near-miss keeps the larger."""
-    significance: float = 0.0
-
-    @field_validator("success_weight", "significance")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError(f"must be a finite number, got {v!r}")
-        return v
+    significance: float = Field(0.0, allow_inf_nan=False)
 
 
 class SkillEvidence(RunFinding):
