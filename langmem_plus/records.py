@@ -698,6 +698,16 @@ class FactEvidence(RunFinding):
     source: Evidence
 
 
+class EntityEvidence(RunFinding):
+    """An alias a writer gave an entity, appended to the shared log: aliases fold from it like facts' sources.
+
+    Keyed by (entity, ``run_id``) where ``run_id`` names the alias (``alias:<key>``).
+    """
+
+    entity_id: str
+    alias: str
+
+
 class RunReport(_Record):
     """What ``end_run`` returns: the run's figures and what memory changed."""
 
@@ -731,6 +741,7 @@ __all__ = [
     "RunEvidence",
     "RunFinding",
     "EpisodeEvidence",
+    "EntityEvidence",
     "FactEvidence",
     "SkillEvidence",
     "LessonAdditions",

@@ -251,7 +251,7 @@ def test_two_writers_racing_inside_end_run_lose_no_episode_sighting_skill_outcom
 
 
 @pytest.mark.server
-def test_two_writers_racing_on_one_fact_keep_both_sources_and_readers_see_what_others_learned(
+def test_two_writers_on_one_fact_keep_every_source_and_alias_and_readers_see_what_others_learned(
     chroma_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fact's sources are a grow-only set on the shared log: a stale record write loses none of them."""
@@ -291,6 +291,13 @@ def test_two_writers_racing_on_one_fact_keep_both_sources_and_readers_see_what_o
         assert {e.source for e in fact.sources} == {"seed", "a", "b"}
         assert fact.state == "held"
     assert isinstance(reader.semantic(), SemanticMemory)
+    a.semantic().add_alias("fridge", "icebox")
+    b.semantic().add_alias("fridge", "cooler")  # b has not read a's alias: its entity record lacks it
+    for mem in (fresh, reader, a, b):
+        mem.refresh()
+        for alias in ("icebox", "cooler"):
+            found = mem.semantic().entity(alias)
+            assert found is not None and found.label == "fridge", alias
     for mem in (a, b, reader, fresh):
         mem.close()
 

@@ -9,9 +9,10 @@ over the record, in Lamport order (``LogKey``), with the kind's fold function
 another writer's evidence reaches the record that writer reached, and every memory
 that has read the same evidence holds the same record.
 
-Four kinds fold this way: lessons (``RunEvidence``: stats, status, merged sets),
-episodes (``EpisodeEvidence``: sightings), skills (``SkillEvidence``: outcomes) and
-facts (``FactEvidence``: their sources, a grow-only set their states settle from).
+Five kinds fold this way: lessons (``RunEvidence``: stats, status, merged sets),
+episodes (``EpisodeEvidence``: sightings and links), skills (``SkillEvidence``:
+outcomes), facts (``FactEvidence``: their sources, a grow-only set their states settle
+from) and entities (``EntityEvidence``: aliases).
 Only records with evidence are held here; any other record is its own fold.
 
 Example:
@@ -40,8 +41,10 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.episodes import EPISODE_COUNTERS, apply_episode_evidence
 from langmem_plus.learning.lifecycle import apply_evidence
 from langmem_plus.learning.skills import apply_skill_evidence
-from langmem_plus.memory_types.beliefs import add_fact_evidence
+from langmem_plus.memory_types.beliefs import add_entity_alias, add_fact_evidence
 from langmem_plus.records import (
+    Entity,
+    EntityEvidence,
     Episode,
     EpisodeEvidence,
     Fact,
@@ -96,7 +99,10 @@ SKILL_FOLD: FoldSpec[Skill, SkillEvidence] = FoldSpec(
 FACT_FOLD: FoldSpec[Fact, FactEvidence] = FoldSpec(
     "facts", "fact_evidence", Fact, FactEvidence, lambda e: e.fact_id, lambda r: r.id, add_fact_evidence, (),
 )
-FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD, FACT_FOLD)
+ENTITY_FOLD: FoldSpec[Entity, EntityEvidence] = FoldSpec(
+    "entities", "entity_evidence", Entity, EntityEvidence, lambda e: e.entity_id, lambda r: r.id, add_entity_alias, (),
+)
+FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD, FACT_FOLD, ENTITY_FOLD)
 FOLDED_FIELDS = LESSON_FOLD.folded
 """The lesson fields evidence changes; a content write keeps the record's values of these."""
 
@@ -248,5 +254,5 @@ def fold_all(records: Mapping[str, Lesson], entries: Iterable[tuple[LogKey, RunE
 
 
 __all__ = [
-    "EPISODE_FOLD", "FACT_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
+    "ENTITY_FOLD", "EPISODE_FOLD", "FACT_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
 ]

@@ -1,10 +1,11 @@
-"""SharedFacts: a semantic memory's facts' evidence on the namespace's shared log (issue 13).
+"""SharedFacts: a semantic memory's facts' evidence and entities' aliases on the namespace's shared log (issue 13).
 
 A fact's sources are a grow-only set. Each piece of evidence a writer gives a fact is
 appended to the shared log as ``FactEvidence`` beside the fact's record; every memory
 folds what the log holds over the fact records it reads (``learning.ledger``), so a
 source is never lost to another writer's record write, and a memory sees the facts
 other writers learned once it has read their entries (``refresh``, every ``end_run``).
+Aliases work the same way (``EntityEvidence``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from langmem_plus.memory.sync import StoreSync
 from langmem_plus.memory.view import MemoryView
 from langmem_plus.memory_types.beliefs import fact_evidence_key
-from langmem_plus.records import Evidence, Fact, FactEvidence
+from langmem_plus.records import Entity, EntityEvidence, Evidence, Fact, FactEvidence
 
 
 class SharedFacts:
@@ -29,6 +30,11 @@ class SharedFacts:
         ledger = self.view.fact_ledger
         return ledger.set_record(fact) if fact.id in ledger else fact
 
+    def fold_entity(self, entity: Entity) -> Entity:
+        """``entity`` with every logged alias among its aliases."""
+        ledger = self.view.entity_ledger
+        return ledger.set_record(entity) if entity.id in ledger else entity
+
     def append(self, given: Sequence[tuple[str, Evidence]]) -> None:
         """Append evidence just given; numbered after the newest run known, like a run's evidence."""
         seq = self.view.runs[-1].seq if self.view.runs else 0
@@ -38,10 +44,19 @@ class SharedFacts:
             for fid, ev in given
         ])
 
-    def take_changed(self) -> set[str]:
-        """Facts whose logged evidence changed since the last call."""
-        changed, self.view.facts_touched = self.view.facts_touched, set()
-        return changed
+    def append_aliases(self, aliases: Sequence[tuple[str, str]]) -> None:
+        """Append aliases just added, keyed by the alias (the same alias twice is one entry)."""
+        seq, at = (self.view.runs[-1].seq if self.view.runs else 0), self.sync.clock()
+        self.sync.publish_evidence([
+            EntityEvidence(entity_id=eid, run_id=f"alias:{alias}", run_seq=seq, at=at, alias=alias) for eid, alias in aliases
+        ])
+
+    def take_changed(self) -> tuple[set[str], set[str]]:
+        """Facts and entities whose logged additions changed since the last call."""
+        view = self.view
+        facts, entities = view.facts_touched, view.entities_touched
+        view.facts_touched, view.entities_touched = set(), set()
+        return facts, entities
 
 
 __all__ = ["SharedFacts"]

@@ -42,7 +42,8 @@ LOG_NAME = "evidence"
 """The shared log of run evidence and write announcements (``store.journal.SharedLog``)."""
 _LOG_KEYS: dict[type[RunFinding], str] = {spec.evidence: spec.log_key for spec in FOLDS}
 """The shared-log key of each kind of evidence."""
-_SAVED_AS = {"lessons": "accounts", "episodes": "episode_accounts", "skills": "skill_accounts", "facts": "fact_accounts"}
+_SAVED_AS = {"lessons": "accounts", "episodes": "episode_accounts", "skills": "skill_accounts", "facts": "fact_accounts",
+             "entities": "entity_accounts"}
 """The key each kind's ledger is saved under in a snapshot base."""
 Writes = Sequence[tuple[str, str, list[tuple[str, str]]]]
 """Committed writes: (generation token, kind, [(id, record JSON), ...])."""

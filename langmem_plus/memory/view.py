@@ -23,6 +23,7 @@ from langmem_plus.config import MemoryConfig
 from langmem_plus.learning.episodes import age_episode
 from langmem_plus.learning.incremental import index_entries, index_key
 from langmem_plus.learning.ledger import (
+    ENTITY_FOLD,
     EPISODE_FOLD,
     FACT_FOLD,
     FOLDED_FIELDS,
@@ -37,6 +38,8 @@ from langmem_plus.learning.ledger import (
 )
 from langmem_plus.records import (
     LESSON_STATUSES,
+    Entity,
+    EntityEvidence,
     Episode,
     EpisodeEvidence,
     Fact,
@@ -99,9 +102,13 @@ class MemoryView:
         """Records and outcomes of the skills executed again; ``skills`` holds their fold."""
         self.fact_ledger: Ledger[Fact, FactEvidence]
         """Facts' logged evidence; the semantic memory folds it over the facts it reads (``memory_types.semantic``)."""
+        self.entity_ledger: Ledger[Entity, EntityEvidence]
+        """Entities' logged aliases; the semantic memory folds them over the entities it reads."""
         self.set_ledgers({})
         self.facts_touched: set[str] = set()
         """Facts whose logged evidence changed since the semantic memory last looked (``FactLog.take_changed``)."""
+        self.entities_touched: set[str] = set()
+        """Entities whose logged aliases changed since the semantic memory last looked."""
 
     # ------------------------------------------------------------------ loading
     def load_store(self, store: ChromaStore) -> None:
@@ -149,7 +156,7 @@ class MemoryView:
             return found if found is not None else Ledger(spec, self.config)
 
         self.ledger, self.episode_ledger = pick(LESSON_FOLD), pick(EPISODE_FOLD)
-        self.skill_ledger, self.fact_ledger = pick(SKILL_FOLD), pick(FACT_FOLD)
+        self.skill_ledger, self.fact_ledger, self.entity_ledger = pick(SKILL_FOLD), pick(FACT_FOLD), pick(ENTITY_FOLD)
 
     def set_runs(self, runs: Iterable[RunRecord]) -> None:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
@@ -260,7 +267,7 @@ class MemoryView:
         self.fp_runs.update(set(run.fingerprint_counts))
 
     def fold_evidence(self, entries: Sequence[Entry]) -> None:
-        """Fold shared-log entries holding evidence (about lessons, episodes, skills or facts) into what they are about."""
+        """Fold shared-log entries holding evidence (about lessons, episodes, skills, facts or entities) into what they are about."""
         found: dict[str, list[tuple[LogKey, Any]]] = {}
         for e in entries:
             for spec in FOLDS:
@@ -293,6 +300,9 @@ class MemoryView:
         if found.get("facts"):
             self.fact_ledger.add(found["facts"], current=lambda _id: None)  # folded by the semantic memory
             self.facts_touched.update(ev.fact_id for _, ev in found["facts"])
+        if found.get("entities"):
+            self.entity_ledger.add(found["entities"], current=lambda _id: None)
+            self.entities_touched.update(ev.entity_id for _, ev in found["entities"])
 
     def _co_activated(self, ids: list[str]) -> None:
         """One more run showed every pair of ``ids``: their co-activation edges gain 1 (from evidence, never stored).
@@ -315,7 +325,8 @@ class MemoryView:
 
     def ledgers(self) -> dict[str, Ledger[Any, Any]]:
         """Each folded kind's ledger, by store kind."""
-        return {"lessons": self.ledger, "episodes": self.episode_ledger, "skills": self.skill_ledger, "facts": self.fact_ledger}
+        return {"lessons": self.ledger, "episodes": self.episode_ledger, "skills": self.skill_ledger,
+                "facts": self.fact_ledger, "entities": self.entity_ledger}
 
     def skill_record(self, skill: Skill) -> Skill:
         """``skill``'s content with its stored record's stats: what a content write stores (outcomes stay in the log)."""

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from langmem_plus._text import stable_hash
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import EpistemicState, Evidence, Fact, FactEvidence
+from langmem_plus.records import EntityEvidence, Entity, EpistemicState, Evidence, Fact, FactEvidence
 
 UNLISTED_KIND_STRENGTH = 0.5
 """Strength of an evidence kind the config does not list (seed 002 ``epistemic_strength``: ``_ => 0.5``)."""
@@ -132,6 +132,13 @@ def add_fact_evidence(fact: Fact, ev: FactEvidence, config: MemoryConfig = DEFAU
     return fact.model_copy(update={"sources": [*fact.sources, ev.source]})
 
 
+def add_entity_alias(entity: Entity, ev: EntityEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Entity:
+    """The entities' fold (``learning.ledger``): ``entity`` with a logged alias among its aliases, once."""
+    if ev.alias == entity.key or ev.alias in entity.aliases:
+        return entity
+    return entity.model_copy(update={"aliases": [*entity.aliases, ev.alias]})
+
+
 def support(evidence: Sequence[Evidence], config: MemoryConfig = DEFAULT_CONFIG) -> float:
     """Summed strength of the distinct evidence for a fact minus that of the evidence against it."""
     return sum(
@@ -202,6 +209,7 @@ def settle(
 __all__ = [
     "CASE_SENSITIVE_KINDS",
     "UNLISTED_KIND_STRENGTH",
+    "add_entity_alias",
     "add_fact_evidence",
     "confidence",
     "display_label",

@@ -94,23 +94,32 @@ class Traversal:
 
 
 class FactLog(Protocol):
-    """Where a semantic memory shares its facts' evidence with the other writers of its namespace (issue 13).
+    """Where a semantic memory shares its facts' evidence and entities' aliases with the other writers (issue 13).
 
-    A fact's sources are a grow-only set: each piece a writer gives is appended to the
-    shared log, and every memory folds the log over the fact records it reads, so no
-    writer's evidence is lost to another's record write (``memory.facts.SharedFacts``).
+    A fact's sources and an entity's aliases are grow-only sets: each piece a writer adds
+    is appended to the shared log, and every memory folds the log over the records it
+    reads, so nothing a writer added is lost to another's record write
+    (``memory.facts.SharedFacts``).
     """
 
     def fold(self, fact: Fact) -> Fact:
         """``fact`` with every logged piece of its evidence among its sources."""
         ...
 
+    def fold_entity(self, entity: Entity) -> Entity:
+        """``entity`` with every logged alias among its aliases."""
+        ...
+
     def append(self, given: Sequence[tuple[str, Evidence]]) -> None:
         """Share evidence just given, as (fact id, evidence) pairs."""
         ...
 
-    def take_changed(self) -> set[str]:
-        """Ids of facts whose logged evidence changed since the last call."""
+    def append_aliases(self, aliases: Sequence[tuple[str, str]]) -> None:
+        """Share aliases just added, as (entity id, normalised alias) pairs."""
+        ...
+
+    def take_changed(self) -> tuple[set[str], set[str]]:
+        """Ids of the facts and of the entities whose logged additions changed since the last call."""
         ...
 
 
@@ -153,13 +162,14 @@ class SemanticMemory:
         """(scope, normalised label or alias) -> entity id."""
         for entity in store.all("entities"):
             if isinstance(entity, Entity):
-                self._index_entity(entity)
+                self._index_entity(log.fold_entity(entity) if log is not None else entity)
         for fact in store.all("facts"):
             if isinstance(fact, Fact):
                 self._index_fact(fact)
         if log is not None:
             with self._lock:
-                self._absorb(set(self._facts) | log.take_changed())
+                facts, entities = log.take_changed()
+                self._absorb(set(self._facts) | facts, entities)
 
     @property
     def namespace(self) -> Namespace:
@@ -171,23 +181,26 @@ class SemanticMemory:
 
     # ------------------------------------------------------------------ other writers
     def _sync(self) -> None:
-        """Fold in the evidence other writers logged since the last look (``FactLog``)."""
+        """Fold in the evidence and aliases other writers logged since the last look (``FactLog``)."""
         if self.log is not None:
             with self._lock:
-                self._absorb(self.log.take_changed())
+                self._absorb(*self.log.take_changed())
 
-    def _absorb(self, ids: set[str]) -> None:
-        """Facts ``ids`` with their logged evidence folded in; their groups settled again (held in memory, not written)."""
-        if self.log is None or not ids:
+    def _absorb(self, fact_ids: set[str], entity_ids: set[str]) -> None:
+        """Entities and facts with what was logged for them folded in; the facts' groups settled again (in memory)."""
+        if self.log is None or not (fact_ids or entity_ids):
             return
-        missing = sorted(i for i in ids if i not in self._facts)
+        missing = sorted(i for i in fact_ids if i not in self._facts)
         fetched = {f.id: f for f in self.store.get("facts", missing) if isinstance(f, Fact)} if missing else {}
-        entity_ids = sorted({e for f in fetched.values() for e in (f.subject_id, f.object_id)} - set(self._entities))
-        for entity in self.store.get("entities", entity_ids) if entity_ids else []:
-            if isinstance(entity, Entity):
-                self._index_entity(entity)
+        wanted = entity_ids | {e for f in fetched.values() for e in (f.subject_id, f.object_id)} - set(self._entities)
+        unknown = sorted(wanted - set(self._entities))
+        read = {e.id: e for e in self.store.get("entities", unknown) if isinstance(e, Entity)} if unknown else {}
+        for eid in sorted(wanted):
+            entity = self._entities.get(eid) or read.get(eid)
+            if entity is not None:
+                self._index_entity(self.log.fold_entity(entity))
         changed: list[str] = []
-        for fid in sorted(ids):
+        for fid in sorted(fact_ids):
             fact = self._facts.get(fid) or fetched.get(fid)
             if fact is None:  # a record is written before its evidence is logged: this cannot be, but never fail
                 continue
@@ -215,6 +228,7 @@ class SemanticMemory:
     # ------------------------------------------------------------------ entities
     def entity(self, label: str, *, kind: str = "thing", scope: str = "") -> Entity | None:
         """The entity found by this label or one of its aliases, or None."""
+        self._sync()
         eid = self._by_key.get((scope, normalize_label(label, kind=kind)))
         return self._entities.get(eid) if eid else None
 
@@ -245,17 +259,21 @@ class SemanticMemory:
             return self._add_alias(label, alias, kind, scope)
 
     def _add_alias(self, label: str, alias: str, kind: str, scope: str) -> Entity:
+        self._sync()
         new: dict[str, Entity] = {}
         entity = self._get_or_create(label, kind, scope, new)
         key = normalize_label(alias, kind=kind)
         owner = self._by_key.get((entity.scope, key))
         if owner is not None and owner != entity.id:
             raise InvalidRecord(f"alias {alias!r} already names {self._entities[owner].label!r}")
-        if key != entity.key and key not in entity.aliases:
+        added = key != entity.key and key not in entity.aliases
+        if added:
             entity = entity.model_copy(update={"aliases": [*entity.aliases, key]})
             self._index_entity(entity)
             new[entity.id] = entity
         self.store.upsert("entities", list(new.values()))
+        if added and self.log is not None:
+            self.log.append_aliases([(entity.id, key)])
         return entity
 
     # ------------------------------------------------------------------ learning
