@@ -341,10 +341,14 @@ def run(args: argparse.Namespace) -> int:
     if args.store is not None and len(args.lessons) != 1:
         print("--store takes one size (--lessons N)", file=sys.stderr)
         return 2
-    rows = [
-        bench_size(n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open)
-        for n in args.lessons
-    ]
+    try:
+        rows = [
+            bench_size(n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open)
+            for n in args.lessons
+        ]
+    except ValueError as exc:  # a --store folder that holds something else
+        print(f"bench retrieval: {exc}", file=sys.stderr)
+        return 2
     for row in rows:
         row["targets_met"] = targets_met(row)
     if args.json:
