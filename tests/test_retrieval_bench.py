@@ -79,5 +79,7 @@ def test_bench_retrieval_reuses_a_kept_store(tmp_path: Path) -> None:
     assert reused["lessons"] == built["lessons"] == 300 and reused["build_s"] == built["build_s"]
     assert (reused["hit3"], reused["vector_only"]) == (built["hit3"], built["vector_only"])  # same store, same queries
     assert reused["rss_mb"] > 0 and reused["open_chroma_s"] is not None
+    if Path("/proc/self/status").exists():
+        assert reused["memory_mb"]["VmHWM"] >= reused["memory_mb"]["VmRSS"] == reused["rss_mb"]
     other = _bench("--lessons", "400", "--store", str(store))
     assert other.returncode != 0 and "--lessons 300" in other.stderr  # another size is refused, not overwritten
