@@ -350,6 +350,11 @@ class MemoryConfig(BaseModel):
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)
     """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""
+    hnsw_ef_construction: int = Field(100, ge=1)
+    """Candidates Chroma's HNSW index keeps while inserting a vector, for collections created from now on
+    (an existing collection keeps the value it was created with). 100 is Chroma's default; smaller builds
+    the index faster (the bulk of a write's time at 100k+ lessons) and trades the vector search's recall
+    (docs/PERFORMANCE.md, "A million lessons")."""
     snapshot: bool = True
     """Keep a local snapshot of lessons, links, skills, runs and the graph next to the store
     (``store.snapshot``), checked against Chroma's write generation, so an open reads three

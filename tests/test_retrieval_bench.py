@@ -72,6 +72,7 @@ def test_bench_retrieval_reuses_a_kept_store(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     built = json.loads(first.stdout)["sizes"][0]
     assert "wrote 300/300" in first.stderr and built["fresh_process"] is False and built["open_chroma_s"] is None
+    assert built["hnsw_ef_construction"] == 100  # MemoryConfig's default, read back from the collection
     again = _bench("--lessons", "300", "--store", str(store))
     assert again.returncode == 0, again.stderr
     reused = json.loads(again.stdout)["sizes"][0]

@@ -83,6 +83,7 @@ def _log(msg: str) -> None:
 
 def bench_size(
     n: int, *, queries: int = 200, seed: int = 0, warmup: int = WARMUP, store: Path | None = None, chroma_open: bool = True,
+    config: MemoryConfig | None = None,
 ) -> dict[str, Any]:
     """All measurements for one memory size.
 
@@ -97,24 +98,28 @@ def bench_size(
             the process holds no synthetic lessons, so its resident memory is the memory's own.
         chroma_open: Also time the open from Chroma alone (every record read and parsed; minutes
             and several GB at a million lessons).
+        config: The memory's settings (default ``MemoryConfig()``).
     """
+    cfg = config or MemoryConfig()
     if store is None:
         with tempfile.TemporaryDirectory() as tmp:
-            return _bench_in(Path(tmp), n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open)
+            return _bench_in(Path(tmp), n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open, config=cfg)
     store.mkdir(parents=True, exist_ok=True)
-    return _bench_in(store, n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open)
+    return _bench_in(store, n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open, config=cfg)
 
 
-def _bench_in(root: Path, n: int, *, queries: int, seed: int, warmup: int, chroma_open: bool) -> dict[str, Any]:
+def _bench_in(
+    root: Path, n: int, *, queries: int, seed: int, warmup: int, chroma_open: bool, config: MemoryConfig
+) -> dict[str, Any]:
     from langmem_plus.memory import LearningMemory
 
     ns = ("bench", "retrieval")
     built = _load_built(root, n, seed, warmup + queries)
     if built is None:
-        built = _build(root, n, ns, queries=warmup + queries, seed=seed)
+        built = _build(root, n, ns, queries=warmup + queries, seed=seed, config=config)
     build, labelled = built
     started = time.perf_counter()
-    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW)
+    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW, config=config)
     open_s = time.perf_counter() - started
     rss_open = rss_mb()
     _log(f"{n}: opened in {open_s:.2f}s ({len(mem.lessons)} lessons, {mem.graph.number_of_lessons} in the graph; resident {rss_open:.0f} MB)")
@@ -139,11 +144,14 @@ def _bench_in(root: Path, n: int, *, queries: int, seed: int, warmup: int, chrom
     result.update(
         lessons=build["lessons"], open_s=round(open_s, 2), open_chroma_s=open_chroma_s, warm_s=round(warm_s, 2),
         close_s=build["close_s"], writes_per_s=build["writes_per_s"], build_s=build["build_s"], fresh_process=build["reused"],
+        hnsw_ef_construction=build.get("hnsw_ef_construction"),
     )
     return result
 
 
-def _build(root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int) -> tuple[dict[str, Any], list[Query]]:
+def _build(
+    root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int, config: MemoryConfig
+) -> tuple[dict[str, Any], list[Query]]:
     """Generate the synthetic memory, write it into a new store at ``root``, close it, and save what a reuse needs."""
     from langmem_plus.memory import LearningMemory
 
@@ -151,7 +159,7 @@ def _build(root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int) 
     synth = build_memory(n, ns, queries=queries, seed=seed)
     count = len(synth.lessons)
     _log(f"{n}: generated {count} lessons, {len(synth.links)} links in {time.perf_counter() - started:.1f}s")
-    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW)
+    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW, config=config)
     started = time.perf_counter()
     for start in range(0, count, WRITE_BATCH):
         _write(mem, synth.lessons[start : start + WRITE_BATCH])
@@ -160,6 +168,7 @@ def _build(root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int) 
     write_s = time.perf_counter() - started
     mem.write("links", synth.links)
     build_s = time.perf_counter() - started
+    ef = (mem.store.raw_collection("lessons").configuration or {}).get("hnsw", {}).get("ef_construction")
     labelled = synth.queries
     del synth  # the synthetic lessons are not the memory's: let them go before the memory is measured
     gc.collect()
@@ -167,7 +176,10 @@ def _build(root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int) 
     mem.close()
     close_s = time.perf_counter() - started
     _log(f"{n}: built in {build_s:.0f}s ({count / write_s:.0f} lessons/s); close took {close_s:.1f}s")
-    build = {"lessons": count, "seed": seed, "close_s": round(close_s, 2), "writes_per_s": round(count / write_s, 1), "build_s": round(build_s, 1)}
+    build = {
+        "lessons": count, "seed": seed, "hnsw_ef_construction": ef, "close_s": round(close_s, 2),
+        "writes_per_s": round(count / write_s, 1), "build_s": round(build_s, 1),
+    }
     (root / QUERIES_FILE).write_text("".join(_query_line(q) + "\n" for q in labelled))
     (root / MANIFEST_FILE).write_text(json.dumps({**build, "requested": n, "queries": len(labelled)}))
     return {**build, "reused": False}, labelled
@@ -346,6 +358,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-chroma-open", dest="chroma_open", action="store_false",
         help="skip timing the open from Chroma alone (every record read and parsed: minutes and GBs at 1M lessons)",
     )
+    parser.add_argument(
+        "--hnsw-ef-construction", type=int, default=None,
+        help="MemoryConfig.hnsw_ef_construction of the built store (default: MemoryConfig's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -355,7 +371,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         rows = [
-            bench_size(n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open)
+            bench_size(
+                n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open,
+                config=MemoryConfig(hnsw_ef_construction=args.hnsw_ef_construction) if args.hnsw_ef_construction else None,
+            )
             for n in args.lessons
         ]
     except ValueError as exc:  # a --store folder that holds something else
