@@ -91,19 +91,15 @@ class MemoryView:
         """
         ns = self.namespace
         keep = self.config.parsed_lessons_max
-        strings: dict[str, str] = {}  # one string object per distinct id, name, status and tool (``from_state``)
-        one = strings.setdefault
-        loaded.records["lessons"] = {one(i, i): row for i, row in loaded.records["lessons"].items()}
         self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"], loaded.raw, keep_parsed=keep)
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
         self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
         runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
-            loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get, strings=strings
+            loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
         )
-        self.lesson_vectors = LessonVectors([one(i, i) for i in loaded.vector_ids], loaded.vectors)
-        del strings
+        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
         self.index = self.saved_index(loaded)  # before the journal: its writes update it
         self.ledger = ledger  # before the journal: its lesson writes fold over the saved evidence
         for _token, kind, entries in loaded.journal:

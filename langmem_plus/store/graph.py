@@ -189,29 +189,22 @@ class LessonGraph:
         names: Sequence[str],
         arrays: Mapping[str, Any],
         lesson_source: Callable[[str], Lesson | None],
-        strings: dict[str, str] | None = None,
     ) -> LessonGraph:
         """The graph ``to_state`` saved; ``lesson_source`` gives a stored lesson by id.
-
-        ``strings`` shares equal strings: JSON decoding makes a new string for every
-        occurrence of a lesson id, node name, status or tool (about ten a lesson, ~700 MB
-        at a million lessons), so each is replaced by the first equal one met here (pass the
-        same dict to the other loaders to share across them).
 
         Raises:
             ValueError, KeyError, TypeError: the state is damaged (the caller rebuilds from records).
         """
         g = cls(lesson_source)
-        one = (strings if strings is not None else {}).setdefault
-        g.adjacency = Adjacency.from_state([one(n, n) for n in names], arrays)
+        g.adjacency = Adjacency.from_state(names, arrays)
         # JSON gives str keys and values; the shapes are checked by unpacking them here.
-        g._status = {one(k, k): one(v, v) for k, v in dict(data["status"]).items()}
+        g._status = dict(data["status"])
         g._skills = dict(data["skills"])
-        g._fp_index = {fp: {one(i, i) for i in ids} for fp, ids in dict(data["fp_index"]).items()}
-        g._wrong_index = {k: {one(i, i) for i in ids} for k, ids in dict(data["wrong_index"]).items()}
-        g._rewrite = {one(i, i): (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
-        g._tool = {one(i, i): one(t, t) for i, t in dict(data["tool"]).items()}
-        g._links = {(one(a, a), one(b, b), one(key, key)): float(w) for a, b, key, w in data["links"]}
+        g._fp_index = {fp: set(ids) for fp, ids in dict(data["fp_index"]).items()}
+        g._wrong_index = {k: set(ids) for k, ids in dict(data["wrong_index"]).items()}
+        g._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
+        g._tool = dict(data["tool"])
+        g._links = {(a, b, key): float(w) for a, b, key, w in data["links"]}
         return g
 
     # ---- size -----------------------------------------------------------------
