@@ -451,3 +451,21 @@ def test_an_open_parses_at_most_parsed_lessons_max(demo_store: Path) -> None:
     assert {i: l.model_dump() for i, l in mem.lessons.items()} == full[1]
     assert mem.lessons.parsed_count() == 3
     mem.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=8),
+        st.lists(st.one_of(st.floats(allow_nan=False), st.text(max_size=10), st.integers(), st.booleans(), st.none()), max_size=6),
+        max_size=6,
+    )
+)
+def test_graph_head_parser_reads_what_json_loads_reads(head: dict[str, Any]) -> None:
+    """The open parses the graph head with pydantic-core; the values must be ``json.loads``'s, floats and escapes included."""
+    import json
+
+    import pydantic_core
+
+    encoded = pydantic_core.to_json(head, inf_nan_mode="constants")
+    assert pydantic_core.from_json(encoded, cache_strings="all") == json.loads(encoded) == json.loads(json.dumps(head))

@@ -334,7 +334,9 @@ class SnapshotDir:
                 return None
             base = self.path / f"base-{meta['base']}"
             records, raw = _read_records(Path(f"{base}.records.tsv"))
-            graph = json.loads(Path(f"{base}.graph.json").read_text(encoding="utf-8"))
+            # pydantic-core's parser: the same values as ``json.loads`` (tested), 1.5x faster on the 250 MB head
+            # of a million lessons, and it shares repeated short strings (statuses, tools: ~140 MB less there).
+            graph = pydantic_core.from_json(Path(f"{base}.graph.json").read_bytes(), cache_strings="all")
             with np.load(Path(f"{base}.graph.npz"), allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
             journal = _read_journal(self.path / f"journal-{meta['journal']}.tsv")
