@@ -21,6 +21,12 @@ conflicts, co-activations, every status) in a fresh store, then measures in one 
 - hit@1, hit@3 and MRR of the labelled queries for ours (the chosen lessons, in
   order) and for vector-only top-k (raw Chroma's ranking).
 
+It also reports the process's resident memory after the queries (``rss_mb``; ``memory_mb``
+splits it into anonymous and mapped-file pages). ``--store DIR`` keeps the built store, its
+build figures and labelled queries in ``DIR``; a later run with the same size and seed reuses
+it without writing (a fresh process holding no synthetic lessons, so the resident memory is
+the memory's own: how the million-lesson figures of docs/PERFORMANCE.md were taken).
+
 Progress goes to stderr; ``--json`` prints ``{"sizes": [...]}`` on stdout.
 """
 
