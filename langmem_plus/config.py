@@ -350,6 +350,11 @@ class MemoryConfig(BaseModel):
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)
     """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""
+    hnsw_ef_construction: int = Field(100, ge=1)
+    """Candidates Chroma's HNSW index keeps while inserting a vector, for collections created from now on
+    (an existing collection keeps the value it was created with). 100 is Chroma's default; smaller builds
+    the index faster (the bulk of a write's time at 100k+ lessons) and trades the vector search's recall
+    (docs/PERFORMANCE.md, "A million lessons")."""
     snapshot: bool = True
     """Keep a local snapshot of lessons, links, skills, runs and the graph next to the store
     (``store.snapshot``), checked against Chroma's write generation, so an open reads three
@@ -358,6 +363,12 @@ class MemoryConfig(BaseModel):
     """After an open from the snapshot, parse the lessons on a background thread (in small chunks,
     yielding between them), so the first retrievals do not pay the parse; False keeps lessons
     unparsed until used (least memory: 100k parsed lessons hold a few hundred MB)."""
+    parsed_lessons_max: int | None = Field(100_000, ge=1)
+    """Parsed lessons kept in memory whose JSON is also held (the snapshot's file or a write's text):
+    beyond it the longest-parsed is dropped and parsed again (~60 us) when next read, and the warm
+    parse after an open stops there. A parsed lesson takes ~6 KB, so a million would need ~6 GB
+    beside Chroma's index; 100,000 parses every lesson of the 100k bench (docs/PERFORMANCE.md,
+    "A million lessons"). None keeps every parsed lesson."""
     snapshot_rebase_share: float = Field(0.05, ge=0.0)
     """On close, the snapshot's journal is folded into a new base once it holds more records
     than this share of the stored ones (replaying a long journal would slow the next open)."""

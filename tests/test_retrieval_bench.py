@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from langmem_plus.bench.retrieval import targets_met
 from langmem_plus.bench.synthetic import build_memory
@@ -55,3 +56,31 @@ def test_bench_retrieval_json_shape() -> None:
         "ratio_p50<=1.5", "ratio_p50<=1.3", "ratio_sequential_p50<=1.5", "hit3>=vector+0.15", "open_s<=3", "graph_p95_ms<=5",
     }
     assert row["sequential_p50_ms"] > 0 and row["ratio_sequential_p50"] > 0
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langmem_plus.cli", "bench", "retrieval", "--queries", "10", "--warmup", "5", "--json", *args],
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_bench_retrieval_reuses_a_kept_store(tmp_path: Path) -> None:
+    """``--store`` builds once; a second run opens the same store without writing, with the same labelled queries."""
+    store = tmp_path / "kept"
+    first = _bench("--lessons", "300", "--store", str(store), "--no-chroma-open")
+    assert first.returncode == 0, first.stderr
+    built = json.loads(first.stdout)["sizes"][0]
+    assert "wrote 300/300" in first.stderr and built["fresh_process"] is False and built["open_chroma_s"] is None
+    assert built["hnsw_ef_construction"] == 100  # MemoryConfig's default, read back from the collection
+    again = _bench("--lessons", "300", "--store", str(store))
+    assert again.returncode == 0, again.stderr
+    reused = json.loads(again.stdout)["sizes"][0]
+    assert "wrote" not in again.stderr and reused["fresh_process"] is True
+    assert reused["lessons"] == built["lessons"] == 300 and reused["build_s"] == built["build_s"]
+    assert (reused["hit3"], reused["vector_only"]) == (built["hit3"], built["vector_only"])  # same store, same queries
+    assert reused["rss_mb"] > 0 and reused["open_chroma_s"] is not None
+    if Path("/proc/self/status").exists():
+        assert reused["memory_mb"]["VmHWM"] >= reused["memory_mb"]["VmRSS"] == reused["rss_mb"]
+    other = _bench("--lessons", "400", "--store", str(store))
+    assert other.returncode != 0 and "--lessons 300" in other.stderr  # another size is refused, not overwritten

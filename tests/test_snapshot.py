@@ -290,7 +290,8 @@ def test_snapshot_ids_with_escapes_round_trip(tmp_path: Path) -> None:
     graph = ({"status": {}}, ["n"], {"indptr": np.zeros(2, dtype=np.int64)})
     folder.write_base("g1", {"links": [(i, f"raw-{n}") for n, i in enumerate(ids)]}, graph)
     loaded = folder.load("g1")
-    assert loaded is not None and loaded.records["links"] == {i: f"raw-{n}" for n, i in enumerate(ids)}
+    assert loaded is not None
+    assert {i: loaded.raw.text(row) for i, row in loaded.records["links"].items()} == {i: f"raw-{n}" for n, i in enumerate(ids)}
 
 
 def test_a_tag_change_refreshes_the_cached_relevance_vector(tmp_path: Path) -> None:
@@ -362,5 +363,109 @@ def test_a_failed_vector_write_keeps_the_previous_base(tmp_path: Path, monkeypat
         folder.write_base("g2", {"links": [("new", "raw-new")]}, graph, (["new"], np.zeros((1, 4), dtype=np.float32)))
     monkeypatch.undo()
     again = SnapshotDir(tmp_path / "snap").load("g1")
-    assert again is not None and again.records["links"] == {"old": "raw-old"}
+    assert again is not None and again.records["links"] == {"old": 0} and again.raw.text(0) == "raw-old"
     np.testing.assert_array_equal(np.asarray(again.vectors), np.ones((1, 4), dtype=np.float32))
+
+
+def _records_reference(text: str) -> dict[str, dict[str, str]]:
+    """The records file read the plain way: split lines, split each at its first two tabs, decode the id."""
+    import json
+
+    out: dict[str, dict[str, str]] = {"lessons": {}, "links": {}, "skills": {}, "runs": {}}
+    for line in text.splitlines():
+        kind, rid, raw = line.split("\t", 2)
+        out[kind][json.loads(rid)] = raw
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["lessons", "links", "skills", "runs"]), st.text(min_size=1, max_size=12), st.text(max_size=30)),
+        max_size=25,
+    )
+)
+def test_mapped_records_file_reads_as_the_plain_line_split(entries: list[tuple[str, str, str]]) -> None:
+    """The vectorised scan of the memory-mapped records file gives every kind's ids and texts as splitting lines does."""
+    import json
+    import tempfile
+
+    import numpy as np
+
+    from langmem_plus.store.snapshot import SnapshotDir
+
+    records: dict[str, dict[str, str]] = {}
+    for kind, rid, text in entries:
+        records.setdefault(kind, {})[rid] = json.dumps(text)  # record JSON: tabs and newlines escaped
+    graph = ({"status": {}}, ["n"], {"indptr": np.zeros(2, dtype=np.int64)})
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = SnapshotDir(Path(tmp) / "snap")
+        folder.write_base("g", {k: list(v.items()) for k, v in records.items()}, graph)
+        loaded = folder.load("g")
+        assert loaded is not None
+        got = {k: {i: loaded.raw.text(row) for i, row in rows.items()} for k, rows in loaded.records.items()}
+        reference = _records_reference(next(Path(tmp, "snap").glob("base-*.records.tsv")).read_text(encoding="utf-8"))
+        assert got == reference == {k: records.get(k, {}) for k in reference}
+
+
+@pytest.mark.parametrize("damage", [b"lessons\t\"x\"\t{}", b"lessons\t\"x\"\t{\t}\n", b"nokind\t\"x\"\t{}\n", b"lessons\t\"x\"\n"])
+def test_a_malformed_records_line_makes_the_base_unreadable(tmp_path: Path, damage: bytes) -> None:
+    """Truncated, an extra tab, an unknown kind, a missing field: the snapshot is not used (the open reads Chroma)."""
+    import numpy as np
+
+    from langmem_plus.store.snapshot import SnapshotDir
+
+    folder = SnapshotDir(tmp_path / "snap")
+    folder.write_base("g", {"links": [("a", "{}")]}, ({"status": {}}, ["n"], {"indptr": np.zeros(2, dtype=np.int64)}))
+    assert folder.load("g") is not None
+    path = next((tmp_path / "snap").glob("base-*.records.tsv"))
+    path.write_bytes(path.read_bytes() + damage)
+    assert SnapshotDir(tmp_path / "snap").load("g") is None
+
+
+def test_record_table_keeps_at_most_keep_parsed_and_reparses_the_dropped() -> None:
+    import threading
+
+    ns = ("a",)
+    links = {f"k{i}": Link(id=f"k{i}", namespace=ns, a="x", b=f"y{i}") for i in range(50)}
+    table: RecordTable[Link] = RecordTable(Link, ns, {i: l.model_dump_json() for i, l in links.items()}, keep_parsed=8)
+    assert table.warm(threading.Event(), chunk=3, pause_s=0) <= 10 and table.parsed_count() == 8  # the warm stops at the bound
+    for i, link in links.items():
+        assert table[i] == link
+        assert table.parsed_count() <= 8
+    folded = Link(id="k0", namespace=ns, a="folded", b="z")
+    table.put("k0", folded, None)  # no JSON held: this one is never dropped
+    for i in links:
+        table.get(i)
+    assert table["k0"] is folded and table.parsed_count() <= 9
+    assert Link.model_validate_json(table.raw_json("k0")) == folded
+    del table["k0"]
+    assert "k0" not in table and table.parsed_count() <= 8
+
+
+def test_an_open_parses_at_most_parsed_lessons_max(demo_store: Path) -> None:
+    """The warm parse after an open stops at the bound, and every lesson still reads as a full read gives it."""
+    mem = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(parsed_lessons_max=3))
+    assert mem.wait_warm(timeout=30) and mem.lessons.parsed_count() == 3 < len(mem.lessons)
+    full = _from_chroma(demo_store)
+    assert {i: l.model_dump() for i, l in mem.lessons.items()} == full[1]
+    assert mem.lessons.parsed_count() == 3
+    mem.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=8),
+        st.lists(st.one_of(st.floats(allow_nan=False), st.text(max_size=10), st.integers(), st.booleans(), st.none()), max_size=6),
+        max_size=6,
+    )
+)
+def test_graph_head_parser_reads_what_json_loads_reads(head: dict[str, Any]) -> None:
+    """The open parses the graph head with pydantic-core; the values must be ``json.loads``'s, floats and escapes included."""
+    import json
+
+    import pydantic_core
+
+    encoded = pydantic_core.to_json(head, inf_nan_mode="constants")
+    assert pydantic_core.from_json(encoded, cache_strings="all") == json.loads(encoded) == json.loads(json.dumps(head))

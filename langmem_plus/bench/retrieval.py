@@ -21,23 +21,31 @@ conflicts, co-activations, every status) in a fresh store, then measures in one 
 - hit@1, hit@3 and MRR of the labelled queries for ours (the chosen lessons, in
   order) and for vector-only top-k (raw Chroma's ranking).
 
+It also reports the process's resident memory after the queries (``rss_mb``; ``memory_mb``
+splits it into anonymous and mapped-file pages). ``--store DIR`` keeps the built store, its
+build figures and labelled queries in ``DIR``; a later run with the same size and seed reuses
+it without writing (a fresh process holding no synthetic lessons, so the resident memory is
+the memory's own: how the million-lesson figures of docs/PERFORMANCE.md were taken).
+
 Progress goes to stderr; ``--json`` prints ``{"sizes": [...]}`` on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langmem_plus.bench.synthetic import DOMAINS, Query, build_memory
 from langmem_plus.config import MemoryConfig
-from langmem_plus.records import Lesson, TaskSpec
+from langmem_plus.records import ErrorEvent, Lesson, TaskSpec
 
 BENCH_NAME = "retrieval"
 WRITE_BATCH = 5000
@@ -49,6 +57,10 @@ WARMUP = 200
 than the timed ones, so no cache holds their answers): both sides are measured warm."""
 NOW = 2_000_000.0
 """Fixed retrieval time, so recency is reproducible."""
+MANIFEST_FILE = "bench-retrieval.json"
+"""In a ``--store`` folder: the build's figures, size and seed, so a later run can reuse the store."""
+QUERIES_FILE = "bench-retrieval-queries.jsonl"
+"""In a ``--store`` folder: the labelled queries drawn with the memory, one JSON object a line."""
 TARGETS = {"ratio_p50": 1.5, "ratio_p50_default": 1.3, "hit3_margin": 0.15, "open_s": 3.0, "graph_p95_ms": 5.0}
 """Targets at 100,000 lessons (issue 3)."""
 
@@ -75,45 +87,164 @@ def _log(msg: str) -> None:
     print(f"[bench retrieval] {msg}", file=sys.stderr, flush=True)
 
 
-def bench_size(n: int, *, queries: int = 200, seed: int = 0, warmup: int = WARMUP) -> dict[str, Any]:
-    """All measurements for one memory size."""
+def bench_size(
+    n: int, *, queries: int = 200, seed: int = 0, warmup: int = WARMUP, store: Path | None = None, chroma_open: bool = True,
+    config: MemoryConfig | None = None,
+) -> dict[str, Any]:
+    """All measurements for one memory size.
+
+    Args:
+        n: Lessons to build.
+        queries: Timed labelled queries.
+        seed: Seed of the synthetic memory.
+        warmup: Untimed labelled queries before the timed ones.
+        store: Folder to build the store in and keep (None: a temporary one). A folder that
+            already holds a store this bench built with the same ``n`` and ``seed`` is reused:
+            nothing is generated or written, the build figures are the ones saved with it, and
+            the process holds no synthetic lessons, so its resident memory is the memory's own.
+        chroma_open: Also time the open from Chroma alone (every record read and parsed; minutes
+            and several GB at a million lessons).
+        config: The memory's settings (default ``MemoryConfig()``).
+    """
+    cfg = config or MemoryConfig()
+    if store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return _bench_in(Path(tmp), n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open, config=cfg)
+    store.mkdir(parents=True, exist_ok=True)
+    return _bench_in(store, n, queries=queries, seed=seed, warmup=warmup, chroma_open=chroma_open, config=cfg)
+
+
+def _bench_in(
+    root: Path, n: int, *, queries: int, seed: int, warmup: int, chroma_open: bool, config: MemoryConfig
+) -> dict[str, Any]:
     from langmem_plus.memory import LearningMemory
 
     ns = ("bench", "retrieval")
+    built = _load_built(root, n, seed, warmup + queries)
+    if built is None:
+        built = _build(root, n, ns, queries=warmup + queries, seed=seed, config=config)
+    build, labelled = built
     started = time.perf_counter()
-    synth = build_memory(n, ns, queries=warmup + queries, seed=seed)
-    _log(f"{n}: generated {len(synth.lessons)} lessons, {len(synth.links)} links in {time.perf_counter() - started:.1f}s")
-    with tempfile.TemporaryDirectory() as tmp:
-        mem = LearningMemory.open(tmp, namespace=ns, clock=lambda: NOW)
+    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW, config=config)
+    open_s = time.perf_counter() - started
+    rss_open = rss_mb()
+    _log(f"{n}: opened in {open_s:.2f}s ({len(mem.lessons)} lessons, {mem.graph.number_of_lessons} in the graph; resident {rss_open:.0f} MB)")
+    started = time.perf_counter()
+    mem.wait_warm()
+    warm_s = time.perf_counter() - started
+    _log(f"{n}: lessons parsed in the background in {warm_s:.1f}s after the open (queries are timed after it)")
+    result = _measure(mem, labelled[warmup:], warmup=labelled[:warmup])
+    result["memory_mb"] = memory_mb()  # after the warm parse and every query: the steady state
+    result["rss_mb"] = result["memory_mb"].get("VmRSS") or round(rss_mb(), 1)
+    result["rss_open_mb"] = round(rss_open, 1)
+    _log(f"{n}: resident {result['rss_mb']:.0f} MB after the queries")
+    open_chroma_s: float | None = None
+    if chroma_open:  # after the resident-memory reading: this open's garbage would inflate it
         started = time.perf_counter()
-        for start in range(0, len(synth.lessons), WRITE_BATCH):
-            _write(mem, synth.lessons[start : start + WRITE_BATCH])
-            done = min(start + WRITE_BATCH, len(synth.lessons))
-            _log(f"{n}: wrote {done}/{len(synth.lessons)} lessons ({done / (time.perf_counter() - started):.0f}/s)")
-        write_s = time.perf_counter() - started
-        mem.write("links", synth.links)
-        started = time.perf_counter()
-        mem.close()
-        close_s = time.perf_counter() - started
-        started = time.perf_counter()
-        mem = LearningMemory.open(tmp, namespace=ns, clock=lambda: NOW)
-        open_s = time.perf_counter() - started
-        _log(f"{n}: reopened in {open_s:.2f}s ({len(mem.lessons)} lessons, {mem.graph.number_of_lessons} in the graph; close took {close_s:.1f}s)")
-        started = time.perf_counter()
-        mem.wait_warm()
-        warm_s = time.perf_counter() - started
-        _log(f"{n}: lessons parsed in the background in {warm_s:.1f}s after the open (queries are timed after it)")
-        started = time.perf_counter()
-        LearningMemory.open(tmp, namespace=ns, config=MemoryConfig(snapshot=False)).store.close()
-        open_chroma_s = time.perf_counter() - started
+        LearningMemory.open(root, namespace=ns, config=MemoryConfig(snapshot=False)).store.close()
+        open_chroma_s = round(time.perf_counter() - started, 2)
         _log(f"{n}: opened from Chroma alone (no snapshot) in {open_chroma_s:.1f}s")
-        result = _measure(mem, synth.queries[warmup:], warmup=synth.queries[:warmup])
-        mem.close()
+    started = time.perf_counter()
+    mem.close()
+    result["close_after_queries_s"] = round(time.perf_counter() - started, 2)
     result.update(
-        lessons=len(synth.lessons), open_s=round(open_s, 2), open_chroma_s=round(open_chroma_s, 2), warm_s=round(warm_s, 2),
-        close_s=round(close_s, 2), writes_per_s=round(len(synth.lessons) / write_s, 1),
+        lessons=build["lessons"], open_s=round(open_s, 2), open_chroma_s=open_chroma_s, warm_s=round(warm_s, 2),
+        close_s=build["close_s"], writes_per_s=build["writes_per_s"], build_s=build["build_s"], fresh_process=build["reused"],
+        hnsw_ef_construction=build.get("hnsw_ef_construction"),
     )
     return result
+
+
+def _build(
+    root: Path, n: int, ns: tuple[str, ...], *, queries: int, seed: int, config: MemoryConfig
+) -> tuple[dict[str, Any], list[Query]]:
+    """Generate the synthetic memory, write it into a new store at ``root``, close it, and save what a reuse needs."""
+    from langmem_plus.memory import LearningMemory
+
+    started = time.perf_counter()
+    synth = build_memory(n, ns, queries=queries, seed=seed)
+    count = len(synth.lessons)
+    _log(f"{n}: generated {count} lessons, {len(synth.links)} links in {time.perf_counter() - started:.1f}s")
+    mem = LearningMemory.open(root, namespace=ns, clock=lambda: NOW, config=config)
+    started = time.perf_counter()
+    for start in range(0, count, WRITE_BATCH):
+        _write(mem, synth.lessons[start : start + WRITE_BATCH])
+        done = min(start + WRITE_BATCH, count)
+        _log(f"{n}: wrote {done}/{count} lessons ({done / (time.perf_counter() - started):.0f}/s)")
+    write_s = time.perf_counter() - started
+    mem.write("links", synth.links)
+    build_s = time.perf_counter() - started
+    ef = (mem.store.raw_collection("lessons").configuration or {}).get("hnsw", {}).get("ef_construction")
+    labelled = synth.queries
+    del synth  # the synthetic lessons are not the memory's: let them go before the memory is measured
+    gc.collect()
+    started = time.perf_counter()
+    mem.close()
+    close_s = time.perf_counter() - started
+    _log(f"{n}: built in {build_s:.0f}s ({count / write_s:.0f} lessons/s); close took {close_s:.1f}s")
+    build = {
+        "lessons": count, "seed": seed, "hnsw_ef_construction": ef, "close_s": round(close_s, 2),
+        "writes_per_s": round(count / write_s, 1), "build_s": round(build_s, 1),
+    }
+    (root / QUERIES_FILE).write_text("".join(_query_line(q) + "\n" for q in labelled))
+    (root / MANIFEST_FILE).write_text(json.dumps({**build, "requested": n, "queries": len(labelled)}))
+    return {**build, "reused": False}, labelled
+
+
+def _load_built(root: Path, n: int, seed: int, queries: int) -> tuple[dict[str, Any], list[Query]] | None:
+    """The build figures and labelled queries of a store this bench built at ``root``, or None when there is none.
+
+    Raises:
+        ValueError: ``root`` holds files but no matching build (another size, seed, or too few queries).
+    """
+    manifest = root / MANIFEST_FILE
+    if not manifest.exists():
+        if any(root.iterdir()):
+            raise ValueError(f"{root} is not empty and holds no store built by this bench; give an empty or new folder")
+        return None
+    build = json.loads(manifest.read_text())
+    if build["requested"] != n or build["seed"] != seed or build["queries"] < queries:
+        raise ValueError(
+            f"{root} holds a store built with --lessons {build['requested']} --seed {build['seed']} and "
+            f"{build['queries']} labelled queries; asked for {n}, seed {seed}, {queries} queries"
+        )
+    lines = (root / QUERIES_FILE).read_text().splitlines()[:queries]
+    _log(f"{n}: reusing the store built at {root} ({build['lessons']} lessons, build {build['build_s']}s)")
+    return {**build, "reused": True}, [_query_of(line) for line in lines]
+
+
+def _query_line(q: Query) -> str:
+    return json.dumps({"event": q.event.model_dump(mode="json"), "target": q.target, "paraphrased": q.paraphrased})
+
+
+def _query_of(line: str) -> Query:
+    data = json.loads(line)
+    return Query(event=ErrorEvent.model_validate(data["event"]), target=data["target"], paraphrased=data["paraphrased"])
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (``VmRSS`` of ``/proc/self/status``; the peak from
+    ``getrusage`` where there is no ``/proc``)."""
+    found = memory_mb().get("VmRSS")
+    if found is not None:
+        return found
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_mb() -> dict[str, float]:
+    """``VmRSS`` (resident), ``RssAnon`` (heap and other private memory), ``RssFile`` (mapped file pages:
+    the snapshot's vectors and records, libraries) and ``VmHWM`` (peak resident) in MB; empty without ``/proc``."""
+    out: dict[str, float] = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+                out[key] = round(int(value.split()[0]) / 1024, 1)
+    except (OSError, ValueError):
+        return {}
+    return out
 
 
 def _write(mem: Any, lessons: list[Lesson]) -> None:
@@ -224,11 +355,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lessons", type=int, nargs="+", default=[10_000, 100_000], help="memory sizes (default 10000 100000)")
     parser.add_argument("--queries", type=int, default=200, help="labelled queries per size (default 200)")
     parser.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed warm-up queries before them (default {WARMUP})")
+    parser.add_argument(
+        "--store", type=Path, default=None,
+        help="folder to build the store in and keep; a folder this bench built before (same size and seed) is reused "
+        "without rebuilding, in a process that holds no synthetic lessons (one size only)",
+    )
+    parser.add_argument(
+        "--no-chroma-open", dest="chroma_open", action="store_false",
+        help="skip timing the open from Chroma alone (every record read and parsed: minutes and GBs at 1M lessons)",
+    )
+    parser.add_argument(
+        "--hnsw-ef-construction", type=int, default=None,
+        help="MemoryConfig.hnsw_ef_construction of the built store (default: MemoryConfig's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench retrieval``."""
-    rows = [bench_size(n, queries=args.queries, seed=args.seed, warmup=args.warmup) for n in args.lessons]
+    if args.store is not None and len(args.lessons) != 1:
+        print("--store takes one size (--lessons N)", file=sys.stderr)
+        return 2
+    try:
+        rows = [
+            bench_size(
+                n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open,
+                config=MemoryConfig(hnsw_ef_construction=args.hnsw_ef_construction) if args.hnsw_ef_construction else None,
+            )
+            for n in args.lessons
+        ]
+    except ValueError as exc:  # a --store folder that holds something else
+        print(f"bench retrieval: {exc}", file=sys.stderr)
+        return 2
     for row in rows:
         row["targets_met"] = targets_met(row)
     if args.json:
@@ -246,4 +403,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BENCH_NAME", "add_arguments", "bench_size", "run", "targets_met"]
+__all__ = ["BENCH_NAME", "add_arguments", "bench_size", "memory_mb", "rss_mb", "run", "targets_met"]

@@ -83,7 +83,7 @@ class MemoryView:
         self.vectors = VectorCache(
             store, config.embedding_dim, capacity=config.vector_cache_size, known=lambda ids: self.lesson_vectors.get_many(ids)
         )
-        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace)
+        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace, keep_parsed=config.parsed_lessons_max)
         """Lessons by id (folds of their evidence); parsed from the snapshot on first use."""
         self.links: RecordTable[Link] = RecordTable(Link, namespace)
         self.skills: RecordTable[Skill] = RecordTable(Skill, namespace)
@@ -116,7 +116,8 @@ class MemoryView:
         ns = self.namespace
         self.index = None  # built from the lessons read here
         self.set_ledgers({})
-        self.lessons, self.links, self.skills = RecordTable(Lesson, ns), RecordTable(Link, ns), RecordTable(Skill, ns)
+        self.lessons = RecordTable(Lesson, ns, keep_parsed=self.config.parsed_lessons_max)
+        self.links, self.skills = RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in stored(store, "lessons", Lesson):
             self.lessons[lesson.id] = lesson
         for link in stored(store, "links", Link):
@@ -133,10 +134,11 @@ class MemoryView:
             ValueError, KeyError, TypeError: the snapshot is damaged (the caller reads from Chroma instead).
         """
         ns = self.namespace
-        self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"])
-        self.links = RecordTable(Link, ns, loaded.records["links"])
-        self.skills = RecordTable(Skill, ns, loaded.records["skills"])
-        runs = (RunRecord.model_validate_json(raw) for raw in loaded.records["runs"].values())
+        keep = self.config.parsed_lessons_max
+        self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"], loaded.raw, keep_parsed=keep)
+        self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
+        self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
+        runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
             loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get

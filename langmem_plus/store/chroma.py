@@ -289,7 +289,7 @@ class ChromaStore:
                 coll = self.client.get_or_create_collection(
                     name=self.collection_name(kind),
                     embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine"}},
+                    configuration={"hnsw": {"space": "cosine", "ef_construction": self.config.hnsw_ef_construction}},
                     metadata=self._collection_metadata(kind),
                 )
             self._collections[kind] = coll
