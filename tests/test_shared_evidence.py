@@ -140,6 +140,18 @@ def test_members_a_run_added_survive_a_record_write_that_did_not_know_them() -> 
     assert add_members(refolded, added.added) == refolded  # idempotent: folding it twice changes nothing
 
 
+def test_a_saved_ledger_folds_when_its_record_is_read_back_unchanged() -> None:
+    """A ledger from a snapshot base holds records and evidence but no folds: reading back the same record folds it."""
+    ns = ("n",)
+    record = _lesson(ns, "l1")
+    ledger: Ledger[Lesson, RunEvidence] = Ledger(LESSON_FOLD, CFG)
+    ledger.add([((1, 1.0, "w", 1), RunEvidence(lesson_id="l1", run_id="r1", run_seq=1, at=1.0, shown=2))],
+               current={"l1": record}.get)
+    saved = Ledger.from_state(LESSON_FOLD, ledger.to_state(), CFG)
+    assert saved.set_record(record.model_copy()).stats.activations == 2  # equal to the saved record, still folded
+    assert saved.set_record(record).stats.activations == 2
+
+
 def test_a_folded_lesson_matches_what_end_run_judged_in_one_process(tmp_path: Path) -> None:
     """The lessons ``end_run`` judged equal the fold of the evidence it appended over the stored records."""
     mem = LearningMemory.open(tmp_path / "s", namespace=("one",), config=CFG)

@@ -187,6 +187,7 @@ def _kill_round(url: str, snapshot_dir: Path, rnd: int, rng: random.Random, sess
         for line in proc.stdout or ():
             lines.append(line)
             first.set()
+        first.set()  # the worker ended (it died at its start): no need to wait out the timeout
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

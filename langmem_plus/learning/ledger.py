@@ -191,8 +191,8 @@ class Ledger(Generic[R, E]):
         account = self._accounts.get(self.spec.id_of(record))
         if account is None:
             return record
-        if account.record is not record:
-            account.record = record
+        if account.folded is None or (account.record is not record and account.record != record):
+            account.record = record  # new, or the fold is not computed yet (a saved ledger); else read back unchanged
             self._refold(account)
         assert account.folded is not None
         return account.folded
