@@ -110,5 +110,15 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
     assert not any(l.wrong == "chop <X>" for l in existing.values())
     run("c", "slice", "dice red apple", fatal=True)   # dicing where slicing was directed: fatal
     run("d", "slice", "dice red apple", fatal=True)
-    widened = {l.wrong for l in existing.values() if l.wrong and l.applies_when == []}
-    assert {"dice <X>", "chop <X>"} <= widened  # chop never failed, but it is a command of the same kind
+    undirected = {l.wrong for l in existing.values() if l.wrong and l.retrievable and l.applies_when == [f"!{l.wrong}"]}
+    assert {"dice <X>", "chop <X>"} <= undirected  # chop never failed, but it is a command of the same kind
+    assert not any(l.retrievable and l.wrong == "dice <X>" and l.applies_when != ["!dice <X>"] for l in existing.values())
+    # the undirected rule fires where the task does not say the action, and not where it does
+    rules = [l for l in existing.values() if l.retrievable]
+    cuts = ["dice red apple", "chop red apple", "slice red apple"]
+    for verb, avoided in (("slice", {"Avoid `chop <X>`", "Avoid `dice <X>`"}), ("chop", {"Avoid `dice <X>`"})):
+        task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game", context={"valid_actions": valid})
+        seen = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": cuts})]
+        hints = StepDelivery(rules, runs=[])(task, seen)
+        assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
+        assert TextGameExecutor(seed=0).act(task, seen, hints).action == f"{verb} red apple"  # only the directed cut

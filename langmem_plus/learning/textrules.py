@@ -71,7 +71,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textmatch import UNNAMED
+from langmem_plus.learning.textdirect import condition_verbs, extend_to_kin, known_verbs, revise, undirected
+from langmem_plus.learning.textmatch import UNNAMED, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -304,7 +305,10 @@ def enabling_step(steps: Sequence[Step], i: int) -> int | None:
 
 def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
     head = f"AVOID: {pattern}" if avoid else f"PREFER: {pattern}"
-    return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
+    unsaid = [line for line in map(negated_line, conditions) if line is not None]
+    said = [c for c in conditions if negated_line(c) is None]
+    return head + (f" (when the task says: {' ; '.join(said)})" if said else "") + (
+        f" (unless the task says: {' ; '.join(unsaid)})" if unsaid else "")
 
 
 def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
@@ -359,25 +363,31 @@ def learn_text_rules(
     out: dict[str, Lesson] = {}
     seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
-    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    stored = [l for l in existing.values() if l.applies_when is not None and l.scope.tool == task.tool]
+    memory_verbs = known_verbs(stored)
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
         known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
         return known is not None and f"{v} <X>" in (known.applies_when or ())
 
-    directives = {v for v in verbs if directs(v)} | {l.split()[0] for l in lines if l.split() and l.split()[0] in verbs}
+    directives = {v for v in verbs if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)) & verbs
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
         role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
-        if unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
+        undirected_when = undirected(pattern, bindings, lines, directives) if avoid else None
+        if undirected_when is not None:  # a directed command the task did not direct: avoid it wherever undirected
+            conds = undirected_when
+        elif unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
             pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
         elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
             pattern, conds = role
         elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
             continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
+        general = undirected_when is not None or any(is_negative(c) for c in conds)
         wid = rid("avoid", pattern)  # the widened avoidance, once it exists
-        if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
+        if avoid and conds and not general and (out.get(wid) or existing.get(wid)) is not None:
             conds = []  # already avoided everywhere: one lesson, not one per situation
         lid = rid("avoid", pattern, *conds) if avoid else rid("prefer", pattern)
         old = out.get(lid) or existing.get(lid)
@@ -385,36 +395,31 @@ def learn_text_rules(
             conds = sorted(set(old.applies_when) & set(conds))
         out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
-        if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
+        if avoid and conds and not general and known is not None and known.applies_when:  # the exception is known
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
-    _extend_to_kin(out, existing, directives, rid, namespace, run_id, task, now)
+    _revise_stored(out, stored, directives, verbs, rid, now)
+    for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, rid):
+        conds = [f"{UNNAMED}{pattern}"]
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern,
+                                             "applies_when": conds, "created_at": now, "updated_at": now})
     return out
 
 
-def _extend_to_kin(out: dict[str, Lesson], existing: Mapping[str, Lesson], directives: Collection[str],
-                   rid: Callable[..., str], namespace: Namespace, run_id: str, task: TaskSpec, now: float) -> None:
-    """Once undirected use is fatal for one directed command (``dice <X>`` avoided everywhere, done only where the
-    task says ``dice <X>``), the same holds for its kin: every other command the task's text directs.
-
-    Commands the task's text directs (``directives``: memory recommends ``<v> <X>`` when the task says
-    ``<v> <X>``) are one kind; having seen that kind punish undirected use, memory widens the avoidance
-    to the kin it has not yet seen fail (``chop <X>``), the recommendation still winning where directed.
-    """
-    def has(lid: str) -> Lesson | None:
-        return out.get(lid) or existing.get(lid)
-
-    kin = sorted(v for v in directives if has(rid("prefer", f"{v} <X>")) is not None)
-    widened = [v for v in kin if has(rid("avoid", f"{v} <X>")) is not None]
-    if not widened:
-        return
-    source = has(rid("avoid", f"{widened[0]} <X>"))
-    assert source is not None
-    for v in kin:
-        lid = rid("avoid", f"{v} <X>")
-        if has(lid) is None:
-            rule = _rule_text(True, f"{v} <X>", [])
-            out[lid] = source.model_copy(update={"id": lid, "rule_text": rule, "wrong": f"{v} <X>", "applies_when": [],
-                                                 "created_at": now, "updated_at": now})
+def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives: Collection[str], verbs: Collection[str],
+                   rid: Callable[..., str], now: float) -> None:
+    """Rewrite the tool's avoidances with what memory knows now (``textdirect.revise``): the new rule takes the
+    old one's evidence (its runs), the old one is archived and named in ``supersedes``."""
+    current = {**{l.id: l for l in stored}, **out}
+    reduce = lambda pattern, conds: relevant_conditions(pattern, conds, verbs, directives)  # noqa: E731
+    for old, lid, conds in revise(current.values(), directives, verbs, reduce, rid):
+        pattern = old.wrong or ""
+        have = out.get(lid) or current.get(lid)
+        base = have if have is not None else old.model_copy(update={"id": lid, "created_at": now, "supersedes": []})
+        runs = sorted({*old.provenance.run_ids, *base.provenance.run_ids})
+        out[lid] = base.model_copy(update={
+            "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
+            "provenance": base.provenance.model_copy(update={"run_ids": runs}), "supersedes": sorted({*base.supersedes, old.id})})
+        out[old.id] = old.model_copy(update={"status": "archived", "updated_at": now})
 
 
 def _text_lesson(

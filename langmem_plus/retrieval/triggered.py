@@ -15,7 +15,8 @@ valid actions and the lines its condition names have been read. So at each step:
    bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
    the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
    nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
-   all goal words). An avoidance also binds a phrase any short
+   all goal words; a negative line, ``!chop <X>``, that no line of the task's text says it
+   bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
    observation line names (at most ``text_short_line_words`` words, the executor's own
    reading): a needless warning costs a line and a missing one can end the game, while a
    recommendation bound to a distractor lures the agent to it. A literal rule (no
@@ -29,8 +30,9 @@ valid actions and the lines its condition names have been read. So at each step:
    stove```), its condition already checked; a rule with a negative condition (a default
    avoidance of whatever the task does not name) is delivered once as its pattern and
    condition, since grounded it would take one line per object the game shows. When an avoidance and a recommendation fire on
-   the same action, the one with more conditions wins, an avoidance on a tie (the executor
-   contract of ``TextGameExecutor``, applied once here so the step shows one verdict per action).
+   the same action, the avoidance holds unless the recommendation needs a line the avoidance's
+   situation lacked (``textmatch.avoidance_stands``; the executor contract of ``TextGameExecutor``,
+   applied once here so the step shows one verdict per action).
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
    of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
@@ -66,7 +68,19 @@ from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
-from langmem_plus.learning.textmatch import SLOT, Pattern, bind, names_phrase, norm, unnamed_slot
+from langmem_plus.learning.textmatch import (
+    SLOT,
+    Pattern,
+    avoidance_stands,
+    bind,
+    grounded_conditions,
+    is_negative,
+    names_phrase,
+    negated_line,
+    norm,
+    says_line,
+    unnamed_slot,
+)
 from langmem_plus.learning.textrules import task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -152,6 +166,10 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
     neg = unnamed_slot(cond)
     if neg is not None:  # the task's text (goal and what was read) does not name the bound phrase
         return not names_phrase(binding.get(neg, ""), view.goal, view.task_lines)
+    unsaid = negated_line(cond)
+    if unsaid is not None:  # no line of the task's text says the bound line (the action was not asked for)
+        bound = bind(unsaid, binding)
+        return bound is not None and not says_line(bound, view.task_lines)
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase and says nothing more about it
         phrase = binding.get(bare.group(1), "")
@@ -206,26 +224,35 @@ def short_line(item: ScoredItem) -> str:
 
 
 def _negative(item: ScoredItem) -> bool:
-    """Whether the item's rule has a negative condition (``!<X>``): a default avoidance, delivered as its pattern
+    """Whether the item's rule has a negative condition (``!<X>``, ``!chop <X>``): a default avoidance, delivered as its pattern
     (the executor checks the condition), since grounded it would take a line per object the game shows."""
     lesson = item.item
-    return isinstance(lesson, Lesson) and any(unnamed_slot(c) is not None for c in lesson.applies_when or ())
+    return isinstance(lesson, Lesson) and any(is_negative(c) for c in lesson.applies_when or ())
 
 
 def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
-    """One grounded item per action, by the contract of module docstring rule 2, in rank order."""
-    best: dict[str, tuple[tuple[int, int], int, ScoredItem]] = {}
+    """One grounded item per action, by the contract of module docstring rule 2, in rank order.
+
+    An action is avoided when an avoidance fires on it that no recommendation firing on it
+    overrides (``textmatch.avoidance_stands``: one that needs a line the avoidance's situation
+    lacks); the avoidance shown is the best-ranked such one, else the best-ranked recommendation.
+    """
+    by_action: dict[str, list[tuple[int, ScoredItem, bool, frozenset[str]]]] = {}
     for rank, (it, action) in enumerate(fired):
         lesson = it.item
         assert isinstance(lesson, Lesson)
-        avoid = bool(lesson.wrong)
-        spec = sum(1 for c in lesson.applies_when or () if unnamed_slot(c) is None)  # negatives add none
-        key = (spec, int(avoid))  # more conditions first, an avoidance on a tie
-        held = best.get(action)
-        if held is None or key > held[0]:
-            best[action] = (key, rank, it)
+        pattern = rule_pattern(lesson)
+        binding = (pattern.match(action) if pattern is not None else None) or {}
+        conds = grounded_conditions(lesson.applies_when or (), binding)
+        by_action.setdefault(action, []).append((rank, it, bool(lesson.wrong), conds))
+    chosen: list[tuple[int, str, ScoredItem]] = []
+    for action, rules in by_action.items():
+        prefers = [conds for _, _, avoid, conds in rules if not avoid]
+        standing = [(rank, it) for rank, it, avoid, conds in rules if avoid and avoidance_stands(conds, prefers)]
+        rank, it = (standing or [(rank, it) for rank, it, avoid, _ in rules if not avoid])[0]  # rules are in rank order
+        chosen.append((rank, action, it))
     out = []
-    for action, (_, rank, it) in sorted(best.items(), key=lambda kv: kv[1][1]):
+    for rank, action, it in sorted(chosen, key=lambda t: t[0]):
         lesson = it.item
         assert isinstance(lesson, Lesson)
         grounded = lesson.model_copy(update={
