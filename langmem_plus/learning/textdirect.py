@@ -19,7 +19,8 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   has a line no command answers (``relevant_conditions``). The replaced rule is archived
   (``supersedes`` names it); the new one covers every situation the old one did.
 - **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, the others
-  memory recommends where directed (``<v> <X>`` when the task says ``<v> <X>``) are too.
+  that direct something done to a thing (memory recommends ``<v> <X>`` where the task says
+  ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too.
 
 Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
 
@@ -102,16 +103,24 @@ def revise(rules: Iterable[Lesson], directives: Collection[str], command_verbs: 
     return out
 
 
-def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[str], rid: Callable[..., str]
-                  ) -> list[tuple[str, str, Lesson]]:
-    """Undirected avoidances for every directive verb memory recommends where directed, once one of them is
-    avoided where undirected: ``(new id, pattern, source rule)`` for each kin not yet avoided (module docstring)."""
-    kin = sorted(v for v in directives if has(rid("prefer", f"{v} <X>")) is not None)
-    avoided = [has(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>")) for v in kin]
-    source = next((a for a in avoided if a is not None), None)
+def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
+                  rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
+    """Undirected avoidances for every directive verb that directs something done to a thing, once one of them is
+    avoided where undirected: ``(new id, pattern, source rule)`` for each kin not yet avoided (module docstring).
+
+    A kin is a directive verb memory recommends where directed (``<v> <X>`` when the task says
+    ``<v> <X>``) or has seen start a condition line, which is always about a thing
+    (``about_things``, ``condition_verbs``); a directive about no thing (``prepare meal``) has none.
+    """
+    def undirected_rule(v: str) -> Lesson | None:
+        return has(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"))
+
+    source = next((a for a in map(undirected_rule, sorted(directives)) if a is not None), None)
     if source is None:
         return []
-    return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v, a in zip(kin, avoided) if a is None]
+    kin = sorted(v for v in directives if (v in about_things or has(rid("prefer", f"{v} <X>")) is not None)
+                 and undirected_rule(v) is None)
+    return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
 __all__ = ["condition_verbs", "extend_to_kin", "known_verbs", "pattern_verb", "revise", "undirected"]

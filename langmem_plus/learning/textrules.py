@@ -370,7 +370,8 @@ def learn_text_rules(
         known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
         return known is not None and f"{v} <X>" in (known.applies_when or ())
 
-    directives = {v for v in verbs if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)) & verbs
+    commands = verbs | memory_verbs  # every command known, this run's or memory's
+    directives = {v for v in commands if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)) & commands
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
@@ -397,8 +398,9 @@ def learn_text_rules(
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
         if avoid and conds and not general and known is not None and known.applies_when:  # the exception is known
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
-    _revise_stored(out, stored, directives, verbs, rid, now)
-    for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, rid):
+    _revise_stored(out, stored, directives, commands, rid, now)
+    about_things = condition_verbs([*stored, *out.values()])
+    for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
         conds = [f"{UNNAMED}{pattern}"]
         out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern,
                                              "applies_when": conds, "created_at": now, "updated_at": now})
