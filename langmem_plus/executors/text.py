@@ -88,6 +88,7 @@ from langmem_plus.learning.textmatch import (
     Pattern,
     avoidance_stands,
     bind,
+    clauses,
     grounded_conditions,
     names_phrase,
     negated_line,
@@ -193,7 +194,8 @@ class _View:
 
     @property
     def seen(self) -> str:
-        return "\n".join(norm(line) for obs in self.observations for line in obs.splitlines())
+        """The observations' clauses, one a line: a condition must occur within one (``textmatch.clauses``)."""
+        return "\n".join(c for obs in self.observations for c in clauses(obs))
 
     def short_lines(self, max_words: int) -> str:
         lines = (norm(line) for obs in self.observations for line in obs.splitlines())

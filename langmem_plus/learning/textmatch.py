@@ -50,6 +50,20 @@ def norm(text: str) -> str:
     return " ".join(norm_words(text))
 
 
+_CLAUSE_END = re.compile(r"[,.;:!?()\[\]]")
+
+
+def clauses(text: str) -> list[str]:
+    """Normalised clauses of ``text``: its lines cut at punctuation, so that a phrase said about one thing never
+    runs into the next (a list "raw pork chop, a block of cheese" does not say "chop block of cheese").
+
+    Example:
+        >>> clauses("The fridge contains a raw pork chop, a block of cheese.\\nRoast the apple")
+        ['fridge contains raw pork chop', 'block of cheese', 'roast apple']
+    """
+    return [c for line in text.splitlines() for c in map(norm, _CLAUSE_END.split(line)) if c]
+
+
 @dataclass(frozen=True)
 class Pattern:
     """One action pattern, compiled: its words literal, each placeholder one or more words."""
@@ -197,4 +211,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "grounded_conditions", "is_negative", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+           "clauses", "grounded_conditions", "is_negative", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

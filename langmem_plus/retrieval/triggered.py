@@ -26,13 +26,18 @@ valid actions and the lines its condition names have been read. So at each step:
    run never read its recipe) is that task's fact, and elsewhere it lures the agent to a
    distractor. Nothing here knows a game's words: patterns, conditions, the task's text
    and the valid actions all come from the run.
-2. **Ground**: a firing is delivered as the concrete action (``Avoid `cook pork chop in
-   stove```), its condition already checked; a rule with a negative condition (a default
-   avoidance of whatever the task does not name) is delivered once as its pattern and
-   condition, since grounded it would take one line per object the game shows. When an avoidance and a recommendation fire on
-   the same action, the avoidance holds unless the recommendation needs a line the avoidance's
-   situation lacked (``textmatch.avoidance_stands``; the executor contract of ``TextGameExecutor``,
-   applied once here so the step shows one verdict per action).
+2. **Ground**: when an avoidance and a recommendation fire on the same action, the avoidance
+   holds unless the recommendation needs a line the avoidance's situation lacked
+   (``textmatch.avoidance_stands``, the executor contract of ``TextGameExecutor``, applied
+   here so the step shows one verdict per action, and a rule that wins nowhere is not shown).
+   A winning avoidance that states no line the task must say (no condition, or only negative
+   ones: a default avoidance of whatever the task does not name or say) is delivered once as
+   its pattern and conditions, since grounded it would take one line per object the game
+   shows; any other winner as the concrete action (``Avoid `cook pork chop in stove```), its
+   condition already checked, a recommendation with its lines bound (``when the task says
+   `roast pork chop```), which is what makes it win over such a pattern in the reader's hands.
+   A rule's line is never cut to a shorter form under the budget: without its condition it
+   would forbid the directed case too; it is shown whole or left out.
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
    of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
@@ -49,7 +54,7 @@ pre-run block already carries it).
 
 Example:
     >>> from langmem_plus.records import Lesson, LessonScope, TaskSpec
-    >>> rule = Lesson(id="r1", namespace=("ns",), rule_text="AVOID: eat <X>", wrong="eat <X>", applies_when=[],
+    >>> rule = Lesson(id="r1", namespace=("ns",), rule_text="AVOID: eat <X>", wrong="eat <X>", applies_when=["<X>"],
     ...               scope=LessonScope(tool="game"))
     >>> task = TaskSpec(task_id="t", goal="Read the recipe.", tool="game", context={"valid_actions": ["read recipe"]})
     >>> read = Step(index=0, action="read recipe", observation="Ingredients:\\n  red apple",
@@ -73,6 +78,7 @@ from langmem_plus.learning.textmatch import (
     Pattern,
     avoidance_stands,
     bind,
+    clauses,
     grounded_conditions,
     is_negative,
     names_phrase,
@@ -101,6 +107,8 @@ class StepView:
     task_lines: tuple[str, ...]
     lines: tuple[str, ...]
     valid: tuple[str, ...]
+    said: tuple[str, ...] = ()
+    """The observations' clauses (``textmatch.clauses``): where a condition line must occur."""
 
     @classmethod
     def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
@@ -110,8 +118,9 @@ class StepView:
         observations = [str(ctx.get("observation") or ""), *(s.observation for s in history)]
         raw = history[-1].info.get("valid_actions") if history else ctx.get("valid_actions")
         lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
+        said = tuple(dict.fromkeys(c for o in observations for c in clauses(o)))
         return cls(frozenset(norm(goal).split()), norm(goal), tuple(task_text_lines(goal, history)), lines,
-                   tuple(str(a) for a in raw or []))
+                   tuple(str(a) for a in raw or []), said)
 
     def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
         """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
@@ -125,9 +134,9 @@ class StepView:
         return short_line_words is not None and any(len(l.split()) <= short_line_words and rx.search(l) for l in self.lines)
 
     def says(self, line: str) -> bool:
-        """Whether an observation line contains ``line`` (whole words)."""
+        """Whether a clause of an observation contains ``line`` (whole words)."""
         rx = re.compile(r"(^| )" + re.escape(line) + r"( |$)")
-        return any(rx.search(l) for l in self.lines)
+        return any(rx.search(l) for l in self.said)
 
 
 def rule_pattern(lesson: Lesson) -> Pattern | None:
@@ -223,15 +232,16 @@ def short_line(item: ScoredItem) -> str:
     return f"- {text}"
 
 
-def _negative(item: ScoredItem) -> bool:
-    """Whether the item's rule has a negative condition (``!<X>``, ``!chop <X>``): a default avoidance, delivered as its pattern
-    (the executor checks the condition), since grounded it would take a line per object the game shows."""
+def _as_pattern(item: ScoredItem) -> bool:
+    """Whether the item is an avoidance that states no line the task must say (no condition, or only negative
+    ones: ``!<X>``, ``!chop <X>``): delivered once as its pattern and conditions (the executor binds and checks
+    them), since grounded it would take a line per object the game shows."""
     lesson = item.item
-    return isinstance(lesson, Lesson) and any(is_negative(c) for c in lesson.applies_when or ())
+    return isinstance(lesson, Lesson) and bool(lesson.wrong) and all(is_negative(c) for c in lesson.applies_when or ())
 
 
-def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
-    """One grounded item per action, by the contract of module docstring rule 2, in rank order.
+def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[tuple[ScoredItem, str]]:
+    """The winning rule per action, ``(rule, action)``, by the contract of module docstring rule 2, in rank order.
 
     An action is avoided when an avoidance fires on it that no recommendation firing on it
     overrides (``textmatch.avoidance_stands``: one that needs a line the avoidance's situation
@@ -251,15 +261,21 @@ def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
         standing = [(rank, it) for rank, it, avoid, conds in rules if avoid and avoidance_stands(conds, prefers)]
         rank, it = (standing or [(rank, it) for rank, it, avoid, _ in rules if not avoid])[0]  # rules are in rank order
         chosen.append((rank, action, it))
-    out = []
-    for rank, action, it in sorted(chosen, key=lambda t: t[0]):
-        lesson = it.item
-        assert isinstance(lesson, Lesson)
-        grounded = lesson.model_copy(update={
-            "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": [],
-            "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
-        out.append(it.model_copy(update={"item": grounded}))
-    return out
+    return [(it, action) for _, action, it in sorted(chosen, key=lambda t: t[0])]
+
+
+def _grounded(it: ScoredItem, action: str) -> ScoredItem:
+    """The winning rule as the concrete action; a recommendation keeps its lines, bound (against an avoidance shown
+    as its pattern they are what makes it win in the reader's hands)."""
+    lesson = it.item
+    assert isinstance(lesson, Lesson)
+    pattern = rule_pattern(lesson)
+    binding = (pattern.match(action) if pattern is not None else None) or {}
+    said = [] if lesson.wrong else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    grounded = lesson.model_copy(update={
+        "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
+        "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
+    return it.model_copy(update={"item": grounded})
 
 
 @dataclass
@@ -310,13 +326,15 @@ class StepDelivery:
         view = StepView.of(task, history)
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
-        grounded = _verdicts([(it, a) for it, a in fired if not _negative(it)])
-        default = list({it.item_id: it for it, _ in fired if _negative(it)}.values())
-        grounded = default + grounded  # a default avoidance once, as its pattern: one line however many actions
+        winners = _verdicts(fired)
+        default = list({it.item_id: it for it, _ in winners if _as_pattern(it)}.values())
+        # an avoidance stating no line once, as its pattern: one line however many actions
+        grounded = default + [_grounded(it, action) for it, action in winners if not _as_pattern(it)]
         if not grounded:
             return []
-        block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config,
-                         relevance=in_order(grounded), line=rule_line, header=self.header or TRIGGERED_HEADER)
+        # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
+        block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(grounded),
+                         line=rule_line, short=rule_line, header=self.header or TRIGGERED_HEADER)
         for line in block.text.splitlines()[1:]:
             self.lines.setdefault(line, None)
         hints = hints_from_items(block.shown)
