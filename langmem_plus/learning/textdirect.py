@@ -20,7 +20,8 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   (``supersedes`` names it); the new one covers every situation the old one did.
 - **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, the others
   that direct something done to a thing (memory recommends ``<v> <X>`` where the task says
-  ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too.
+  ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too; and once one of them is
+  recommended where directed, the others are (``directed_kin``).
 
 Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
 
@@ -123,4 +124,24 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
-__all__ = ["condition_verbs", "extend_to_kin", "known_verbs", "pattern_verb", "revise", "undirected"]
+def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
+                 rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
+    """Recommendations ``<v> <X>`` where the task says ``<v> <X>`` for every directive verb about things, once memory
+    recommends one of them so: ``(new id, pattern, source rule)`` for each kin not yet recommended.
+
+    The other half of ``extend_to_kin``: a command of that kind is right where the task directs
+    it, so memory need not have seen each one score (a verb the executor would otherwise leave,
+    since nothing else draws it) before it follows the directive.
+    """
+    def directed(v: str) -> Lesson | None:
+        known = has(rid("prefer", f"{v} <X>"))
+        return known if known is not None and f"{v} <X>" in (known.applies_when or ()) else None
+
+    source = next((d for d in map(directed, sorted(directives)) if d is not None), None)
+    if source is None:
+        return []
+    kin = sorted(v for v in directives if v in about_things and has(rid("prefer", f"{v} <X>")) is None)
+    return [(rid("prefer", f"{v} <X>"), f"{v} <X>", source) for v in kin]
+
+
+__all__ = ["condition_verbs", "directed_kin", "extend_to_kin", "known_verbs", "pattern_verb", "revise", "undirected"]

@@ -71,7 +71,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textdirect import condition_verbs, extend_to_kin, known_verbs, revise, undirected
+from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
 from langmem_plus.learning.textmatch import UNNAMED, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
@@ -363,7 +363,7 @@ def learn_text_rules(
     out: dict[str, Lesson] = {}
     seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
-    stored = [l for l in existing.values() if l.applies_when is not None and l.scope.tool == task.tool]
+    stored = live_text_rules([l for l in existing.values() if l.scope.tool == task.tool])
     memory_verbs = known_verbs(stored)
     verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
@@ -404,13 +404,25 @@ def learn_text_rules(
         conds = [f"{UNNAMED}{pattern}"]
         out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern,
                                              "applies_when": conds, "created_at": now, "updated_at": now})
+    for lid, pattern, source in directed_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
+                                             "applies_when": [pattern], "created_at": now, "updated_at": now})
     return out
+
+
+def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
+    """The text rules among ``lessons`` that are retrievable and that no other of them supersedes (``Lesson.supersedes``:
+    a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces)."""
+    rules = [l for l in lessons if l.applies_when is not None and l.retrievable]
+    retired = {old for l in rules for old in l.supersedes}
+    return [l for l in rules if l.id not in retired]
 
 
 def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives: Collection[str], verbs: Collection[str],
                    rid: Callable[..., str], now: float) -> None:
     """Rewrite the tool's avoidances with what memory knows now (``textdirect.revise``): the new rule takes the
-    old one's evidence (its runs), the old one is archived and named in ``supersedes``."""
+    old one's evidence (its runs) and names it in ``supersedes``, which retires it (``live_text_rules``): a status
+    is a fold over evidence, not content, so the old record itself stays as it was."""
     current = {**{l.id: l for l in stored}, **out}
     reduce = lambda pattern, conds: relevant_conditions(pattern, conds, verbs, directives)  # noqa: E731
     for old, lid, conds in revise(current.values(), directives, verbs, reduce, rid):
@@ -421,7 +433,6 @@ def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives:
         out[lid] = base.model_copy(update={
             "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
             "provenance": base.provenance.model_copy(update={"run_ids": runs}), "supersedes": sorted({*base.supersedes, old.id})})
-        out[old.id] = old.model_copy(update={"status": "archived", "updated_at": now})
 
 
 def _text_lesson(
@@ -462,6 +473,7 @@ __all__ = [
     "is_read",
     "moved",
     "learn_text_rules",
+    "live_text_rules",
     "relevant_conditions",
     "task_text_lines",
     "teaching_steps",

@@ -87,7 +87,7 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
-from langmem_plus.learning.textrules import task_text_lines
+from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.tokens import count_tokens
@@ -283,7 +283,8 @@ class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
 
     Args:
-        rules: The text rules that may be delivered (the task's tool's, live ones).
+        rules: The text rules that may be delivered (the task's tool's); only live ones are (``textrules.live_text_rules``:
+            retrievable, and superseded by no other).
         runs: The tool's finished runs, for ``rule_utility``.
         config: Supplies ``max_context_tokens`` (the per-step block) and ``text_short_line_words``.
         header: The block's first line; ``""`` when the delivered lines join a block that has one.
@@ -301,8 +302,8 @@ class StepDelivery:
 
     def __post_init__(self) -> None:
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
-        for lesson in self.rules:
-            pattern = rule_pattern(lesson) if is_text_rule(lesson) and lesson.retrievable else None
+        for lesson in live_text_rules(self.rules):
+            pattern = rule_pattern(lesson)
             if pattern is None:
                 continue
             need, gain = rule_utility(lesson, self.runs)
