@@ -122,3 +122,29 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
         hints = StepDelivery(rules, runs=[])(task, seen)
         assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
         assert TextGameExecutor(seed=0).act(task, seen, hints).action == f"{verb} red apple"  # only the directed cut
+
+
+def test_a_condition_that_names_another_command_leaves_the_rule_once_that_command_is_known() -> None:
+    recipe = "Ingredients:\n  red apple\n\nDirections:\n  {a} the red apple\n  {b} the red apple"
+    with_knife = ["read cookbook", "slice red apple", "cook red apple in oven", "cook red apple in toaster"]
+    existing: dict = {}
+
+    def run(run_id: str, a: str, b: str, action: str, fatal: bool, offered: list[str]) -> None:
+        task = TaskSpec(task_id=run_id, goal="Check the cookbook for the recipe.", tool="game")
+        steps = [Step(index=0, action="read cookbook", observation=recipe.format(a=a, b=b), info={"valid_actions": offered}),
+                 Step(index=1, action=action, observation="x", info={"valid_actions": offered},
+                      feedback=Feedback(constraint_failure=True, error_text="x") if fatal else Feedback(reward=0.1))]
+        existing.update(learn_text_rules(namespace=("ns",), run_id=run_id, task=task, steps=steps, existing=existing, now=0.0))
+
+    # slicing is not offered (no knife): nothing says `slice <X>` is a command, so its line stays in the situation
+    run("a", "roast", "slice", "cook red apple in toaster", True, with_knife[:1] + with_knife[2:])
+    assert [l.applies_when for l in live_text_rules(list(existing.values()))] == [["roast <X>", "slice <X>"]]
+    run("b", "slice", "fry", "slice red apple", False, with_knife)  # slice is a command the task directs
+    live = {l.wrong or l.correct: l for l in live_text_rules(list(existing.values()))}
+    toaster = live["cook <X> in toaster"]
+    assert toaster.applies_when == ["roast <X>"] and toaster.provenance.run_ids == ["a"] and len(toaster.supersedes) == 1
+    # the narrow rule is retired: delivery shows the revised one where the task says roast and nothing of slicing
+    task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
+    seen = [Step(index=0, action="read cookbook", observation="Directions:\n  roast the red apple", info={"valid_actions": with_knife})]
+    hints = StepDelivery(list(existing.values()), runs=[])(task, seen)
+    assert [h.source_id for h in hints if h.text == "Avoid `cook red apple in toaster`"] == [toaster.id]

@@ -215,3 +215,14 @@ def test_an_avoidance_binds_what_the_game_shows_a_recommendation_only_the_task_t
     assert pa is not None and pp is not None
     assert firings(avoid, pa, view) == ["eat red hot pepper"]  # the pepper may be anything: warn anyway
     assert firings(prefer, pp, view) == []  # no recipe names it: do not lure the agent to it
+
+
+def test_a_condition_holds_only_within_one_clause_of_what_the_game_said() -> None:
+    chop = rule("chop", correct="chop <X>", when=["chop <X>"])
+    p = rule_pattern(chop)
+    assert p is not None
+    recipe = "Ingredients:\n  pork chop\n  block of cheese\nDirections:\n  chop the pork chop\n  roast the block of cheese"
+    fridge = Step(index=1, action="open fridge", observation="The fridge contains a raw pork chop, a block of cheese.",
+                  info={"valid_actions": ["chop pork chop", "chop block of cheese"]})
+    view = StepView.of(task([]), [*read([], recipe), fridge])
+    assert firings(chop, p, view) == ["chop pork chop"]  # "pork chop, a block of cheese" does not say "chop block of cheese"
