@@ -12,7 +12,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.executors.base import Decision
-from langmem_plus.records import Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
+from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.retrieval.triggered import StepDelivery, StepView, firings, rule_pattern, rule_utility
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
@@ -226,3 +226,18 @@ def test_a_condition_holds_only_within_one_clause_of_what_the_game_said() -> Non
                   info={"valid_actions": ["chop pork chop", "chop block of cheese"]})
     view = StepView.of(task([]), [*read([], recipe), fridge])
     assert firings(chop, p, view) == ["chop pork chop"]  # "pork chop, a block of cheese" does not say "chop block of cheese"
+
+
+def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_thing() -> None:
+    from langmem_plus.learning.textrules import learn_text_rules
+
+    recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
+    task_ = TaskSpec(task_id="a", goal=GOAL, tool="game")
+    steps = [*read(COOKS + ["cook milk in toaster"]),
+             Step(index=1, action="cook milk in toaster", observation="x", info={"valid_actions": []},
+                  feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task_, steps=steps, existing={}, now=0.0)
+    assert [(l.wrong, l.applies_when) for l in learned.values()] == [("cook <X>", ["<X>"])]  # not only in the toaster
+    hints = StepDelivery(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
+    assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
+    assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple

@@ -43,13 +43,15 @@ How hints are read (the public contract, so any agent can do the same):
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
   one or more words that the task names beyond its goal (they occur in a short line of
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
-  the same words wherever it recurs;
+  the same words wherever it recurs; an avoidance's placeholder that its precondition
+  names is bound by that precondition alone (the precondition does the checking);
 - a recommendation's bonus goes to an action not yet taken in this attempt (it is
   followed once);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
-  read in things the goal names) lists the bound phrase and says nothing more about it;
+  read in things the goal names) lists the bound phrase (or its longest leading part it
+  mentions: ``red hot pepper in oven`` -> ``red hot pepper``) and says nothing more about it;
   placeholders quoted after "does not name" (``when the task does not name `<X>```) must be
   bound to a phrase that neither the goal nor the task's text contains; lines quoted after
   "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no line
@@ -91,6 +93,7 @@ from langmem_plus.learning.textmatch import (
     bind,
     clauses,
     grounded_conditions,
+    listed_only,
     names_phrase,
     negated_line,
     norm,
@@ -254,9 +257,7 @@ class TextGameExecutor:
     @staticmethod
     def _only_named(phrase: str, view: _View, history: Sequence[Step]) -> bool:
         """Whether the task's text (what was read in things the goal names) lists ``phrase`` with nothing said about it."""
-        lines = _task_lines(view.goal, history)
-        mentions = [l for l in lines if re.search(r"(^| )" + re.escape(phrase) + r"( |$)", l)]
-        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+        return listed_only(phrase, _task_lines(view.goal, history))
 
     def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str], history: Sequence[Step] = ()) -> bool:
         binding = pattern.match(action)
@@ -264,6 +265,8 @@ class TextGameExecutor:
             return False
         negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
         negated |= {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or "")}  # undirected: anything
+        if rh.avoid:  # an avoidance's placeholder in a stated condition is bound by that condition
+            negated |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
         if not all(self._named(v, view, goal_words) or (k in negated and not all(w in goal_words for w in v.split()))
                    for k, v in binding.items()):
             return False

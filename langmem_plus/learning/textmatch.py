@@ -147,6 +147,27 @@ def says_line(line: str, task_lines: Sequence[str]) -> bool:
     return bool(text) and any(rx.search(t) for t in task_lines)
 
 
+def listed_only(phrase: str, task_lines: Sequence[str]) -> bool:
+    """Whether the task's text lists ``phrase`` (or its longest leading part it mentions) and says nothing more
+    about it: every line that mentions it is that phrase alone. The leading part lets an action's object run on
+    (``red hot pepper in oven`` is listed only where the recipe lists ``red hot pepper`` and says nothing of it).
+
+    Example:
+        >>> listed_only("red hot pepper in oven", ["red hot pepper", "parsley", "chop parsley"])
+        True
+        >>> listed_only("parsley", ["red hot pepper", "parsley", "chop parsley"]), listed_only("milk", ["parsley"])
+        (False, False)
+    """
+    words = norm_words(phrase)
+    for k in range(len(words), 0, -1):
+        part = " ".join(words[:k])
+        rx = re.compile(r"(^| )" + re.escape(part) + r"( |$)")
+        mentions = [t for t in task_lines if rx.search(t)]
+        if mentions:
+            return all(t == part for t in mentions)
+    return False
+
+
 def names_phrase(phrase: str, goal: str, task_lines: "list[str] | tuple[str, ...]") -> bool:
     """Whether the goal contains ``phrase``, or a line of the task's text contains it or a leading part of it
     (whole words, normalised): ``red apple in oven`` is named where the recipe says ``roast red apple``, and
@@ -211,4 +232,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "grounded_conditions", "is_negative", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+           "clauses", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -72,7 +72,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
-from langmem_plus.learning.textmatch import UNNAMED, is_negative, negated_line
+from langmem_plus.learning.textmatch import SLOT, UNNAMED, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -386,6 +386,8 @@ def learn_text_rules(
             pattern, conds = role
         elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
             continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
+        if avoid:
+            pattern = unasked_head(pattern, conds)
         general = undirected_when is not None or any(is_negative(c) for c in conds)
         wid = rid("avoid", pattern)  # the widened avoidance, once it exists
         if avoid and conds and not general and (out.get(wid) or existing.get(wid)) is not None:
@@ -410,6 +412,24 @@ def learn_text_rules(
     return out
 
 
+def unasked_head(pattern: str, conds: Sequence[str]) -> str:
+    """An avoidance's pattern cut after its placeholder when its condition is the bare placeholder alone.
+
+    The task named the thing and said nothing more about it, so nothing in the task asked for
+    the action in any form: what follows the thing (``in toaster``) is not what made it fatal,
+    and the rule holds for the verb on that thing whatever follows (``cook <X>``, which
+    ``textmatch.listed_only`` checks on the leading part of what ``<X>`` binds).
+
+    Example:
+        >>> unasked_head("cook <X> in toaster", ["<X>"]), unasked_head("cook <X> in toaster", ["fry <X>"])
+        ('cook <X>', 'cook <X> in toaster')
+    """
+    words = pattern.split()
+    if [c.strip() for c in conds] != ["<X>"] or "<X>" not in words[1:2] or any(SLOT.fullmatch(w) for w in words[2:]):
+        return pattern
+    return " ".join(words[:2])
+
+
 def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
     """The text rules among ``lessons`` that are retrievable and that no other of them supersedes (``Lesson.supersedes``:
     a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces)."""
@@ -425,13 +445,17 @@ def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives:
     is a fold over evidence, not content, so the old record itself stays as it was."""
     current = {**{l.id: l for l in stored}, **out}
     reduce = lambda pattern, conds: relevant_conditions(pattern, conds, verbs, directives)  # noqa: E731
-    for old, lid, conds in revise(current.values(), directives, verbs, reduce, rid):
-        pattern = old.wrong or ""
+    rewrites = [(old, lid, old.wrong or "", conds) for old, lid, conds in revise(current.values(), directives, verbs, reduce, rid)]
+    for old in current.values():  # a bare-situation avoidance learned before ``unasked_head`` cut its pattern
+        head = unasked_head(old.wrong or "", old.applies_when or ()) if old.wrong and old.retrievable else ""
+        if head and head != old.wrong:
+            rewrites.append((old, rid("avoid", head, "<X>"), head, ["<X>"]))
+    for old, lid, pattern, conds in rewrites:
         have = out.get(lid) or current.get(lid)
         base = have if have is not None else old.model_copy(update={"id": lid, "created_at": now, "supersedes": []})
         runs = sorted({*old.provenance.run_ids, *base.provenance.run_ids})
         out[lid] = base.model_copy(update={
-            "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
+            "wrong": pattern, "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
             "provenance": base.provenance.model_copy(update={"run_ids": runs}), "supersedes": sorted({*base.supersedes, old.id})})
 
 
@@ -477,5 +501,6 @@ __all__ = [
     "relevant_conditions",
     "task_text_lines",
     "teaching_steps",
+    "unasked_head",
     "unnamed_entity",
 ]

@@ -81,6 +81,7 @@ from langmem_plus.learning.textmatch import (
     clauses,
     grounded_conditions,
     is_negative,
+    listed_only,
     names_phrase,
     negated_line,
     norm,
@@ -150,8 +151,7 @@ def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConf
     loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
     negated = {s for s in map(unnamed_slot, lesson.applies_when or ()) if s is not None}
     if lesson.wrong:  # an avoidance's placeholder in a stated condition is bound by that condition (a goal role)
-        negated |= {s for c in lesson.applies_when or () if unnamed_slot(c) is None and not SLOT.fullmatch(c.strip())
-                    for s in SLOT.findall(c)}
+        negated |= {s for c in lesson.applies_when or () if unnamed_slot(c) is None for s in SLOT.findall(c)}
     out = []
     for action in view.valid:
         binding = pattern.match(action)
@@ -180,11 +180,8 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
         bound = bind(unsaid, binding)
         return bound is not None and not says_line(bound, view.task_lines)
     bare = SLOT.fullmatch(cond.strip())
-    if bare is not None:  # the task's text names the phrase and says nothing more about it
-        phrase = binding.get(bare.group(1), "")
-        rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
-        mentions = [l for l in view.task_lines if rx.search(l)]
-        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+    if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
+        return listed_only(binding.get(bare.group(1), ""), view.task_lines)
     line = bind(cond, binding)
     return line is not None and bool(line) and view.says(line)
 
