@@ -23,8 +23,7 @@ Policy, per step:
    ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
    the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
    and a named thing much); words naming what the agent already holds or where it is
-   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it,
-   except as an action's verb (``chop pork chop`` once the pork chop is held).
+   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
    To that it adds ``text_new_verb_bonus`` when its verb (first word) was not used yet in
    this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
    in this attempt (open / close loops die out), and adds ``text_prefer_bonus`` for every
@@ -184,22 +183,8 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     here = state.get("location") if isinstance(state, dict) else None
     for item in [*(held if isinstance(held, list) else []), *([here] if isinstance(here, str) else [])]:
         for word in content_words(str(item)):
-            weight[word] = -weight.get(word, 0.0)  # held, or where the agent is: no longer draws it (see _overlap)
+            weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
     return weight
-
-
-def _overlap(action: str, weight: dict[str, float], df: dict[str, int]) -> float:
-    """What ``action``'s words weigh (``_word_weights``), each divided by the valid actions that contain it.
-
-    A word of what the agent holds or where it is (a negative weight) no longer draws it,
-    except as the action's verb: a command is not done because its object is held
-    (``chop pork chop`` once the pork chop is taken).
-    """
-    words = action.split()
-    verb = words[0].lower() if words else ""
-    # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
-    return sum((abs(weight[w]) if w == verb else max(weight[w], 0.0)) / df[w]
-               for w in sorted(content_words(action)) if w in weight)
 
 
 @dataclass
@@ -327,7 +312,8 @@ class TextGameExecutor:
             bonus, sources = judged
             if taken.get(action):
                 bonus = 0.0  # a recommendation is followed once per attempt
-            overlap = _overlap(action, weight, df)
+            # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
+            overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             novel = self.config.text_new_verb_bonus if action.split()[:1] and action.split()[0] not in verbs_used else 0.0
             scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
