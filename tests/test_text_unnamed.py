@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from langmem_plus.executors.text import TextGameExecutor, read_hint
 from langmem_plus.learning.hints import hint_from_item
-from langmem_plus.learning.textrules import is_read, learn_text_rules
+from langmem_plus.learning.textrules import is_read, learn_text_rules, live_text_rules
 from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
 from langmem_plus.retrieval.triggered import StepDelivery
 
@@ -110,5 +110,41 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
     assert not any(l.wrong == "chop <X>" for l in existing.values())
     run("c", "slice", "dice red apple", fatal=True)   # dicing where slicing was directed: fatal
     run("d", "slice", "dice red apple", fatal=True)
-    widened = {l.wrong for l in existing.values() if l.wrong and l.applies_when == []}
-    assert {"dice <X>", "chop <X>"} <= widened  # chop never failed, but it is a command of the same kind
+    undirected = {l.wrong for l in existing.values() if l.wrong and l.retrievable and l.applies_when == [f"!{l.wrong}"]}
+    assert {"dice <X>", "chop <X>"} <= undirected  # chop never failed, but it is a command of the same kind
+    assert not any(l.wrong == "dice <X>" and l.applies_when != ["!dice <X>"] for l in live_text_rules(list(existing.values())))
+    # the undirected rule fires where the task does not say the action, and not where it does
+    rules = [l for l in existing.values() if l.retrievable]
+    cuts = ["dice red apple", "chop red apple", "slice red apple"]
+    for verb, avoided in (("slice", {"Avoid `chop <X>`", "Avoid `dice <X>`"}), ("chop", {"Avoid `dice <X>`"})):
+        task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game", context={"valid_actions": valid})
+        seen = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": cuts})]
+        hints = StepDelivery(rules, runs=[])(task, seen)
+        assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
+        assert TextGameExecutor(seed=0).act(task, seen, hints).action == f"{verb} red apple"  # only the directed cut
+
+
+def test_a_condition_that_names_another_command_leaves_the_rule_once_that_command_is_known() -> None:
+    recipe = "Ingredients:\n  red apple\n\nDirections:\n  {a} the red apple\n  {b} the red apple"
+    with_knife = ["read cookbook", "slice red apple", "cook red apple in oven", "cook red apple in toaster"]
+    existing: dict = {}
+
+    def run(run_id: str, a: str, b: str, action: str, fatal: bool, offered: list[str]) -> None:
+        task = TaskSpec(task_id=run_id, goal="Check the cookbook for the recipe.", tool="game")
+        steps = [Step(index=0, action="read cookbook", observation=recipe.format(a=a, b=b), info={"valid_actions": offered}),
+                 Step(index=1, action=action, observation="x", info={"valid_actions": offered},
+                      feedback=Feedback(constraint_failure=True, error_text="x") if fatal else Feedback(reward=0.1))]
+        existing.update(learn_text_rules(namespace=("ns",), run_id=run_id, task=task, steps=steps, existing=existing, now=0.0))
+
+    # slicing is not offered (no knife): nothing says `slice <X>` is a command, so its line stays in the situation
+    run("a", "roast", "slice", "cook red apple in toaster", True, with_knife[:1] + with_knife[2:])
+    assert [l.applies_when for l in live_text_rules(list(existing.values()))] == [["roast <X>", "slice <X>"]]
+    run("b", "slice", "fry", "slice red apple", False, with_knife)  # slice is a command the task directs
+    live = {l.wrong or l.correct: l for l in live_text_rules(list(existing.values()))}
+    toaster = live["cook <X> in toaster"]
+    assert toaster.applies_when == ["roast <X>"] and toaster.provenance.run_ids == ["a"] and len(toaster.supersedes) == 1
+    # the narrow rule is retired: delivery shows the revised one where the task says roast and nothing of slicing
+    task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
+    seen = [Step(index=0, action="read cookbook", observation="Directions:\n  roast the red apple", info={"valid_actions": with_knife})]
+    hints = StepDelivery(list(existing.values()), runs=[])(task, seen)
+    assert [h.source_id for h in hints if h.text == "Avoid `cook red apple in toaster`"] == [toaster.id]

@@ -10,8 +10,9 @@ from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
+from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.executors.base import Decision
-from langmem_plus.records import Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
+from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.retrieval.triggered import StepDelivery, StepView, firings, rule_pattern, rule_utility
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
@@ -59,15 +60,35 @@ def test_a_condition_must_hold_with_the_same_binding() -> None:
     assert pb is not None and firings(bare, pb, view) == ["cook milk in oven"]
 
 
+def allowed(hints: Sequence[Hint], action: str, observation: str = RECIPE) -> bool:
+    """Whether ``TextGameExecutor`` may take ``action`` with ``hints`` (offered alone, it is taken unless avoided)."""
+    return TextGameExecutor(seed=0).act(task([]), read([action], observation), hints).kind == "command"
+
+
 def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
              rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove")]
-    deliver = StepDelivery(rules, runs=[])
-    texts = {h.text: h.source_id for h in deliver(task([]), read(COOKS))}
+    hints = StepDelivery(rules, runs=[])(task([]), read(COOKS))
+    texts = {h.text: h.source_id for h in hints}
     assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
-    assert texts["Avoid `cook red apple in stove`"] == "avoid-stove"  # a tie goes to the avoidance
-    assert texts["Avoid `cook milk in oven`"] == "avoid-oven"  # the roast condition does not hold for milk
-    assert "Prefer `cook red apple in stove`" not in texts and "Avoid `cook red apple in oven`" not in texts
+    assert texts["Avoid `cook <X> in oven`"] == "avoid-oven"  # an unconditioned avoidance: one line, as its pattern
+    assert "Prefer `cook red apple in stove`" not in texts  # the tie went to the avoidance
+    assert allowed(hints, "cook red apple in oven")
+    assert not allowed(hints, "cook red apple in stove") and not allowed(hints, "cook milk in oven")
+
+
+def test_a_recommendation_wins_with_a_line_the_avoidances_situation_lacked() -> None:
+    recipe = "Ingredients:\n  red apple\nDirections:\n  chop the red apple\n  fry the red apple\n  prepare meal"
+    cuts = ["chop red apple", "cook red apple in stove"]
+    # fatal where the task said `fry <X>` (and not `chop <X>`), right where it said `chop <X>`: both hold here
+    chop = [rule("chop-when-fry", wrong="chop <X>", when=["fry <X>"]), rule("chop", correct="chop <X>", when=["chop <X>"])]
+    # fatal where the task said `chop <X>` and `fry <X>`; the recommendation's line was in that situation too
+    stove = [rule("stove-when-both", wrong="cook <X> in stove", when=["chop <X>", "fry <X>"]),
+             rule("stove", correct="cook <X> in stove", when=["fry <X>"])]
+    hints = StepDelivery([*chop, *stove], runs=[])(task([]), read(cuts, recipe))
+    assert allowed(hints, "chop red apple", recipe)
+    assert not allowed(hints, "cook red apple in stove", recipe)
+    assert {h.source_id for h in hints} == {"chop", "stove-when-both"}  # one verdict per action
 
 
 def test_rules_are_ranked_by_measured_utility_within_the_budget() -> None:
@@ -109,7 +130,7 @@ def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> N
     for d in (own, shared):
         d(task([]), read(COOKS))
         d(task([]), read(COOKS) * 2)  # the same line again at a later step
-    assert list(own.lines) == list(shared.lines) == ['- "Avoid `eat red apple`"']  # no id in the text: activations keep it
+    assert list(own.lines) == list(shared.lines) == ['- "Avoid `eat <X>`"']  # no id in the text: activations keep it
     assert own.tokens > shared.tokens > 0
     assert [(a.lesson_id, a.step) for a in own.activations("run")] == [("eat", 1)]
 
@@ -194,3 +215,29 @@ def test_an_avoidance_binds_what_the_game_shows_a_recommendation_only_the_task_t
     assert pa is not None and pp is not None
     assert firings(avoid, pa, view) == ["eat red hot pepper"]  # the pepper may be anything: warn anyway
     assert firings(prefer, pp, view) == []  # no recipe names it: do not lure the agent to it
+
+
+def test_a_condition_holds_only_within_one_clause_of_what_the_game_said() -> None:
+    chop = rule("chop", correct="chop <X>", when=["chop <X>"])
+    p = rule_pattern(chop)
+    assert p is not None
+    recipe = "Ingredients:\n  pork chop\n  block of cheese\nDirections:\n  chop the pork chop\n  roast the block of cheese"
+    fridge = Step(index=1, action="open fridge", observation="The fridge contains a raw pork chop, a block of cheese.",
+                  info={"valid_actions": ["chop pork chop", "chop block of cheese"]})
+    view = StepView.of(task([]), [*read([], recipe), fridge])
+    assert firings(chop, p, view) == ["chop pork chop"]  # "pork chop, a block of cheese" does not say "chop block of cheese"
+
+
+def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_thing() -> None:
+    from langmem_plus.learning.textrules import learn_text_rules
+
+    recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
+    task_ = TaskSpec(task_id="a", goal=GOAL, tool="game")
+    steps = [*read(COOKS + ["cook milk in toaster"]),
+             Step(index=1, action="cook milk in toaster", observation="x", info={"valid_actions": []},
+                  feedback=Feedback(constraint_failure=True, error_text="x"))]
+    learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task_, steps=steps, existing={}, now=0.0)
+    assert [(l.wrong, l.applies_when) for l in learned.values()] == [("cook <X>", ["<X>"])]  # not only in the toaster
+    hints = StepDelivery(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
+    assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
+    assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple

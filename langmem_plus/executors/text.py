@@ -12,9 +12,11 @@ Policy, per step:
 1. Candidates are the valid actions not yet tried in the current state (the state is
    the env's structured state plus the valid actions).
 2. An action is **avoided** when an avoidance hint matches it and its preconditions
-   hold, unless a prefer hint with more preconditions also matches it (the more
-   specific hint wins; on a tie the avoidance wins; a "does not name" precondition does
-   not count, so such an avoidance is a default any matching recommendation overrides).
+   hold, unless a prefer hint that also matches it needs a precondition line (bound to
+   this action) the avoidance does not list: the action was fatal where that line was not
+   said, and right where it was. A prefer hint whose lines are all among the avoidance's
+   (or that has none) does not override it; a "does not name" precondition lists no line,
+   so such an avoidance is a default any conditioned recommendation overrides.
 3. Each remaining action scores its content words found in the goal and the
    observations seen so far, each weighted by 1 in the task's text (the goal, and what the
    agent read in things the goal names, such as the cookbook a goal points at) and by
@@ -40,15 +42,20 @@ How hints are read (the public contract, so any agent can do the same):
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
   one or more words that the task names beyond its goal (they occur in a short line of
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
-  the same words wherever it recurs;
+  the same words wherever it recurs; an avoidance's placeholder that its precondition
+  names is bound by that precondition alone (the precondition does the checking);
 - a recommendation's bonus goes to an action not yet taken in this attempt (it is
   followed once);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
-  read in things the goal names) lists the bound phrase and says nothing more about it;
+  read in things the goal names) lists the bound phrase (or its longest leading part it
+  mentions: ``red hot pepper in oven`` -> ``red hot pepper``) and says nothing more about it;
   placeholders quoted after "does not name" (``when the task does not name `<X>```) must be
-  bound to a phrase that neither the goal nor the task's text contains;
+  bound to a phrase that neither the goal nor the task's text contains; lines quoted after
+  "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no line
+  of the task's text (the action was not asked for; its placeholders bind any phrase of the
+  action that is not all goal words);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
   is ignored.
 
@@ -77,12 +84,20 @@ from langmem_plus.executors.base import Decision
 from langmem_plus.learning.textmatch import (
     ARTICLES,
     NOT_NAMED_WORDS,
+    NOT_SAID_WORDS,
     SLOT,
     UNNAMED,
     Pattern,
+    avoidance_stands,
+    bind,
+    clauses,
+    grounded_conditions,
+    listed_only,
     names_phrase,
+    negated_line,
     norm,
     norm_words,
+    says_line,
     unnamed_slot,
 )
 from langmem_plus.learning.textrules import is_read
@@ -95,6 +110,8 @@ STOP_WORDS = frozenset(
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"`([^`]+)`")
+_PRECONDITION = re.compile(rf"\b(says|{NOT_NAMED_WORDS}|{NOT_SAID_WORDS})\b|`([^`]+)`")
+"""A precondition's markers (which kind of condition the quoted lines after it are) and its quoted lines."""
 _SLOT = SLOT
 
 
@@ -121,10 +138,14 @@ def read_hint(hint: Hint) -> ReadHint | None:
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None
-        says, _, nots = str(hint.precondition or "").partition(NOT_NAMED_WORDS)
-        conditions = tuple(c.strip() for c in _QUOTED.findall(says) if c.strip()) + tuple(
-            UNNAMED + c.strip() for c in _QUOTED.findall(nots) if c.strip())
-        return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, conditions)
+        conditions: list[str] = []
+        negative = False  # quoted lines after "does not name" / "does not say" are negative conditions
+        for m in _PRECONDITION.finditer(str(hint.precondition or "")):
+            if m.group(1) is not None:
+                negative = m.group(1) != "says"
+            elif m.group(2).strip():
+                conditions.append((UNNAMED if negative else "") + m.group(2).strip())
+        return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, tuple(conditions))
     except (TypeError, ValueError, AttributeError):
         return None
 
@@ -176,7 +197,8 @@ class _View:
 
     @property
     def seen(self) -> str:
-        return "\n".join(norm(line) for obs in self.observations for line in obs.splitlines())
+        """The observations' clauses, one a line: a condition must occur within one (``textmatch.clauses``)."""
+        return "\n".join(c for obs in self.observations for c in clauses(obs))
 
     def short_lines(self, max_words: int) -> str:
         lines = (norm(line) for obs in self.observations for line in obs.splitlines())
@@ -220,15 +242,16 @@ class TextGameExecutor:
     @staticmethod
     def _only_named(phrase: str, view: _View, history: Sequence[Step]) -> bool:
         """Whether the task's text (what was read in things the goal names) lists ``phrase`` with nothing said about it."""
-        lines = _task_lines(view.goal, history)
-        mentions = [l for l in lines if re.search(r"(^| )" + re.escape(phrase) + r"( |$)", l)]
-        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+        return listed_only(phrase, _task_lines(view.goal, history))
 
     def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str], history: Sequence[Step] = ()) -> bool:
         binding = pattern.match(action)
         if binding is None:
             return False
         negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
+        negated |= {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or "")}  # undirected: anything
+        if rh.avoid:  # an avoidance's placeholder in a stated condition is bound by that condition
+            negated |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
         if not all(self._named(v, view, goal_words) or (k in negated and not all(w in goal_words for w in v.split()))
                    for k, v in binding.items()):
             return False
@@ -236,6 +259,12 @@ class TextGameExecutor:
             neg = unnamed_slot(cond)
             if neg is not None:  # the task's text does not name the bound phrase
                 if names_phrase(binding.get(neg, ""), view.goal, _task_lines(view.goal, history)):
+                    return False
+                continue
+            unsaid = negated_line(cond)
+            if unsaid is not None:  # no line of the task's text says the bound line
+                bound = bind(unsaid, binding)
+                if bound is None or says_line(bound, _task_lines(view.goal, history)):
                     return False
                 continue
             slot = _SLOT.fullmatch(cond.strip())
@@ -301,7 +330,9 @@ class TextGameExecutor:
         """What the hints add to ``action``'s score and which hints did; None when it is avoided (rule 2)."""
         cfg = self.config
         goal_words = content_words(view.goal)
-        avoid_spec, prefer_spec, bonus = -1, -1, 0.0
+        avoided_in: list[frozenset[str]] = []
+        recommended_in: list[frozenset[str]] = []
+        bonus = 0.0
         used: list[str] = []
         for rh in read:
             if len(rh.patterns) > 1 and not rh.avoid:
@@ -310,16 +341,17 @@ class TextGameExecutor:
                     bonus += cfg.text_sequence_bonus
                     used.append(rh.hint.source_id)
                 continue
-            if not any(self._applies(rh, p, action, view, goal_words, history) for p in rh.patterns):
+            matched = next((p for p in rh.patterns if self._applies(rh, p, action, view, goal_words, history)), None)
+            if matched is None:
                 continue
             used.append(rh.hint.source_id)
-            spec = sum(1 for c in rh.conditions if unnamed_slot(c) is None)  # a negative condition adds none
+            conds = grounded_conditions(rh.conditions, matched.match(action) or {})  # a negative condition adds none
             if rh.avoid:
-                avoid_spec = max(avoid_spec, spec)
+                avoided_in.append(conds)
             else:
-                prefer_spec = max(prefer_spec, spec)
-                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * spec
-        if avoid_spec >= 0 and prefer_spec <= avoid_spec:
+                recommended_in.append(conds)
+                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(conds)
+        if any(avoidance_stands(a, recommended_in) for a in avoided_in):
             return None
         return bonus, tuple(dict.fromkeys(used))
 

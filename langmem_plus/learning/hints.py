@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from langmem_plus.learning.textmatch import NOT_NAMED_WORDS, UNNAMED, unnamed_slot
+from langmem_plus.learning.textmatch import NOT_NAMED_WORDS, NOT_SAID_WORDS, UNNAMED, is_negative, negated_line, unnamed_slot
 from langmem_plus.records import Episode, Fact, Hint, Lesson, ScoredItem, Skill
 
 HINTS_HEADER = (
@@ -54,10 +54,12 @@ def _cut(text: str) -> str:
 
 def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
     if lesson.applies_when is not None:  # a text rule: an action pattern and the lines it needs
-        says = [c for c in lesson.applies_when if unnamed_slot(c) is None]
+        says = [c for c in lesson.applies_when if not is_negative(c)]
         nots = [c[len(UNNAMED):] for c in lesson.applies_when if unnamed_slot(c) is not None]
+        unsaid = [line for line in map(negated_line, lesson.applies_when) if line is not None]
         parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
-            [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else [])
+            [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
+            [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
         pre = f"when the task {' and '.join(parts)}" if parts else None
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre

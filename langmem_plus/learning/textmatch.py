@@ -14,6 +14,8 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 ARTICLES = frozenset({"a", "an", "the", "some"})
@@ -24,9 +26,13 @@ SLOT = re.compile(r"<([A-Z])>")
 """A placeholder: ``<X>``, ``<Y>`` ..."""
 UNNAMED = "!"
 """Prefix of a negative condition: ``!<X>`` holds when the task's text (its goal and what the agent read in
-things the goal names) does not name the phrase bound to ``<X>``; hints render it "does not name `<X>`"."""
+things the goal names) does not name the phrase bound to ``<X>``; hints render it "does not name `<X>`".
+``!chop <X>`` (a line, not a bare placeholder) holds when no line of the task's text says the bound line;
+hints render it "does not say `chop <X>`"."""
 NOT_NAMED_WORDS = "does not name"
-"""How a hint's precondition introduces its negative conditions (each back-quoted after these words)."""
+"""How a hint's precondition introduces its negative bare-placeholder conditions (each back-quoted after these words)."""
+NOT_SAID_WORDS = "does not say"
+"""How a hint's precondition introduces its negative line conditions (each back-quoted after these words)."""
 
 
 def norm_words(text: str) -> list[str]:
@@ -42,6 +48,20 @@ def norm_words(text: str) -> list[str]:
 def norm(text: str) -> str:
     """``text`` as one normalised line of words (see ``norm_words``)."""
     return " ".join(norm_words(text))
+
+
+_CLAUSE_END = re.compile(r"[,.;:!?()\[\]]")
+
+
+def clauses(text: str) -> list[str]:
+    """Normalised clauses of ``text``: its lines cut at punctuation, so that a phrase said about one thing never
+    runs into the next (a list "raw pork chop, a block of cheese" does not say "chop block of cheese").
+
+    Example:
+        >>> clauses("The fridge contains a raw pork chop, a block of cheese.\\nRoast the apple")
+        ['fridge contains raw pork chop', 'block of cheese', 'roast apple']
+    """
+    return [c for line in text.splitlines() for c in map(norm, _CLAUSE_END.split(line)) if c]
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,58 @@ def unnamed_slot(cond: str) -> str | None:
     return m.group(1) if m else None
 
 
+def negated_line(cond: str) -> str | None:
+    """The line a negative line condition denies (``!chop <X>`` -> ``chop <X>``); None for a positive condition
+    or a bare negative placeholder (``!<X>``, see ``unnamed_slot``).
+
+    Example:
+        >>> negated_line("!chop <X>"), negated_line("!<X>"), negated_line("chop <X>")
+        ('chop <X>', None, None)
+    """
+    text = cond.strip()
+    if not text.startswith(UNNAMED) or unnamed_slot(text) is not None:
+        return None
+    return text[len(UNNAMED):].strip() or None
+
+
+def is_negative(cond: str) -> bool:
+    """Whether ``cond`` says what the task's text lacks (``!<X>``, ``!chop <X>``), not what it holds."""
+    return cond.strip().startswith(UNNAMED)
+
+
+def says_line(line: str, task_lines: Sequence[str]) -> bool:
+    """Whether a line of the task's text contains ``line`` (normalised, whole words).
+
+    Example:
+        >>> says_line("chop red apple", ["chop red apple", "fry red apple"]), says_line("chop milk", ["chop red apple"])
+        (True, False)
+    """
+    text = norm(line)
+    rx = re.compile(r"(^| )" + re.escape(text) + r"( |$)")
+    return bool(text) and any(rx.search(t) for t in task_lines)
+
+
+def listed_only(phrase: str, task_lines: Sequence[str]) -> bool:
+    """Whether the task's text lists ``phrase`` (or its longest leading part it mentions) and says nothing more
+    about it: every line that mentions it is that phrase alone. The leading part lets an action's object run on
+    (``red hot pepper in oven`` is listed only where the recipe lists ``red hot pepper`` and says nothing of it).
+
+    Example:
+        >>> listed_only("red hot pepper in oven", ["red hot pepper", "parsley", "chop parsley"])
+        True
+        >>> listed_only("parsley", ["red hot pepper", "parsley", "chop parsley"]), listed_only("milk", ["parsley"])
+        (False, False)
+    """
+    words = norm_words(phrase)
+    for k in range(len(words), 0, -1):
+        part = " ".join(words[:k])
+        rx = re.compile(r"(^| )" + re.escape(part) + r"( |$)")
+        mentions = [t for t in task_lines if rx.search(t)]
+        if mentions:
+            return all(t == part for t in mentions)
+    return False
+
+
 def names_phrase(phrase: str, goal: str, task_lines: "list[str] | tuple[str, ...]") -> bool:
     """Whether the goal contains ``phrase``, or a line of the task's text contains it or a leading part of it
     (whole words, normalised): ``red apple in oven`` is named where the recipe says ``roast red apple``, and
@@ -127,4 +199,37 @@ def bind(line: str, binding: dict[str, str]) -> str | None:
     return norm(SLOT.sub(lambda m: binding[m.group(1)], line))
 
 
-__all__ = ["ARTICLES", "NOT_NAMED_WORDS", "SLOT", "UNNAMED", "Pattern", "bind", "names_phrase", "norm", "norm_words", "unnamed_slot"]
+def grounded_conditions(conditions: Sequence[str], binding: dict[str, str]) -> frozenset[str]:
+    """The positive conditions of a rule with ``binding`` applied: the concrete lines the situation must hold
+    (``roast <X>`` -> ``roast red apple``; a bare ``<X>`` -> ``red apple``). Negative ones (``!<X>``) say what
+    the task lacks, not what it holds, and are left out.
+
+    Example:
+        >>> sorted(grounded_conditions(["roast <X>", "!<Y>"], {"X": "red apple", "Y": "knife"}))
+        ['roast red apple']
+    """
+    return frozenset(line for c in conditions if not is_negative(c)
+                     for line in [bind(c, binding)] if line)
+
+
+def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[AbstractSet[str]]) -> bool:
+    """Whether an avoidance that fires on an action holds against the recommendations that fire on it too.
+
+    Each argument is a rule's grounded conditions (``grounded_conditions``). A recommendation
+    overrides the avoidance when it needs a line the avoidance's situation lacks: the action
+    proved fatal where that line was not said, and right where it was, so where it is said the
+    recommendation's evidence is the one that covers the case ("fatal when the task says
+    `chop X`" yields to "right when the task says `fry X`" once the task says both). A
+    recommendation whose lines all belong to the avoidance's situation (fewer or the same) does
+    not: the action was fatal although they held. Comparing the lines, not their numbers, keeps
+    two rules learned in unrelated situations from deciding by how many lines each happened to carry.
+
+    Example:
+        >>> avoidance_stands({"chop red apple"}, [{"fry red apple"}]), avoidance_stands({"roast red apple"}, [set()])
+        (False, True)
+    """
+    return not any(not set(p) <= set(avoided_in) for p in recommended_in)
+
+
+__all__ = ["ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
+           "clauses", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -71,7 +71,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textmatch import UNNAMED
+from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
+from langmem_plus.learning.textmatch import SLOT, UNNAMED, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -304,7 +305,10 @@ def enabling_step(steps: Sequence[Step], i: int) -> int | None:
 
 def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
     head = f"AVOID: {pattern}" if avoid else f"PREFER: {pattern}"
-    return head + (f" (when the task says: {' ; '.join(conditions)})" if conditions else "")
+    unsaid = [line for line in map(negated_line, conditions) if line is not None]
+    said = [c for c in conditions if negated_line(c) is None]
+    return head + (f" (when the task says: {' ; '.join(said)})" if said else "") + (
+        f" (unless the task says: {' ; '.join(unsaid)})" if unsaid else "")
 
 
 def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
@@ -359,25 +363,34 @@ def learn_text_rules(
     out: dict[str, Lesson] = {}
     seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
-    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: existing.get(rid("prefer", f"{v} <X>")) is not None)
+    stored = live_text_rules([l for l in existing.values() if l.scope.tool == task.tool])
+    memory_verbs = known_verbs(stored)
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
         known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
         return known is not None and f"{v} <X>" in (known.applies_when or ())
 
-    directives = {v for v in verbs if directs(v)} | {l.split()[0] for l in lines if l.split() and l.split()[0] in verbs}
+    commands = verbs | memory_verbs  # every command known, this run's or memory's
+    directives = {v for v in commands if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)) & commands
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
         role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
-        if unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
+        undirected_when = undirected(pattern, bindings, lines, directives) if avoid else None
+        if undirected_when is not None:  # a directed command the task did not direct: avoid it wherever undirected
+            conds = undirected_when
+        elif unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
             pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
         elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
             pattern, conds = role
         elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
             continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
+        if avoid:
+            pattern = unasked_head(pattern, conds)
+        general = undirected_when is not None or any(is_negative(c) for c in conds)
         wid = rid("avoid", pattern)  # the widened avoidance, once it exists
-        if avoid and conds and (out.get(wid) or existing.get(wid)) is not None:
+        if avoid and conds and not general and (out.get(wid) or existing.get(wid)) is not None:
             conds = []  # already avoided everywhere: one lesson, not one per situation
         lid = rid("avoid", pattern, *conds) if avoid else rid("prefer", pattern)
         old = out.get(lid) or existing.get(lid)
@@ -385,36 +398,65 @@ def learn_text_rules(
             conds = sorted(set(old.applies_when) & set(conds))
         out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, avoid, pattern, conds, now)
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
-        if avoid and conds and known is not None and known.applies_when:  # the exception is known: "fatal unless ..."
+        if avoid and conds and not general and known is not None and known.applies_when:  # the exception is known
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
-    _extend_to_kin(out, existing, directives, rid, namespace, run_id, task, now)
+    _revise_stored(out, stored, directives, commands, rid, now)
+    about_things = condition_verbs([*stored, *out.values()])
+    for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
+        conds = [f"{UNNAMED}{pattern}"]
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern,
+                                             "applies_when": conds, "created_at": now, "updated_at": now})
+    for lid, pattern, source in directed_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
+                                             "applies_when": [pattern], "created_at": now, "updated_at": now})
     return out
 
 
-def _extend_to_kin(out: dict[str, Lesson], existing: Mapping[str, Lesson], directives: Collection[str],
-                   rid: Callable[..., str], namespace: Namespace, run_id: str, task: TaskSpec, now: float) -> None:
-    """Once undirected use is fatal for one directed command (``dice <X>`` avoided everywhere, done only where the
-    task says ``dice <X>``), the same holds for its kin: every other command the task's text directs.
+def unasked_head(pattern: str, conds: Sequence[str]) -> str:
+    """An avoidance's pattern cut after its placeholder when its condition is the bare placeholder alone.
 
-    Commands the task's text directs (``directives``: memory recommends ``<v> <X>`` when the task says
-    ``<v> <X>``) are one kind; having seen that kind punish undirected use, memory widens the avoidance
-    to the kin it has not yet seen fail (``chop <X>``), the recommendation still winning where directed.
+    The task named the thing and said nothing more about it, so nothing in the task asked for
+    the action in any form: what follows the thing (``in toaster``) is not what made it fatal,
+    and the rule holds for the verb on that thing whatever follows (``cook <X>``, which
+    ``textmatch.listed_only`` checks on the leading part of what ``<X>`` binds).
+
+    Example:
+        >>> unasked_head("cook <X> in toaster", ["<X>"]), unasked_head("cook <X> in toaster", ["fry <X>"])
+        ('cook <X>', 'cook <X> in toaster')
     """
-    def has(lid: str) -> Lesson | None:
-        return out.get(lid) or existing.get(lid)
+    words = pattern.split()
+    if [c.strip() for c in conds] != ["<X>"] or "<X>" not in words[1:2] or any(SLOT.fullmatch(w) for w in words[2:]):
+        return pattern
+    return " ".join(words[:2])
 
-    kin = sorted(v for v in directives if has(rid("prefer", f"{v} <X>")) is not None)
-    widened = [v for v in kin if has(rid("avoid", f"{v} <X>")) is not None]
-    if not widened:
-        return
-    source = has(rid("avoid", f"{widened[0]} <X>"))
-    assert source is not None
-    for v in kin:
-        lid = rid("avoid", f"{v} <X>")
-        if has(lid) is None:
-            rule = _rule_text(True, f"{v} <X>", [])
-            out[lid] = source.model_copy(update={"id": lid, "rule_text": rule, "wrong": f"{v} <X>", "applies_when": [],
-                                                 "created_at": now, "updated_at": now})
+
+def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
+    """The text rules among ``lessons`` that are retrievable and that no other of them supersedes (``Lesson.supersedes``:
+    a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces)."""
+    rules = [l for l in lessons if l.applies_when is not None and l.retrievable]
+    retired = {old for l in rules for old in l.supersedes}
+    return [l for l in rules if l.id not in retired]
+
+
+def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives: Collection[str], verbs: Collection[str],
+                   rid: Callable[..., str], now: float) -> None:
+    """Rewrite the tool's avoidances with what memory knows now (``textdirect.revise``): the new rule takes the
+    old one's evidence (its runs) and names it in ``supersedes``, which retires it (``live_text_rules``): a status
+    is a fold over evidence, not content, so the old record itself stays as it was."""
+    current = {**{l.id: l for l in stored}, **out}
+    reduce = lambda pattern, conds: relevant_conditions(pattern, conds, verbs, directives)  # noqa: E731
+    rewrites = [(old, lid, old.wrong or "", conds) for old, lid, conds in revise(current.values(), directives, verbs, reduce, rid)]
+    for old in current.values():  # a bare-situation avoidance learned before ``unasked_head`` cut its pattern
+        head = unasked_head(old.wrong or "", old.applies_when or ()) if old.wrong and old.retrievable else ""
+        if head and head != old.wrong:
+            rewrites.append((old, rid("avoid", head, "<X>"), head, ["<X>"]))
+    for old, lid, pattern, conds in rewrites:
+        have = out.get(lid) or current.get(lid)
+        base = have if have is not None else old.model_copy(update={"id": lid, "created_at": now, "supersedes": []})
+        runs = sorted({*old.provenance.run_ids, *base.provenance.run_ids})
+        out[lid] = base.model_copy(update={
+            "wrong": pattern, "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
+            "provenance": base.provenance.model_copy(update={"run_ids": runs}), "supersedes": sorted({*base.supersedes, old.id})})
 
 
 def _text_lesson(
@@ -455,8 +497,10 @@ __all__ = [
     "is_read",
     "moved",
     "learn_text_rules",
+    "live_text_rules",
     "relevant_conditions",
     "task_text_lines",
     "teaching_steps",
+    "unasked_head",
     "unnamed_entity",
 ]

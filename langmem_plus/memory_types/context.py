@@ -150,6 +150,7 @@ def assemble(
     config: MemoryConfig = DEFAULT_CONFIG,
     relevance: Relevance | None = None,
     line: Line = hint_line,
+    short: Line = compact_line,
     header: str = HINTS_HEADER,
     now: float = 0.0,
 ) -> Assembled:
@@ -161,6 +162,8 @@ def assemble(
         config: Supplies the eviction threshold, compression ratio and support weight.
         relevance: Item -> relevance in [0, 1]; ``default_relevance`` when None.
         line: Renders an item's full line.
+        short: Renders the form a line is compressed to when the budget is tight (``compact_line``); pass
+            ``line`` again when no shorter form keeps what the reader needs (it is then shown whole or left out).
         header: The block's first line (data, not instructions).
         now: Time for the instant memory (no decay happens inside one assembly).
 
@@ -175,10 +178,10 @@ def assemble(
     head = mem.tokens_of(header)
     mem.capacity = max(0, budget - head - 1)  # the header and its newline come first
     for it in unique.values():
-        short = compact_line(it)
-        for content in (line(it), short):  # a line too long for the budget comes in short
+        brief = short(it)
+        for content in dict.fromkeys((line(it), brief)):  # a line too long for the budget comes in short
             try:
-                mem.attend(content, _clip01(rel(it)), it.kind, source_id=it.item_id, summary=short, payload=it, now=now)
+                mem.attend(content, _clip01(rel(it)), it.kind, source_id=it.item_id, summary=brief, payload=it, now=now)
                 break
             except ContentTooLarge:
                 continue

@@ -15,7 +15,8 @@ valid actions and the lines its condition names have been read. So at each step:
    bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
    the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
    nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
-   all goal words). An avoidance also binds a phrase any short
+   all goal words; a negative line, ``!chop <X>``, that no line of the task's text says it
+   bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
    observation line names (at most ``text_short_line_words`` words, the executor's own
    reading): a needless warning costs a line and a missing one can end the game, while a
    recommendation bound to a distractor lures the agent to it. A literal rule (no
@@ -25,12 +26,18 @@ valid actions and the lines its condition names have been read. So at each step:
    run never read its recipe) is that task's fact, and elsewhere it lures the agent to a
    distractor. Nothing here knows a game's words: patterns, conditions, the task's text
    and the valid actions all come from the run.
-2. **Ground**: a firing is delivered as the concrete action (``Avoid `cook pork chop in
-   stove```), its condition already checked; a rule with a negative condition (a default
-   avoidance of whatever the task does not name) is delivered once as its pattern and
-   condition, since grounded it would take one line per object the game shows. When an avoidance and a recommendation fire on
-   the same action, the one with more conditions wins, an avoidance on a tie (the executor
-   contract of ``TextGameExecutor``, applied once here so the step shows one verdict per action).
+2. **Ground**: when an avoidance and a recommendation fire on the same action, the avoidance
+   holds unless the recommendation needs a line the avoidance's situation lacked
+   (``textmatch.avoidance_stands``, the executor contract of ``TextGameExecutor``, applied
+   here so the step shows one verdict per action, and a rule that wins nowhere is not shown).
+   A winning avoidance that states no line the task must say (no condition, or only negative
+   ones: a default avoidance of whatever the task does not name or say) is delivered once as
+   its pattern and conditions, since grounded it would take one line per object the game
+   shows; any other winner as the concrete action (``Avoid `cook pork chop in stove```), its
+   condition already checked, a recommendation with its lines bound (``when the task says
+   `roast pork chop```), which is what makes it win over such a pattern in the reader's hands.
+   A rule's line is never cut to a shorter form under the budget: without its condition it
+   would forbid the directed case too; it is shown whole or left out.
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
    of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
@@ -47,7 +54,7 @@ pre-run block already carries it).
 
 Example:
     >>> from langmem_plus.records import Lesson, LessonScope, TaskSpec
-    >>> rule = Lesson(id="r1", namespace=("ns",), rule_text="AVOID: eat <X>", wrong="eat <X>", applies_when=[],
+    >>> rule = Lesson(id="r1", namespace=("ns",), rule_text="AVOID: eat <X>", wrong="eat <X>", applies_when=["<X>"],
     ...               scope=LessonScope(tool="game"))
     >>> task = TaskSpec(task_id="t", goal="Read the recipe.", tool="game", context={"valid_actions": ["read recipe"]})
     >>> read = Step(index=0, action="read recipe", observation="Ingredients:\\n  red apple",
@@ -66,8 +73,22 @@ from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
-from langmem_plus.learning.textmatch import SLOT, Pattern, bind, names_phrase, norm, unnamed_slot
-from langmem_plus.learning.textrules import task_text_lines
+from langmem_plus.learning.textmatch import (
+    SLOT,
+    Pattern,
+    avoidance_stands,
+    bind,
+    clauses,
+    grounded_conditions,
+    is_negative,
+    listed_only,
+    names_phrase,
+    negated_line,
+    norm,
+    says_line,
+    unnamed_slot,
+)
+from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.tokens import count_tokens
@@ -87,6 +108,8 @@ class StepView:
     task_lines: tuple[str, ...]
     lines: tuple[str, ...]
     valid: tuple[str, ...]
+    said: tuple[str, ...] = ()
+    """The observations' clauses (``textmatch.clauses``): where a condition line must occur."""
 
     @classmethod
     def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
@@ -96,8 +119,9 @@ class StepView:
         observations = [str(ctx.get("observation") or ""), *(s.observation for s in history)]
         raw = history[-1].info.get("valid_actions") if history else ctx.get("valid_actions")
         lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
+        said = tuple(dict.fromkeys(c for o in observations for c in clauses(o)))
         return cls(frozenset(norm(goal).split()), norm(goal), tuple(task_text_lines(goal, history)), lines,
-                   tuple(str(a) for a in raw or []))
+                   tuple(str(a) for a in raw or []), said)
 
     def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
         """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
@@ -111,9 +135,9 @@ class StepView:
         return short_line_words is not None and any(len(l.split()) <= short_line_words and rx.search(l) for l in self.lines)
 
     def says(self, line: str) -> bool:
-        """Whether an observation line contains ``line`` (whole words)."""
+        """Whether a clause of an observation contains ``line`` (whole words)."""
         rx = re.compile(r"(^| )" + re.escape(line) + r"( |$)")
-        return any(rx.search(l) for l in self.lines)
+        return any(rx.search(l) for l in self.said)
 
 
 def rule_pattern(lesson: Lesson) -> Pattern | None:
@@ -127,8 +151,7 @@ def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConf
     loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
     negated = {s for s in map(unnamed_slot, lesson.applies_when or ()) if s is not None}
     if lesson.wrong:  # an avoidance's placeholder in a stated condition is bound by that condition (a goal role)
-        negated |= {s for c in lesson.applies_when or () if unnamed_slot(c) is None and not SLOT.fullmatch(c.strip())
-                    for s in SLOT.findall(c)}
+        negated |= {s for c in lesson.applies_when or () if unnamed_slot(c) is None for s in SLOT.findall(c)}
     out = []
     for action in view.valid:
         binding = pattern.match(action)
@@ -152,12 +175,13 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
     neg = unnamed_slot(cond)
     if neg is not None:  # the task's text (goal and what was read) does not name the bound phrase
         return not names_phrase(binding.get(neg, ""), view.goal, view.task_lines)
+    unsaid = negated_line(cond)
+    if unsaid is not None:  # no line of the task's text says the bound line (the action was not asked for)
+        bound = bind(unsaid, binding)
+        return bound is not None and not says_line(bound, view.task_lines)
     bare = SLOT.fullmatch(cond.strip())
-    if bare is not None:  # the task's text names the phrase and says nothing more about it
-        phrase = binding.get(bare.group(1), "")
-        rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
-        mentions = [l for l in view.task_lines if rx.search(l)]
-        return bool(phrase) and bool(mentions) and all(l == phrase for l in mentions)
+    if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
+        return listed_only(binding.get(bare.group(1), ""), view.task_lines)
     line = bind(cond, binding)
     return line is not None and bool(line) and view.says(line)
 
@@ -205,34 +229,50 @@ def short_line(item: ScoredItem) -> str:
     return f"- {text}"
 
 
-def _negative(item: ScoredItem) -> bool:
-    """Whether the item's rule has a negative condition (``!<X>``): a default avoidance, delivered as its pattern
-    (the executor checks the condition), since grounded it would take a line per object the game shows."""
+def _as_pattern(item: ScoredItem) -> bool:
+    """Whether the item is an avoidance that states no line the task must say (no condition, or only negative
+    ones: ``!<X>``, ``!chop <X>``): delivered once as its pattern and conditions (the executor binds and checks
+    them), since grounded it would take a line per object the game shows."""
     lesson = item.item
-    return isinstance(lesson, Lesson) and any(unnamed_slot(c) is not None for c in lesson.applies_when or ())
+    return isinstance(lesson, Lesson) and bool(lesson.wrong) and all(is_negative(c) for c in lesson.applies_when or ())
 
 
-def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
-    """One grounded item per action, by the contract of module docstring rule 2, in rank order."""
-    best: dict[str, tuple[tuple[int, int], int, ScoredItem]] = {}
+def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[tuple[ScoredItem, str]]:
+    """The winning rule per action, ``(rule, action)``, by the contract of module docstring rule 2, in rank order.
+
+    An action is avoided when an avoidance fires on it that no recommendation firing on it
+    overrides (``textmatch.avoidance_stands``: one that needs a line the avoidance's situation
+    lacks); the avoidance shown is the best-ranked such one, else the best-ranked recommendation.
+    """
+    by_action: dict[str, list[tuple[int, ScoredItem, bool, frozenset[str]]]] = {}
     for rank, (it, action) in enumerate(fired):
         lesson = it.item
         assert isinstance(lesson, Lesson)
-        avoid = bool(lesson.wrong)
-        spec = sum(1 for c in lesson.applies_when or () if unnamed_slot(c) is None)  # negatives add none
-        key = (spec, int(avoid))  # more conditions first, an avoidance on a tie
-        held = best.get(action)
-        if held is None or key > held[0]:
-            best[action] = (key, rank, it)
-    out = []
-    for action, (_, rank, it) in sorted(best.items(), key=lambda kv: kv[1][1]):
-        lesson = it.item
-        assert isinstance(lesson, Lesson)
-        grounded = lesson.model_copy(update={
-            "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": [],
-            "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
-        out.append(it.model_copy(update={"item": grounded}))
-    return out
+        pattern = rule_pattern(lesson)
+        binding = (pattern.match(action) if pattern is not None else None) or {}
+        conds = grounded_conditions(lesson.applies_when or (), binding)
+        by_action.setdefault(action, []).append((rank, it, bool(lesson.wrong), conds))
+    chosen: list[tuple[int, str, ScoredItem]] = []
+    for action, rules in by_action.items():
+        prefers = [conds for _, _, avoid, conds in rules if not avoid]
+        standing = [(rank, it) for rank, it, avoid, conds in rules if avoid and avoidance_stands(conds, prefers)]
+        rank, it = (standing or [(rank, it) for rank, it, avoid, _ in rules if not avoid])[0]  # rules are in rank order
+        chosen.append((rank, action, it))
+    return [(it, action) for _, action, it in sorted(chosen, key=lambda t: t[0])]
+
+
+def _grounded(it: ScoredItem, action: str) -> ScoredItem:
+    """The winning rule as the concrete action; a recommendation keeps its lines, bound (against an avoidance shown
+    as its pattern they are what makes it win in the reader's hands)."""
+    lesson = it.item
+    assert isinstance(lesson, Lesson)
+    pattern = rule_pattern(lesson)
+    binding = (pattern.match(action) if pattern is not None else None) or {}
+    said = [] if lesson.wrong else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    grounded = lesson.model_copy(update={
+        "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
+        "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
+    return it.model_copy(update={"item": grounded})
 
 
 @dataclass
@@ -240,7 +280,8 @@ class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
 
     Args:
-        rules: The text rules that may be delivered (the task's tool's, live ones).
+        rules: The text rules that may be delivered (the task's tool's); only live ones are (``textrules.live_text_rules``:
+            retrievable, and superseded by no other).
         runs: The tool's finished runs, for ``rule_utility``.
         config: Supplies ``max_context_tokens`` (the per-step block) and ``text_short_line_words``.
         header: The block's first line; ``""`` when the delivered lines join a block that has one.
@@ -258,8 +299,8 @@ class StepDelivery:
 
     def __post_init__(self) -> None:
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
-        for lesson in self.rules:
-            pattern = rule_pattern(lesson) if is_text_rule(lesson) and lesson.retrievable else None
+        for lesson in live_text_rules(self.rules):
+            pattern = rule_pattern(lesson)
             if pattern is None:
                 continue
             need, gain = rule_utility(lesson, self.runs)
@@ -283,13 +324,15 @@ class StepDelivery:
         view = StepView.of(task, history)
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
-        grounded = _verdicts([(it, a) for it, a in fired if not _negative(it)])
-        default = list({it.item_id: it for it, _ in fired if _negative(it)}.values())
-        grounded = default + grounded  # a default avoidance once, as its pattern: one line however many actions
+        winners = _verdicts(fired)
+        default = list({it.item_id: it for it, _ in winners if _as_pattern(it)}.values())
+        # an avoidance stating no line once, as its pattern: one line however many actions
+        grounded = default + [_grounded(it, action) for it, action in winners if not _as_pattern(it)]
         if not grounded:
             return []
-        block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config,
-                         relevance=in_order(grounded), line=rule_line, header=self.header or TRIGGERED_HEADER)
+        # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
+        block = assemble(grounded, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(grounded),
+                         line=rule_line, short=rule_line, header=self.header or TRIGGERED_HEADER)
         for line in block.text.splitlines()[1:]:
             self.lines.setdefault(line, None)
         hints = hints_from_items(block.shown)

@@ -1,0 +1,147 @@
+"""Directed commands: what memory knows about commands a task's text directs, and how that knowledge revises text rules.
+
+A task's text directs some commands by name: a line that starts with a verb the game also
+offers as a command (``chop the red apple``, where ``chop red apple`` is an action) is the
+directive that command carries out. Such a command (a **directive verb**) is right where it
+is directed and, as far as one fatal run shows, fatal where it is not; its situation is not
+what else the task says (``fry <X>``) but that the task does not say it. So:
+
+- **Undirected** (``undirected``): a fatal action whose verb is a directive verb, on a thing
+  the task's text names, where no line of that text says the action, becomes an avoidance
+  with the negative line condition ``!<pattern>`` (``chop <X>`` "when the task does not say
+  `chop <X>`"): one rule for every situation, where the per-situation avoidance ("when the
+  task says `fry <X>`") would transfer only to tasks that happen to say the same other thing.
+- **Revision** (``revise``): what memory knows grows after a rule is written (a verb becomes a
+  known command or a directive verb only in a later run), so each run re-reads the tool's
+  stored avoidances with what is known now: an avoidance of a directive verb kept per
+  situation becomes the undirected one, and a condition line that names another command
+  (``slice <X>`` beside ``roast <X>`` for ``cook <X> in stove``) leaves an avoidance that also
+  has a line no command answers (``relevant_conditions``). The replaced rule is archived
+  (``supersedes`` names it); the new one covers every situation the old one did.
+- **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, the others
+  that direct something done to a thing (memory recommends ``<v> <X>`` where the task says
+  ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too; and once one of them is
+  recommended where directed, the others are (``directed_kin``).
+
+Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
+
+Example:
+    >>> undirected("chop <X>", {"X": "red apple"}, ["fry red apple"], {"chop"})
+    ['!chop <X>']
+    >>> undirected("chop <X>", {"X": "red apple"}, ["chop red apple"], {"chop"}) is None
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+
+from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, is_negative, negated_line, says_line
+from langmem_plus.records import Lesson
+
+
+def pattern_verb(lesson: Lesson) -> str:
+    """First word of a text rule's action pattern ("" when it has none or starts with a placeholder)."""
+    words = (lesson.wrong or lesson.correct or "").split()
+    return words[0] if words and not SLOT.fullmatch(words[0]) else ""
+
+
+def known_verbs(rules: Iterable[Lesson]) -> set[str]:
+    """Verbs of the tool's stored text rules' patterns: commands memory has seen taken."""
+    return {v for v in map(pattern_verb, rules) if v}
+
+
+def condition_verbs(rules: Iterable[Lesson]) -> set[str]:
+    """First words of the tool's stored rules' condition lines (negated ones too, bare placeholders not): verbs
+    that task texts have been seen to start a line with."""
+    out: set[str] = set()
+    for lesson in rules:
+        for cond in lesson.applies_when or ():
+            line = negated_line(cond) or ("" if is_negative(cond) else cond)
+            words = line.split()
+            if words and not SLOT.fullmatch(words[0]):
+                out.add(words[0])
+    return out
+
+
+def undirected(pattern: str, bindings: Mapping[str, str], lines: Sequence[str], directives: Collection[str]) -> list[str] | None:
+    """The condition of a fatal action of a directive verb that the task's text did not direct (module docstring),
+    or None when its verb is no directive verb, it has no placeholder, or a line says it."""
+    words = pattern.split()
+    if not words or words[0] not in directives or not bindings:
+        return None
+    said = bind(pattern, dict(bindings))
+    if said is None or says_line(said, lines):
+        return None
+    return [f"{UNNAMED}{pattern}"]
+
+
+def revise(rules: Iterable[Lesson], directives: Collection[str], command_verbs: Collection[str],
+           reduce: Callable[[str, list[str]], list[str]], rid: Callable[..., str]) -> list[tuple[Lesson, str, list[str]]]:
+    """Stored avoidances to rewrite with what memory knows now: ``(old rule, new id, new conditions)``.
+
+    ``reduce(pattern, conditions)`` is ``relevant_conditions`` with the current verbs. An avoidance
+    of a directive verb with only positive conditions, none of them its own directive, becomes
+    undirected; any other avoidance with several positive lines keeps those ``reduce`` keeps,
+    when that is fewer. Placeholder-free rules, negative conditions and recommendations stay.
+    """
+    out: list[tuple[Lesson, str, list[str]]] = []
+    for lesson in rules:
+        pattern = lesson.wrong or ""
+        conds = list(lesson.applies_when or ())
+        if not pattern or not SLOT.search(pattern) or any(is_negative(c) for c in conds) or not lesson.retrievable:
+            continue
+        verb = pattern.split()[0]
+        if verb in directives and verb in command_verbs and not any(c.split()[:1] == [verb] for c in conds):
+            new = [f"{UNNAMED}{pattern}"]
+        elif len(conds) > 1:
+            new = sorted(reduce(pattern, conds))
+            if not new or len(new) >= len(conds):
+                continue
+        else:
+            continue
+        out.append((lesson, rid("avoid", pattern, *new), new))
+    return out
+
+
+def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
+                  rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
+    """Undirected avoidances for every directive verb that directs something done to a thing, once one of them is
+    avoided where undirected: ``(new id, pattern, source rule)`` for each kin not yet avoided (module docstring).
+
+    A kin is a directive verb memory recommends where directed (``<v> <X>`` when the task says
+    ``<v> <X>``) or has seen start a condition line, which is always about a thing
+    (``about_things``, ``condition_verbs``); a directive about no thing (``prepare meal``) has none.
+    """
+    def undirected_rule(v: str) -> Lesson | None:
+        return has(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"))
+
+    source = next((a for a in map(undirected_rule, sorted(directives)) if a is not None), None)
+    if source is None:
+        return []
+    kin = sorted(v for v in directives if (v in about_things or has(rid("prefer", f"{v} <X>")) is not None)
+                 and undirected_rule(v) is None)
+    return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
+
+
+def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
+                 rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
+    """Recommendations ``<v> <X>`` where the task says ``<v> <X>`` for every directive verb about things, once memory
+    recommends one of them so: ``(new id, pattern, source rule)`` for each kin not yet recommended.
+
+    The other half of ``extend_to_kin``: a command of that kind is right where the task directs
+    it, so memory need not have seen each one score (a verb the executor would otherwise leave,
+    since nothing else draws it) before it follows the directive.
+    """
+    def directed(v: str) -> Lesson | None:
+        known = has(rid("prefer", f"{v} <X>"))
+        return known if known is not None and f"{v} <X>" in (known.applies_when or ()) else None
+
+    source = next((d for d in map(directed, sorted(directives)) if d is not None), None)
+    if source is None:
+        return []
+    kin = sorted(v for v in directives if v in about_things and has(rid("prefer", f"{v} <X>")) is None)
+    return [(rid("prefer", f"{v} <X>"), f"{v} <X>", source) for v in kin]
+
+
+__all__ = ["condition_verbs", "directed_kin", "extend_to_kin", "known_verbs", "pattern_verb", "revise", "undirected"]
