@@ -192,7 +192,7 @@ class SemanticMemory:
             return
         missing = sorted(i for i in fact_ids if i not in self._facts)
         fetched = {f.id: f for f in self.store.get("facts", missing) if isinstance(f, Fact)} if missing else {}
-        wanted = entity_ids | {e for f in fetched.values() for e in (f.subject_id, f.object_id)} - set(self._entities)
+        wanted = entity_ids | ({e for f in fetched.values() for e in (f.subject_id, f.object_id)} - set(self._entities))
         unknown = sorted(wanted - set(self._entities))
         read = {e.id: e for e in self.store.get("entities", unknown) if isinstance(e, Entity)} if unknown else {}
         for eid in sorted(wanted):
