@@ -56,6 +56,7 @@ def test_bench_retrieval_json_shape() -> None:
         "ratio_p50<=1.5", "ratio_p50<=1.3", "ratio_sequential_p50<=1.5", "hit3>=vector+0.15", "open_s<=3", "graph_p95_ms<=5",
     }
     assert row["sequential_p50_ms"] > 0 and row["ratio_sequential_p50"] > 0
+    assert row["raw_chroma_ids_p50_ms"] > 0 and row["ratio_ids_p50"] > 0 and row["ratio_sequential_ids_p50"] > 0
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,10 @@ conflicts, co-activations, every status) in a fresh store, then measures in one 
   after ``--warmup`` untimed queries (other labelled queries) through both sides;
 - raw Chroma ``query(n_results=20)`` on the same collection with the same query
   vector, and the ratio ours / raw at p50; the same on-error retrieval again with
-  ``overlap_store_calls=False`` (``ratio_sequential_p50``: no spare core assumed);
+  ``overlap_store_calls=False`` (``ratio_sequential_p50``: no spare core assumed). That
+  query returns documents and metadata, which ours never reads, so the same query asking
+  for distances only (ids come with them) is timed too, with the ratios against it
+  (``ratio_ids_p50``, ``ratio_sequential_ids_p50``): the like-for-like reference;
 - the graph step (bounded personalized PageRank) p95;
 - hit@1, hit@3 and MRR of the labelled queries for ours (the chosen lessons, in
   order) and for vector-only top-k (raw Chroma's ranking).
@@ -277,6 +280,7 @@ def _measure(mem: Any, queries: Sequence[Query], *, warmup: Sequence[Query] = ()
     ours: list[float] = []
     sequential: list[float] = []
     raw: list[float] = []
+    raw_ids: list[float] = []
     graph: list[float] = []
     pre: list[float] = []
     tokens: list[float] = []
@@ -295,6 +299,9 @@ def _measure(mem: Any, queries: Sequence[Query], *, warmup: Sequence[Query] = ()
         s = time.perf_counter()
         res = coll.query(query_embeddings=[vec], n_results=RAW_N)
         raw.append((time.perf_counter() - s) * 1000)
+        s = time.perf_counter()
+        coll.query(query_embeddings=[vec], n_results=RAW_N, include=["distances"])
+        raw_ids.append((time.perf_counter() - s) * 1000)
         r = _ranks([c.item_id for c in chosen if isinstance(c.item, Lesson)], q.target)
         ranks_ours.append(r)
         if q.paraphrased:
@@ -306,7 +313,7 @@ def _measure(mem: Any, queries: Sequence[Query], *, warmup: Sequence[Query] = ()
         pre.append((time.perf_counter() - s) * 1000)
         if (i + 1) % 50 == 0:
             _log(f"  {i + 1}/{len(queries)} queries")
-    p50, raw50 = statistics.median(ours), statistics.median(raw)
+    p50, raw50, ids50 = statistics.median(ours), statistics.median(raw), statistics.median(raw_ids)
     return {
         "ours_p50_ms": round(p50, 2),
         "ours_p95_ms": round(_pct(ours, 0.95), 2),
@@ -317,6 +324,9 @@ def _measure(mem: Any, queries: Sequence[Query], *, warmup: Sequence[Query] = ()
         "ratio_p50": round(p50 / raw50, 2) if raw50 else 0.0,
         "sequential_p50_ms": round(statistics.median(sequential), 2),
         "ratio_sequential_p50": round(statistics.median(sequential) / raw50, 2) if raw50 else 0.0,
+        "raw_chroma_ids_p50_ms": round(ids50, 2),
+        "ratio_ids_p50": round(p50 / ids50, 2) if ids50 else 0.0,
+        "ratio_sequential_ids_p50": round(statistics.median(sequential) / ids50, 2) if ids50 else 0.0,
         "graph_p95_ms": round(_pct(graph, 0.95), 2),
         "tokens_p50": statistics.median(tokens),
         **_quality(ranks_ours),
