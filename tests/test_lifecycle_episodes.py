@@ -108,7 +108,7 @@ def test_end_run_merges_repeated_episodes_instead_of_writing_new_ones(tmp_path: 
     for i in range(2):
         mem.end_run(run_id=f"r{i}", task=task, steps=steps, events=[], verdict=Verdict(passed=True, score=1.0), now=10.0 + i)
     [record] = [e for e in mem.store.all("episodes") if isinstance(e, Episode)]
-    assert record.count == 1 and record.run_ids == ["r0"]  # the stored record is never rewritten by a merge
+    assert record.count == 0 and record.run_ids == []  # the base: every sighting, the first included, is evidence
     eps = mem.episodes()
     assert len(eps) == 1 and eps[0].count == 2 and eps[0].last_seen_at == 11.0
     assert eps[0].run_ids == ["r0", "r1"]
@@ -148,3 +148,19 @@ def test_end_run_ages_an_avoidance_by_the_runs_after_it_without_rewriting_it(tmp
     renewed = avoidance()
     assert renewed.ttl_episodes == 2 and renewed.count == 2
     mem.close()
+
+
+def test_two_writers_creating_the_same_episode_both_count() -> None:
+    """Each writer plans from the same stored state and creates the episode: same base record, one sighting each."""
+    first = ep("new", t=5.0).model_copy(update={"run_id": "ra", "run_ids": ["ra"], "seen_run_seq": 3})
+    second = first.model_copy(update={"run_id": "rb", "run_ids": ["rb"]})
+    plan_a = plan_episode_writes([first], [], CFG, now=5.0)
+    plan_b = plan_episode_writes([second], [], CFG, now=6.0)
+    assert plan_a.created == plan_b.created == ["new"]
+    same = {"exclude": {"run_id"}}  # which creator it names is content: either is true
+    assert plan_a.upserts["new"].model_dump(**same) == plan_b.upserts["new"].model_dump(**same)  # no counter in it
+    base = plan_a.upserts["new"]
+    assert base.count == 0 and base.run_ids == [] and base.success_weight == 0.0
+    assert apply_episode_evidence(base, plan_a.sightings["new"], CFG) == plan_a.folded["new"]
+    both = apply_episode_evidence(plan_a.folded["new"], plan_b.sightings["new"], CFG)
+    assert both.count == 2 and both.run_ids == ["ra", "rb"] and both.success_weight == 2.0

@@ -400,6 +400,18 @@ def age_episode(ep: Episode, runs_after: Callable[[int], int]) -> Episode:
     return ep if left == ep.ttl_episodes else ep.model_copy(update={"ttl_episodes": left})
 
 
+def episode_base(ep: Episode) -> Episode:
+    """The record a new episode is stored as: its content without the sighting that created it.
+
+    Count 0, no runs, a success's weight not yet gained; the run's first sighting
+    (``sighting``) adds them in the fold. Two writers that create the same episode at
+    once write the same base and one sighting each, so both count.
+    """
+    return ep.model_copy(update={
+        "count": 0, "run_ids": [], "success_weight": 0.0 if ep.kind == "success" else ep.success_weight,
+    })
+
+
 def sighting(kept: Episode, new: Episode, now: float) -> EpisodeEvidence:
     """The evidence that the run which produced ``new`` saw the stored ``kept`` again."""
     return EpisodeEvidence(
@@ -453,7 +465,8 @@ def plan_episode_writes(
     3. A new near-miss whose (subgoal template, context) already holds ``nearmiss_cap``
        near-misses replaces the weakest of them when it got further (higher
        ``success_weight``), else it is a sighting of the best one.
-    4. Anything else is created.
+    4. Anything else is created: its record is the base (``episode_base``) and its own
+       first sighting adds the count, so two writers creating it at once both count.
 
     Args:
         new: Episodes of the run just finished (``episodes_from_run``).
@@ -477,11 +490,7 @@ def plan_episode_writes(
     for ep in new:
         dup = _find_duplicate(ep, list(pool.values()), config)
         if dup is not None:
-            if dup.episode_id in known:
-                sight(dup, ep)
-            else:  # a duplicate of one created this run: the record is not written yet, so it absorbs the count
-                merged = apply_episode_evidence(dup, sighting(dup, ep, now), config)
-                pool[dup.episode_id] = out.upserts[dup.episode_id] = merged
+            sight(dup, ep)
             out.merged.append((dup.episode_id, ep.episode_id))
             continue
         if ep.kind == "nearmiss":
@@ -496,14 +505,15 @@ def plan_episode_writes(
                 weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
                 if ep.success_weight > weakest.success_weight:
                     content = ep.model_copy(update={"episode_id": weakest.episode_id})
-                    out.upserts[weakest.episode_id] = content
+                    out.upserts[weakest.episode_id] = content if weakest.episode_id in known else episode_base(content)
                     sight(content.model_copy(update={k: getattr(weakest, k) for k in EPISODE_COUNTERS}), ep)
                 else:
                     sight(max(same, key=lambda e: e.success_weight), ep)
                 continue
-        pool[ep.episode_id] = out.upserts[ep.episode_id] = ep
+        base = episode_base(ep)
+        out.upserts[ep.episode_id] = base
+        sight(base, ep)  # created: its own first sighting, so two writers creating it both count
         out.created.append(ep.episode_id)
-        seen.add(ep.episode_id)
     for ep in stored:
         if ep.kind != "avoidance" or ep.episode_id in seen or ep.ttl_episodes is None or ep.ttl_episodes <= 0:
             continue
@@ -523,6 +533,7 @@ __all__ = [
     "EpisodeWrites",
     "age_episode",
     "apply_episode_evidence",
+    "episode_base",
     "episode_recallable",
     "episode_simhash",
     "episode_strength",

@@ -78,7 +78,8 @@ def write_episodes(
     )
     writes = {**plan.upserts, **cons.episodes}
     if writes:
-        write("episodes", [_episode_record(e, raw.get(e.episode_id)) for e in writes.values()])
+        # A new episode's stored counters are its base's (``plan.upserts``): its sightings add the rest.
+        write("episodes", [_episode_record(e, raw.get(e.episode_id) or plan.upserts.get(e.episode_id)) for e in writes.values()])
     evidence.extend(plan.sightings.values())
     if cons.skills:
         write("skills", [view.skill_record(s) for s in cons.skills.values()])

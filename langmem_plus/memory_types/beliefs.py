@@ -140,8 +140,13 @@ def add_entity_alias(entity: Entity, ev: EntityEvidence, config: MemoryConfig = 
 
 
 def support(evidence: Sequence[Evidence], config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """Summed strength of the distinct evidence for a fact minus that of the evidence against it."""
-    return sum(
+    """Summed strength of the distinct evidence for a fact minus that of the evidence against it.
+
+    ``math.fsum`` is exactly rounded, so the support does not depend on the order the
+    evidence arrived in (a plain float sum did, by an ulp, which flips a comparison
+    with the contradiction margin when two positions lead by exactly the margin).
+    """
+    return math.fsum(
         -evidence_strength(ev, config) if ev.against else evidence_strength(ev, config) for ev in distinct(evidence)
     )
 
