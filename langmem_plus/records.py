@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any, Literal, Union
+from collections.abc import Iterable
+from typing import Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -71,6 +72,14 @@ def _finite(value: Any, field: str, default: float) -> float:
         logger.warning("langmem_plus: %s=%r is not finite; using %s", field, value, default)
         return default
     return f
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def with_fields(target: _M, source: BaseModel, fields: Iterable[str]) -> _M:
+    """``target`` with ``source``'s values of ``fields``: a content write over a record whose counters fold from evidence."""
+    return target.model_copy(update={name: getattr(source, name) for name in fields})
 
 
 class _Record(BaseModel):
@@ -738,6 +747,7 @@ ScoredItem.model_rebuild()  # ``Fact`` is defined after it
 
 
 __all__ = [
+    "with_fields",
     "RunEvidence",
     "RunFinding",
     "EpisodeEvidence",

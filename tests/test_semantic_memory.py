@@ -20,7 +20,7 @@ from langmem_plus import Claim, Evidence, LearningMemory, MemoryConfig, Semantic
 from langmem_plus.errors import InvalidRecord
 from langmem_plus.memory_types import beliefs, fact_sources, semantic
 from langmem_plus.memory_types.beliefs import evidence_strength, normalize_label, settle
-from langmem_plus.records import Lesson, LessonScope
+from langmem_plus.records import Lesson, LessonScope, TaskSpec
 
 NS = ("acme", "agent-7")
 
@@ -433,9 +433,7 @@ def test_seed_traversal_example_creators_of_tools_used_by_the_user(memory: Learn
 # --------------------------------------------------------------------------- facts beside lessons in a retrieval
 
 
-def _fact_task() -> "TaskSpec":
-    from langmem_plus.records import TaskSpec
-
+def _fact_task() -> TaskSpec:
     return TaskSpec(task_id="t-kitchen", goal="find the cheese in the kitchen fridge", tool="cooking")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from langmem_plus.bench.designs import Context, run_episode
 from langmem_plus.bench.designs.base import tool_errors
 from langmem_plus.bench.designs.baselines import LangmemPlus

@@ -54,6 +54,7 @@ from langmem_plus.records import (
     Step,
     TaskSpec,
     Verdict,
+    with_fields,
 )
 
 SUCCESS_WEIGHT = 1.0
@@ -506,7 +507,7 @@ def plan_episode_writes(
                 if ep.success_weight > weakest.success_weight:
                     content = ep.model_copy(update={"episode_id": weakest.episode_id})
                     out.upserts[weakest.episode_id] = content if weakest.episode_id in known else episode_base(content)
-                    sight(content.model_copy(update={k: getattr(weakest, k) for k in EPISODE_COUNTERS}), ep)
+                    sight(with_fields(content, weakest, EPISODE_COUNTERS), ep)
                 else:
                     sight(max(same, key=lambda e: e.success_weight), ep)
                 continue

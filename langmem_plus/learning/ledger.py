@@ -54,6 +54,7 @@ from langmem_plus.records import (
     RunFinding,
     Skill,
     SkillEvidence,
+    with_fields,
 )
 
 R = TypeVar("R", bound=BaseModel)
@@ -103,8 +104,6 @@ ENTITY_FOLD: FoldSpec[Entity, EntityEvidence] = FoldSpec(
     "entities", "entity_evidence", Entity, EntityEvidence, lambda e: e.entity_id, lambda r: r.id, add_entity_alias, (),
 )
 FOLDS: tuple[FoldSpec[Any, Any], ...] = (LESSON_FOLD, EPISODE_FOLD, SKILL_FOLD, FACT_FOLD, ENTITY_FOLD)
-FOLDED_FIELDS = LESSON_FOLD.folded
-"""The lesson fields evidence changes; a content write keeps the record's values of these."""
 
 
 @dataclass
@@ -171,20 +170,15 @@ class Ledger(Generic[R, E]):
         account = self._accounts.get(record_id)
         return [ev for _, ev in account.entries] if account else []
 
-    def stored(self, record_id: str) -> R | None:
-        """The stored record behind a fold (None: no record with evidence has arrived)."""
-        account = self._accounts.get(record_id)
-        return account.record if account is not None else None
-
-    def record_of(self, folded: R, stored: R | None = None) -> R:
+    def record_of(self, folded: R, fallback: R | None = None) -> R:
         """``folded``'s content with the stored record's counters: what a content write stores (no evidence in it).
 
-        ``stored`` is the record as stored when the caller has it; else the one this ledger holds.
+        The stored record is the one this ledger holds, else ``fallback`` (the caller's
+        table holds a record without evidence as it is stored); with neither, ``folded``.
         """
-        record = stored if stored is not None else self.stored(self.spec.id_of(folded))
-        if record is None:
-            return folded
-        return folded.model_copy(update={k: getattr(record, k) for k in self.spec.folded})
+        account = self._accounts.get(self.spec.id_of(folded))
+        record = account.record if account is not None and account.record is not None else fallback
+        return folded if record is None else with_fields(folded, record, self.spec.folded)
 
     def set_record(self, record: R) -> R:
         """A stored record arrived (written here or read back): returns its fold with the evidence."""
@@ -254,5 +248,5 @@ def fold_all(records: Mapping[str, Lesson], entries: Iterable[tuple[LogKey, RunE
 
 
 __all__ = [
-    "ENTITY_FOLD", "EPISODE_FOLD", "FACT_FOLD", "FOLDED_FIELDS", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
+    "ENTITY_FOLD", "EPISODE_FOLD", "FACT_FOLD", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
 ]

@@ -421,7 +421,7 @@ class LearningMemory:
         with self._lock:
             self.sync.refresh()
             outcome = run_outcome(steps, events, verdict, self.config)
-            seq = (self.runs[-1].seq + 1) if self.runs else 1
+            seq = self.view.last_seq + 1
             activated = Counter(a.lesson_id for a in activations)
             run = RunRecord(
                 run_id=run_id,
@@ -868,7 +868,7 @@ class LearningMemory:
         if missing:
             raise InvalidRecord(f"no episode {missing[0]!r} in namespace {self.namespace!r}")
         with self._lock:
-            seq, at, key = (self.runs[-1].seq if self.runs else 0), self.clock(), f"link:{cause_id}>{effect_id}"
+            seq, at, key = self.view.last_seq, self.clock(), f"link:{cause_id}>{effect_id}"
             self.sync.publish_evidence([
                 EpisodeEvidence(episode_id=cause_id, run_id=key, run_seq=seq, at=at, count=0, leads_to=[effect_id]),
                 EpisodeEvidence(episode_id=effect_id, run_id=key, run_seq=seq, at=at, count=0, caused_by=[cause_id]),

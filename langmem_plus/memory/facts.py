@@ -37,16 +37,15 @@ class SharedFacts:
 
     def append(self, given: Sequence[tuple[str, Evidence]]) -> None:
         """Append evidence just given; numbered after the newest run known, like a run's evidence."""
-        seq = self.view.runs[-1].seq if self.view.runs else 0
         self.sync.publish_evidence([
-            FactEvidence(fact_id=fid, run_id=fact_evidence_key(fid, ev), run_seq=seq, source=ev,
+            FactEvidence(fact_id=fid, run_id=fact_evidence_key(fid, ev), run_seq=self.view.last_seq, source=ev,
                          at=ev.ts if math.isfinite(ev.ts) else 0.0)  # a NaN stamp is the caller's; the log's must order
             for fid, ev in given
         ])
 
     def append_aliases(self, aliases: Sequence[tuple[str, str]]) -> None:
         """Append aliases just added, keyed by the alias (the same alias twice is one entry)."""
-        seq, at = (self.view.runs[-1].seq if self.view.runs else 0), self.sync.clock()
+        seq, at = self.view.last_seq, self.sync.clock()
         self.sync.publish_evidence([
             EntityEvidence(entity_id=eid, run_id=f"alias:{alias}", run_seq=seq, at=at, alias=alias) for eid, alias in aliases
         ])

@@ -12,7 +12,7 @@ from langmem_plus.learning.episodes import EPISODE_COUNTERS, goal_template, plan
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView, stored
-from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec
+from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
 from langmem_plus.store.audit import AuditLog
 from langmem_plus.store.chroma import ChromaStore
 
@@ -107,9 +107,7 @@ def write_episodes(
 
 def _episode_record(episode: Episode, stored_record: Episode | None) -> Episode:
     """What a content write of ``episode`` stores: its content, with the stored record's counters when there is one."""
-    if stored_record is None:
-        return episode
-    return episode.model_copy(update={k: getattr(stored_record, k) for k in EPISODE_COUNTERS})
+    return episode if stored_record is None else with_fields(episode, stored_record, EPISODE_COUNTERS)
 
 
 __all__ = ["audit_run", "write_episodes"]

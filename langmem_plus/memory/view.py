@@ -26,7 +26,6 @@ from langmem_plus.learning.ledger import (
     ENTITY_FOLD,
     EPISODE_FOLD,
     FACT_FOLD,
-    FOLDED_FIELDS,
     FOLDS,
     LESSON_FOLD,
     SKILL_FOLD,
@@ -320,10 +319,7 @@ class MemoryView:
     # ------------------------------------------------------------------ reading
     def as_record(self, lesson: Lesson) -> Lesson:
         """``lesson``'s content with its stored record's counters: what a content write stores (evidence stays in the log)."""
-        if lesson.id in self.ledger:
-            return self.ledger.record_of(lesson)
-        known = self.lessons.get(lesson.id)  # no evidence yet: the table holds the record
-        return lesson if known is None else lesson.model_copy(update={k: getattr(known, k) for k in FOLDED_FIELDS})
+        return self.ledger.record_of(lesson, fallback=self.lessons.get(lesson.id))  # no evidence yet: the table holds it
 
     def ledgers(self) -> dict[str, Ledger[Any, Any]]:
         """Each folded kind's ledger, by store kind."""
@@ -332,10 +328,12 @@ class MemoryView:
 
     def skill_record(self, skill: Skill) -> Skill:
         """``skill``'s content with its stored record's stats: what a content write stores (outcomes stay in the log)."""
-        if skill.id in self.skill_ledger:
-            return self.skill_ledger.record_of(skill)
-        known = self.skills.get(skill.id)
-        return skill if known is None else skill.model_copy(update={"stats": known.stats})
+        return self.skill_ledger.record_of(skill, fallback=self.skills.get(skill.id))
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the newest stored run (0: none yet); the next run takes one more (a Lamport clock)."""
+        return self.runs[-1].seq if self.runs else 0
 
     def runs_after(self, seq: int, *, excluding: RunRecord | None = None) -> int:
         """How many stored runs have a sequence number above ``seq``, ``excluding`` one stored run."""
