@@ -386,6 +386,18 @@ def apply_episode_evidence(ep: Episode, ev: EpisodeEvidence, config: MemoryConfi
     return ep.model_copy(update=update) if update else ep
 
 
+def link_evidence(cause_id: str, effect_id: str, *, run_seq: int, at: float) -> tuple[EpisodeEvidence, EpisodeEvidence]:
+    """The evidence that episode ``cause_id`` led to ``effect_id``: one piece for each end, keyed by the link.
+
+    ``count`` 0 (no sighting); a retried link is the same key, so it folds once.
+    """
+    key = f"link:{cause_id}>{effect_id}"
+    return (
+        EpisodeEvidence(episode_id=cause_id, run_id=key, run_seq=run_seq, at=at, count=0, leads_to=[effect_id]),
+        EpisodeEvidence(episode_id=effect_id, run_id=key, run_seq=run_seq, at=at, count=0, caused_by=[cause_id]),
+    )
+
+
 def age_episode(ep: Episode, runs_after: Callable[[int], int]) -> Episode:
     """``ep`` with an avoidance's TTL counted down by the runs stored after the one that last saw it.
 
@@ -535,6 +547,7 @@ __all__ = [
     "age_episode",
     "apply_episode_evidence",
     "episode_base",
+    "link_evidence",
     "episode_recallable",
     "episode_simhash",
     "episode_strength",

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.episodes import episode_recallable
+from langmem_plus.learning.episodes import apply_episode_evidence, episode_recallable, link_evidence
 from langmem_plus.records import Episode
 
 Direction = Literal["forward", "backward"]
@@ -97,10 +97,12 @@ def recall_sequence(
 
 
 def link_episodes(cause: Episode, effect: Episode) -> tuple[Episode, Episode]:
-    """Copies of two episodes linked as cause -> effect (``leads_to`` / ``caused_by``), each link once."""
-    leads = cause.leads_to if effect.episode_id in cause.leads_to else [*cause.leads_to, effect.episode_id]
-    caused = effect.caused_by if cause.episode_id in effect.caused_by else [*effect.caused_by, cause.episode_id]
-    return cause.model_copy(update={"leads_to": leads}), effect.model_copy(update={"caused_by": caused})
+    """Copies of two episodes linked as cause -> effect (``leads_to`` / ``caused_by``), each link once.
+
+    The fold of the link's evidence (``link_evidence``), as a memory folds it from the shared log.
+    """
+    to_cause, to_effect = link_evidence(cause.episode_id, effect.episode_id, run_seq=0, at=0.0)
+    return apply_episode_evidence(cause, to_cause), apply_episode_evidence(effect, to_effect)
 
 
 __all__ = ["Direction", "link_episodes", "recall_at", "recall_before", "recall_sequence"]

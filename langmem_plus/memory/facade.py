@@ -22,7 +22,7 @@ from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
 from langmem_plus.errors import InvalidRecord
-from langmem_plus.learning.episodes import episodes_from_run
+from langmem_plus.learning.episodes import episodes_from_run, link_evidence
 from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import (
@@ -47,7 +47,6 @@ from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.records import (
     Activation,
     Episode,
-    EpisodeEvidence,
     ErrorEvent,
     Hint,
     Lesson,
@@ -868,11 +867,7 @@ class LearningMemory:
         if missing:
             raise InvalidRecord(f"no episode {missing[0]!r} in namespace {self.namespace!r}")
         with self._lock:
-            seq, at, key = self.view.last_seq, self.clock(), f"link:{cause_id}>{effect_id}"
-            self.sync.publish_evidence([
-                EpisodeEvidence(episode_id=cause_id, run_id=key, run_seq=seq, at=at, count=0, leads_to=[effect_id]),
-                EpisodeEvidence(episode_id=effect_id, run_id=key, run_seq=seq, at=at, count=0, caused_by=[cause_id]),
-            ])
+            self.sync.publish_evidence(link_evidence(cause_id, effect_id, run_seq=self.view.last_seq, at=self.clock()))
 
 
 __all__ = ["DEFAULT_PATH", "LearningMemory", "Trajectory"]
