@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -135,7 +136,7 @@ def memory(tmp_path: Path) -> LearningMemory:
 
 
 def test_memory_recall_on_stored_episodes(memory: LearningMemory) -> None:
-    memory.store.upsert("episodes", [
+    memory.write("episodes", [
         fresh("a", NOW - 3 * HOUR, 0.2), fresh("b", NOW - 2 * HOUR, 0.8),
         ep("faded", NOW - 2 * HOUR, 0.0, seen=NOW - FADED_AGE), fresh("c", NOW + HOUR, 0.9),
     ])
@@ -156,7 +157,7 @@ def test_memory_recall_on_stored_episodes(memory: LearningMemory) -> None:
 def test_links_persist_and_namespaces_stay_apart(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with LearningMemory.open(path, namespace=NS, clock=lambda: NOW) as mem:
-        mem.store.upsert("episodes", [fresh("a", 1.0), fresh("b", 2.0)])
+        mem.write("episodes", [fresh("a", 1.0), fresh("b", 2.0)])
         mem.link_episodes("a", "b")
     with LearningMemory.open(path, namespace=NS, clock=lambda: NOW) as mem, \
             LearningMemory.open(path, namespace=("other",), clock=lambda: NOW) as other:
@@ -166,15 +167,19 @@ def test_links_persist_and_namespaces_stay_apart(tmp_path: Path) -> None:
             other.link_episodes("a", "b")
 
 
-def test_records_stored_before_links_existed_still_load(memory: LearningMemory) -> None:
+def test_records_stored_before_links_existed_still_load(tmp_path: Path) -> None:
     old = fresh("legacy", NOW - HOUR).model_dump(mode="json")
     old.pop("caused_by"), old.pop("leads_to")
-    coll = memory.store.raw_collection("episodes")
-    coll.upsert(ids=["legacy"], embeddings=np.zeros((1, memory.config.embedding_dim), dtype=np.float32) + 0.1,
-                documents=["goal legacy"], metadatas=[{"ns": namespace_key(NS), "record": json.dumps(old)}])
+    with LearningMemory.open(tmp_path / "store", namespace=NS, clock=lambda: NOW) as writer:
+        coll = writer.store.raw_collection("episodes")
+        coll.upsert(ids=["legacy"], embeddings=np.zeros((1, writer.config.embedding_dim), dtype=np.float32) + 0.1,
+                    documents=["goal legacy"], metadatas=[{"ns": namespace_key(NS), "record": json.dumps(old)}])
+    shutil.rmtree(tmp_path / "store" / "snapshot")  # an older version's store: no snapshot holds its episodes
+    memory = LearningMemory.open(tmp_path / "store", namespace=NS, clock=lambda: NOW)
     [loaded] = memory.episodes()
     assert loaded.episode_id == "legacy" and loaded.caused_by == [] and loaded.leads_to == []
     assert ids(memory.recall_at(NOW - HOUR, window=0.0)) == ["legacy"]
+    memory.close()
 
 
 def test_recall_over_episodes_of_a_real_gridtool_run(tmp_path: Path) -> None:

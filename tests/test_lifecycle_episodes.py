@@ -164,3 +164,52 @@ def test_two_writers_creating_the_same_episode_both_count() -> None:
     assert apply_episode_evidence(base, plan_a.sightings["new"], CFG) == plan_a.folded["new"]
     both = apply_episode_evidence(plan_a.folded["new"], plan_b.sightings["new"], CFG)
     assert both.count == 2 and both.run_ids == ["ra", "rb"] and both.success_weight == 2.0
+
+
+def _passing_run(mem: LearningMemory, run_id: str, goal: str, now: float) -> None:
+    task = TaskSpec(task_id=f"t-{goal}", goal=goal, tool="gridtool", family="filter_select")
+    steps = [Step(index=0, action=f"LOAD {goal} | KEEP age >= 30", feedback=Feedback(reward=1.0), tool="gridtool")]
+    mem.end_run(run_id=run_id, task=task, steps=steps, events=[], verdict=Verdict(passed=True, score=1.0), now=now)
+
+
+def test_end_run_plans_episodes_from_the_view_and_reads_none_back_from_chroma(tmp_path: Path) -> None:
+    """Issue 15: the episodes a run is planned against are the view's (kept in step with every write), not a
+    full read of the namespace's episodes from Chroma at every run; the merges come out the same."""
+    mem = LearningMemory.open(tmp_path, namespace=NS)
+    for i, goal in enumerate(["people", "orders", "cities"]):
+        _passing_run(mem, f"r{i}", goal, 10.0 + i)
+    read: list[str] = []
+    real_all, real_get = mem.store.all, mem.store.get
+    mem.store.all = lambda kind, *a, **k: read.append(kind) or real_all(kind, *a, **k)  # type: ignore[method-assign]
+    mem.store.get = lambda kind, *a, **k: read.append(kind) or real_get(kind, *a, **k)  # type: ignore[method-assign]
+    _passing_run(mem, "r3", "people", 20.0)
+    assert "episodes" not in read
+    mem.store.all, mem.store.get = real_all, real_get  # type: ignore[method-assign]
+    by_goal = {e.goal_signature: e for e in mem.episodes()}
+    assert len(by_goal) == 3 and sorted(e.count for e in by_goal.values()) == [1, 1, 2]
+    mem.close()
+    again = LearningMemory.open(tmp_path, namespace=NS)  # the snapshot base holds the episodes
+    assert {e.episode_id: e for e in again.episodes()} == {e.episode_id: e for e in by_goal.values()}
+    again.close()
+
+
+def test_an_episode_another_writer_stored_is_merged_into_not_duplicated(chroma_server: str, tmp_path: Path) -> None:
+    """The view learns another writer's episodes from its announcements (``refresh`` at ``end_run``), so a run
+    that repeats it adds a sighting to the stored episode instead of creating a second one."""
+    ns = ("episodes-shared", tmp_path.name)
+    first = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=tmp_path / "a")
+    second = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=tmp_path / "b")
+    try:
+        assert second.episodes() == []
+        _passing_run(first, "ra", "people", 10.0)
+        [theirs] = second.episodes()  # announced by the first writer's end_run, read by id
+        assert theirs.count == 1 and theirs.run_ids == ["ra"]
+        _passing_run(second, "rb", "people", 11.0)
+        stored = [e for e in second.store.all("episodes") if isinstance(e, Episode)]
+        assert len(stored) == 1
+        for mem in (first, second):
+            [seen] = mem.episodes()
+            assert seen.count == 2 and sorted(seen.run_ids) == ["ra", "rb"]
+    finally:
+        first.close()
+        second.close()

@@ -371,7 +371,7 @@ def _records_reference(text: str) -> dict[str, dict[str, str]]:
     """The records file read the plain way: split lines, split each at its first two tabs, decode the id."""
     import json
 
-    out: dict[str, dict[str, str]] = {"lessons": {}, "links": {}, "skills": {}, "runs": {}}
+    out: dict[str, dict[str, str]] = {"lessons": {}, "links": {}, "skills": {}, "runs": {}, "episodes": {}}
     for line in text.splitlines():
         kind, rid, raw = line.split("\t", 2)
         out[kind][json.loads(rid)] = raw
@@ -381,7 +381,7 @@ def _records_reference(text: str) -> dict[str, dict[str, str]]:
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["lessons", "links", "skills", "runs"]), st.text(min_size=1, max_size=12), st.text(max_size=30)),
+        st.tuples(st.sampled_from(["lessons", "links", "skills", "runs", "episodes"]), st.text(min_size=1, max_size=12), st.text(max_size=30)),
         max_size=25,
     )
 )

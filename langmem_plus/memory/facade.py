@@ -42,7 +42,7 @@ from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
-from langmem_plus.memory.view import MemoryView, stored
+from langmem_plus.memory.view import MemoryView
 from langmem_plus.memory_types.context import assemble, habit_relevance
 from langmem_plus.records import (
     Activation,
@@ -493,7 +493,7 @@ class LearningMemory:
                     events=events,
                 )
                 audit_run(self.audit, self.view, run, integ, judged)
-                write_episodes(self.store, self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
+                write_episodes(self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
                                now=now, lookup=self._lookup(), write=self.sync.write, evidence=evidence)
             self._semantic_from_run(run_id, judged)
             self._semantic_from_observations(run_id, steps)
@@ -838,7 +838,8 @@ class LearningMemory:
     def episodes(self) -> list[Episode]:
         """Every episode of this namespace as memory holds it (sightings folded, TTLs aged), faded ones included."""
         with self._lock:
-            return [self.view.episode(e) for e in stored(self.store, "episodes", Episode)]
+            self.sync.refresh()  # what other writers stored since the last look
+            return [self.view.episode(e) for e in self.view.episodes.values()]
 
     def recall_at(self, time: float, window: float, *, now: float | None = None) -> list[Episode]:
         """Episodes that happened within ``window`` seconds of ``time``, faded ones skipped (``learning.recall``)."""

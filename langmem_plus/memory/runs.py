@@ -11,10 +11,9 @@ from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.episodes import EPISODE_COUNTERS, goal_template, plan_episode_writes
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
-from langmem_plus.memory.view import MemoryView, stored
+from langmem_plus.memory.view import MemoryView
 from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
 from langmem_plus.store.audit import AuditLog
-from langmem_plus.store.chroma import ChromaStore
 
 
 def audit_run(audit: AuditLog, view: MemoryView, run: RunRecord, integ: Integration, judged: Judgement) -> None:
@@ -34,7 +33,6 @@ def audit_run(audit: AuditLog, view: MemoryView, run: RunRecord, integ: Integrat
 
 
 def write_episodes(
-    store: ChromaStore,
     audit: AuditLog,
     view: MemoryView,
     config: MemoryConfig,
@@ -55,7 +53,7 @@ def write_episodes(
     what the run adds to a stored episode's or skill's counters (a sighting, an
     outcome) goes to ``evidence``, appended to the shared log with the run's (issue 13).
     """
-    raw = {e.episode_id: e for e in stored(store, "episodes", Episode)}
+    raw = dict(view.episodes.items())  # the view follows every episode write, ours and the other writers' announced ones
     known = [view.episode(e, excluding_run=run) for e in raw.values()]  # as they were before this run
     episodes = [e.model_copy(update={"seen_run_seq": run.seq}) for e in episodes]
     plan = plan_episode_writes(episodes, known, config, now=now)

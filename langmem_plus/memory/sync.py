@@ -2,7 +2,7 @@
 
 Three things, one idea (the view is what the store holds):
 
-* **Writes.** Every tracked write (lessons, links, skills, runs) reaches the view
+* **Writes.** Every tracked write (lessons, links, skills, runs, episodes) reaches the view
   (``write``) and the snapshot journal; a block of writes shares one generation token
   (``write_group``) and is then announced on the namespace's shared log, with the run
   evidence the block produced, in one append (``publish``).
@@ -261,6 +261,7 @@ class StoreSync:
             "links": ((i, view.links.raw_json(i)) for i in view.links),
             "skills": ((i, view.skills.raw_json(i)) for i in view.skills),
             "runs": ((r.run_id, r.model_dump_json()) for r in view.runs),
+            "episodes": ((i, view.episodes.raw_json(i)) for i in view.episodes),
         }
         try:
             self.snapshot.write_base(

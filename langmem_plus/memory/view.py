@@ -1,7 +1,7 @@
 """MemoryView: one namespace's records as this process sees them, and the one place they change.
 
 Lessons (each the fold of its run evidence over its stored record, ``learning.ledger``),
-links, skills and runs, with what is derived from them: the lesson graph, the lesson
+links, skills, runs and episodes, with what is derived from them: the lesson graph, the lesson
 index, the lessons' relevance vectors. ``apply`` folds written or read records in;
 ``fold_evidence`` folds run evidence in. Loading (from Chroma or a snapshot) fills a
 fresh view; nothing here writes to the store.
@@ -86,6 +86,8 @@ class MemoryView:
         """Lessons by id (folds of their evidence); parsed from the snapshot on first use."""
         self.links: RecordTable[Link] = RecordTable(Link, namespace)
         self.skills: RecordTable[Skill] = RecordTable(Skill, namespace)
+        self.episodes: RecordTable[Episode] = RecordTable(Episode, namespace)
+        """Stored episode records by id, as written (``episode`` folds their sightings and ages them when read)."""
         self.runs: list[RunRecord] = []
         """Stored runs in Lamport order (``run_order``)."""
         self.fp_runs: Counter[str] = Counter()
@@ -96,7 +98,7 @@ class MemoryView:
         self.ledger: Ledger[Lesson, RunEvidence]
         """Records and run evidence of the lessons that have evidence; ``lessons`` holds their fold."""
         self.episode_ledger: Ledger[Episode, EpisodeEvidence]
-        """Records and sightings of the episodes seen again; episodes stay in Chroma and fold as they are read."""
+        """Records and sightings of the episodes seen again; ``episodes`` holds the records, folded as they are read."""
         self.skill_ledger: Ledger[Skill, SkillEvidence]
         """Records and outcomes of the skills executed again; ``skills`` holds their fold."""
         self.fact_ledger: Ledger[Fact, FactEvidence]
@@ -111,7 +113,7 @@ class MemoryView:
 
     # ------------------------------------------------------------------ loading
     def load_store(self, store: ChromaStore) -> None:
-        """Every lesson, link, skill and run read from Chroma, and the graph rebuilt (no usable snapshot)."""
+        """Every lesson, link, skill, run and episode read from Chroma, and the graph rebuilt (no usable snapshot)."""
         ns = self.namespace
         self.index = None  # built from the lessons read here
         self.set_ledgers({})
@@ -123,11 +125,14 @@ class MemoryView:
             self.links[link.id] = link
         for skill in stored(store, "skills", Skill):
             self.skills[skill.id] = skill
+        self.episodes = RecordTable(Episode, ns)
+        for episode in stored(store, "episodes", Episode):
+            self.episodes[episode.episode_id] = episode
         self.graph = LessonGraph.from_records(self.lessons.values(), self.skills.values(), self.links.values())
         self.set_runs(stored(store, "runs", RunRecord))
 
     def load_snapshot(self, loaded: Loaded, ledgers: dict[str, Ledger[Any, Any]]) -> None:
-        """Lessons, links, skills, runs, graph, vectors and index from a snapshot, then its journal replayed.
+        """Lessons, links, skills, runs, episodes, graph, vectors and index from a snapshot, then its journal replayed.
 
         Raises:
             ValueError, KeyError, TypeError: the snapshot is damaged (the caller reads from Chroma instead).
@@ -137,6 +142,7 @@ class MemoryView:
         self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"], loaded.raw, keep_parsed=keep)
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
         self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
+        self.episodes = RecordTable(Episode, ns, loaded.records["episodes"], loaded.raw)
         runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
@@ -235,6 +241,8 @@ class MemoryView:
                 self.graph.upsert_skill(skill)
             elif isinstance(record, RunRecord):
                 self.add_run(record)
+            elif isinstance(record, Episode):
+                self.episodes.put(record.episode_id, record, raw)
         if lessons:
             self.put_lessons(lessons, vectors if len(lessons) == len(records) else None)
 
@@ -360,8 +368,8 @@ class MemoryView:
         return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]
 
     def stored_count(self) -> int:
-        """Records a snapshot base holds (lessons, links, skills, runs)."""
-        return len(self.lessons) + len(self.links) + len(self.skills) + len(self.runs)
+        """Records a snapshot base holds (lessons, links, skills, runs, episodes)."""
+        return len(self.lessons) + len(self.links) + len(self.skills) + len(self.runs) + len(self.episodes)
 
 
 __all__ = ["MemoryView", "run_order", "stored"]

@@ -1,4 +1,4 @@
-"""A local snapshot of a namespace's lessons, links, skills, runs and graph, for a fast open.
+"""A local snapshot of a namespace's lessons, links, skills, runs, episodes and graph, for a fast open.
 
 Reading 100k lessons back from Chroma, parsing them and rebuilding the graph took 46 s
 (docs/PERFORMANCE.md). The snapshot keeps the same records as raw JSON lines, parsed
@@ -52,10 +52,11 @@ from langmem_plus.records import Namespace
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
-"""Snapshot format version; another version is ignored (rebuilt from Chroma)."""
-SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs")
-"""Record kinds the snapshot keeps (the ones an open needs in memory)."""
+FORMAT = 3
+"""Snapshot format version; another version is ignored (rebuilt from Chroma). 3: episodes are kept too."""
+SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs", "episodes")
+"""Record kinds the snapshot keeps (the ones an open or ``end_run`` needs in memory: ``end_run`` plans its
+episode writes against every stored episode, which it used to read back from Chroma at every run)."""
 END = "#end"
 """Journal marker closing one write."""
 
