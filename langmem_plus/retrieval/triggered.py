@@ -15,8 +15,8 @@ valid actions and the lines its condition names have been read. So at each step:
    bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
    the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
    nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
-   all goal words; a negative line, ``!chop <X>``, that no line of the task's text says it
-   bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
+   all goal words; a negative line, ``!chop <X>``, that no clause of the goal and no line of
+   the task's text says it bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
    observation line names (at most ``text_short_line_words`` words, the executor's own
    reading): a needless warning costs a line and a missing one can end the game, while a
    recommendation bound to a distractor lures the agent to it. A literal rule (no
@@ -110,6 +110,8 @@ class StepView:
     valid: tuple[str, ...]
     said: tuple[str, ...] = ()
     """The observations' clauses (``textmatch.clauses``): where a condition line must occur."""
+    goal_lines: tuple[str, ...] = ()
+    """The goal's clauses: with ``task_lines``, where a negative line condition must not be said."""
 
     @classmethod
     def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
@@ -121,7 +123,7 @@ class StepView:
         lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
         said = tuple(dict.fromkeys(c for o in observations for c in clauses(o)))
         return cls(frozenset(norm(goal).split()), norm(goal), tuple(task_text_lines(goal, history)), lines,
-                   tuple(str(a) for a in raw or []), said)
+                   tuple(str(a) for a in raw or []), said, tuple(clauses(goal)))
 
     def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
         """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
@@ -178,7 +180,7 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
     unsaid = negated_line(cond)
     if unsaid is not None:  # no line of the task's text says the bound line (the action was not asked for)
         bound = bind(unsaid, binding)
-        return bound is not None and not says_line(bound, view.task_lines)
+        return bound is not None and not says_line(bound, [*view.goal_lines, *view.task_lines])
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
         return listed_only(binding.get(bare.group(1), ""), view.task_lines)
