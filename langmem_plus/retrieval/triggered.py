@@ -37,7 +37,12 @@ valid actions and the lines its condition names have been read. So at each step:
    condition already checked, a recommendation with its lines bound (``when the task says
    `roast pork chop```), which is what makes it win over such a pattern in the reader's hands.
    A rule's line is never cut to a shorter form under the budget: without its condition it
-   would forbid the directed case too; it is shown whole or left out.
+   would forbid the directed case too; it is shown whole or left out. Lines the reader does not
+   use are not shown: while a winning recommendation fires on an action not yet taken in the
+   attempt, the reader follows it (the executor contract), so that step shows recommendations
+   only and the avoidances wait for a step where none does; and a pattern-form avoidance whose
+   actions at the step another shown one also fires on is left out (``_uncovered``). Tokens are
+   paid per distinct line per attempt, so a line that waits is often never paid.
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
    of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
@@ -263,6 +268,31 @@ def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[tuple[ScoredItem,
     return [(it, action) for _, action, it in sorted(chosen, key=lambda t: t[0])]
 
 
+def _uncovered(defaults: Sequence[ScoredItem], fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
+    """The pattern-form avoidances worth a line, each once, in rank order: one whose actions at this step another
+    shown one also fires on says nothing more (``dice <X>`` where the task does not name ``<X>`` beside ``dice <X>``
+    where it does not say ``dice <X>``), so it is left out; of two that fire on the same actions the better ranked stays.
+
+    Example:
+        >>> from langmem_plus.records import Lesson
+        >>> a, b = (ScoredItem(kind="lesson", score=1.0, item=Lesson(id=i, namespace=("n",), rule_text=i, wrong="dice <X>",
+        ...         applies_when=[c])) for i, c in (("a", "!<X>"), ("b", "!dice <X>")))
+        >>> [it.item_id for it in _uncovered([a, b], [(a, "dice knife"), (b, "dice knife"), (b, "dice apple")])]
+        ['b']
+    """
+    acts: dict[str, set[str]] = {}
+    for it, action in fired:
+        acts.setdefault(it.item_id, set()).add(action)
+    unique = list({it.item_id: it for it in defaults}.values())
+    order = sorted(range(len(unique)), key=lambda i: -len(acts.get(unique[i].item_id, ())))  # widest first, stable
+    kept: list[int] = []
+    for i in order:
+        mine = acts.get(unique[i].item_id, set())
+        if not any(mine <= acts.get(unique[k].item_id, set()) for k in kept):
+            kept.append(i)
+    return [unique[i] for i in sorted(kept)]
+
+
 def _grounded(it: ScoredItem, action: str) -> ScoredItem:
     """The winning rule as the concrete action; a recommendation keeps its lines, bound (against an avoidance shown
     as its pattern they are what makes it win in the reader's hands)."""
@@ -327,7 +357,11 @@ class StepDelivery:
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
-        default = list({it.item_id: it for it, _ in winners if _as_pattern(it)}.values())
+        taken = {norm(s.action) for s in history}
+        if any(not it.item.wrong and norm(a) not in taken for it, a in winners):  # type: ignore[union-attr]
+            winners = [(it, a) for it, a in winners if not it.item.wrong]  # type: ignore[union-attr]
+            # a recommendation not yet followed decides this step (the reader's contract): avoidances wait for a step it does not
+        default = _uncovered([it for it, _ in winners if _as_pattern(it)], fired)
         # an avoidance stating no line once, as its pattern: one line however many actions
         grounded = default + [_grounded(it, action) for it, action in winners if not _as_pattern(it)]
         if not grounded:
