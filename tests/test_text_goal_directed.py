@@ -24,6 +24,7 @@ MEASURE_B = ("Your task is to measure the temperature of wood, which is located 
              "thermometer. Next, focus on the wood. If the wood temperature is above 50.0 degrees celsius, place it in the "
              "orange box. If the wood temperature is below 50.0 degrees celsius, place it in the yellow box. The boxes are "
              "located around the kitchen.")
+STAGES = "Your task is to focus on the 4 life stages of the butterfly, starting from earliest to latest."
 HALLWAY = ("This room is called the hallway. In it, you see: \n\tthe agent\n\ta substance called air\n\ta picture\n"
            "You also see:\n\tA door to the art studio (that is open)\n\tA door to the bedroom (that is open)\n"
            "\tA door to the living room (that is open)")
@@ -51,6 +52,8 @@ def test_goal_directed_needs_a_clause_opening_with_the_command_and_not_saying_th
     assert goal_directed("focus on thermometer", MEASURE_A) is None  # the goal says it
     assert goal_directed("focus on air", "You are hungry! Let's cook a delicious meal. Check the cookbook.") is None
     assert goal_directed("look around", FIND_A) is None  # no such command in the goal
+    assert goal_directed("focus on butterfly", STAGES) == ("focus on <X>", ["!focus on <X>"])  # "is to focus on ..."
+    assert goal_directed("focus on air", "Your task is to find the coin. Focus groups meet here.") is None
 
 
 def test_fatal_focuses_on_unnamed_and_goal_named_things_become_one_rule_that_guards_the_next_goals_rooms() -> None:

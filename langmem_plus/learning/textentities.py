@@ -7,8 +7,8 @@ that object. Each function returns the avoidance's pattern and condition, or Non
 are tried in this order:
 
 - **Goal-directed commands** (``goal_directed``): the goal itself directs the command (one of
-  its clauses opens with the action's head, ``First, focus on the thing.``) and does not say
-  this action. The lesson is the command's head on anything the task does not direct it to:
+  its clauses opens with the action's head, ``First, focus on the thing.``, or says it after
+  "to", ``Your task is to focus on the life stages of the frog``) and does not say this action. The lesson is the command's head on anything the task does not direct it to:
   ``focus on <X>`` "when the task does not say `focus on <X>`". One rule covers every object
   the command was fatal on, the things the goal never names (``air``) and the things it
   names in another role (``the red box`` it says to move the thing into) alike, where the
@@ -68,11 +68,19 @@ def _occurs(phrase: str, line: str) -> bool:
     return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
 
 
+def _directs(head: str, clause: str) -> bool:
+    """Whether ``clause`` directs the command ``head``: it opens with it (an imperative, ``focus on the thing``) or
+    states it as what is to be done (``your task is to focus on ...``), not merely mentions its verb."""
+    padded = f" {clause} "
+    return padded.startswith(f" {head} ") or f" to {head} " in padded
+
+
 def goal_directed(action: str, goal: str) -> tuple[str, list[str]] | None:
     """A fatal action of a command the goal directs, on a thing the goal does not direct it to, or None.
 
     The goal directs a command when one of its clauses (``textmatch.clauses``) opens with the
-    action's head (``focus on``): an instruction, not a mention. When no clause says the action
+    action's head (``focus on``) or says it after "to" (``your task is to focus on ...``): an
+    instruction, not a mention (``let's cook a meal`` directs no ``cook`` command). When no clause says the action
     itself, what the command was spent on is the mistake, whatever the thing was, so the
     avoidance is the head on a placeholder with the negative line condition
     ``!<head> <X>``: it binds any object and holds wherever the task does not say the command
@@ -87,8 +95,7 @@ def goal_directed(action: str, goal: str) -> tuple[str, list[str]] | None:
     """
     head, obj = split_object(action)
     said = clauses(goal)
-    opener = " ".join(head)
-    if not obj or not any(c == opener or c.startswith(opener + " ") for c in said):
+    if not obj or not any(_directs(" ".join(head), c) for c in said):
         return None
     if says_line(" ".join([*head, *obj]), said):
         return None
