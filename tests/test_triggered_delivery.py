@@ -75,8 +75,10 @@ def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie()
              rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove")]
     first = StepDelivery(rules, runs=[])(task([]), read(COOKS))
     assert [h.text for h in first] == ["Prefer `cook red apple in oven`"]  # avoidances wait while it is not followed
+    assert first[0].precondition is None  # no avoidance beside it: its line need not say why it wins
     hints = StepDelivery(rules, runs=[])(task([]), taken(COOKS, "cook red apple in oven"))
     texts = {h.text: h.source_id for h in hints}
+    assert {h.text: h.precondition for h in hints}["Prefer `cook red apple in oven`"] == "when the task says `roast red apple`"
     assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
     assert texts["Avoid `cook <X> in oven`"] == "avoid-oven"  # an unconditioned avoidance: one line, as its pattern
     assert "Prefer `cook red apple in stove`" not in texts  # the tie went to the avoidance

@@ -40,7 +40,9 @@ valid actions and the lines its condition names have been read. So at each step:
    would forbid the directed case too; it is shown whole or left out. Lines the reader does not
    use are not shown: while a winning recommendation fires on an action not yet taken in the
    attempt, the reader follows it (the executor contract), so that step shows recommendations
-   only and the avoidances wait for a step where none does; and a pattern-form avoidance whose
+   only, without their lines (a line is what makes a recommendation win against an avoidance
+   shown beside it; among recommendations alone it only ranks them, and the reader's own word
+   overlap ranks them as well: twx-cooking:medium lost no success without them), and the avoidances wait for a step where none does; and a pattern-form avoidance whose
    actions at the step another shown one also fires on is left out (``_uncovered``). Tokens are
    paid per distinct line per attempt, so a line that waits is often never paid.
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
@@ -293,14 +295,14 @@ def _uncovered(defaults: Sequence[ScoredItem], fired: Sequence[tuple[ScoredItem,
     return [unique[i] for i in sorted(kept)]
 
 
-def _grounded(it: ScoredItem, action: str) -> ScoredItem:
+def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     """The winning rule as the concrete action; a recommendation keeps its lines, bound (against an avoidance shown
-    as its pattern they are what makes it win in the reader's hands)."""
+    as its pattern they are what makes it win in the reader's hands), unless ``bare``: no avoidance is shown beside it."""
     lesson = it.item
     assert isinstance(lesson, Lesson)
     pattern = rule_pattern(lesson)
     binding = (pattern.match(action) if pattern is not None else None) or {}
-    said = [] if lesson.wrong else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    said = [] if lesson.wrong or bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
     grounded = lesson.model_copy(update={
         "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
         "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
@@ -358,12 +360,12 @@ class StepDelivery:
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
         taken = {norm(s.action) for s in history}
-        if any(not it.item.wrong and norm(a) not in taken for it, a in winners):  # type: ignore[union-attr]
+        alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
+        if alone:  # a recommendation not yet followed decides this step (the reader's contract): avoidances wait
             winners = [(it, a) for it, a in winners if not it.item.wrong]  # type: ignore[union-attr]
-            # a recommendation not yet followed decides this step (the reader's contract): avoidances wait for a step it does not
         default = _uncovered([it for it, _ in winners if _as_pattern(it)], fired)
         # an avoidance stating no line once, as its pattern: one line however many actions
-        grounded = default + [_grounded(it, action) for it, action in winners if not _as_pattern(it)]
+        grounded = default + [_grounded(it, action, bare=alone) for it, action in winners if not _as_pattern(it)]
         if not grounded:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
