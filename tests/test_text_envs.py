@@ -368,3 +368,12 @@ def test_graph_run_captures_text_game_failures_on_the_right_channels(cooking: Te
 
 def test_text_envs_satisfy_the_env_protocol(cooking: TextGameEnv) -> None:
     assert isinstance(cooking, Env)
+
+
+def test_bench_env_default_ranges_are_cut_to_a_small_fold() -> None:
+    _needs("scienceworld")
+    from langmem_plus.bench.env import run_env_bench
+
+    result = run_env_bench(env_name="sciworld:identify-life-stages-1", designs=("no_memory",), repeats=1, max_steps=1)
+    assert (result["collect_seeds"], result["seeds"]) == ("0-5", "0-4")  # its folds hold 6 train and 5 test variations
+    assert result["curves"]["no_memory"]["success"] and len(result["curves"]["no_memory"]["success"]) == 6 + 5

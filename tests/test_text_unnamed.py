@@ -9,7 +9,8 @@ from langmem_plus.learning.textrules import is_read, learn_text_rules, live_text
 from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
 from langmem_plus.retrieval.triggered import StepDelivery
 
-GOAL = "Your task is to find a living thing. First, focus on the thing. Then move it to the red box."
+GOAL = "Your task is to find a living thing and to move it to the red box."
+"""A goal that names the thing's destination but directs no command by name (no clause opens with one)."""
 ROOM = "This room is called the hallway. In it, you see:\n\ta door to the kitchen\n\ta substance called air\n\tthe red box"
 
 
@@ -68,8 +69,8 @@ def test_triggered_delivery_shows_the_default_avoidance_once_as_its_pattern() ->
 
 
 def test_a_fatal_action_on_a_goal_named_thing_is_learned_under_its_goal_role_and_binds_the_next_goals_thing() -> None:
-    goal_a = "Find a living thing. First, focus on the thing. Then move it to the red box in the kitchen."
-    goal_b = "Find a living thing. First, focus on the thing. Then move it to the green box in the bedroom."
+    goal_a = "Find a living thing and move it to the red box in the kitchen."
+    goal_b = "Find a living thing and move it to the green box in the bedroom."
     task = TaskSpec(task_id="a", goal=goal_a, tool="game", context={"observation": ROOM})
     steps = [Step(index=0, action="focus on red box", observation="You focus on the red box.",
                   info={"valid_actions": ["focus on red box"]}, feedback=Feedback(constraint_failure=True, error_text="x"))]
@@ -120,8 +121,12 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
         task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game", context={"valid_actions": valid})
         seen = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": cuts})]
         hints = StepDelivery(rules, runs=[])(task, seen)
-        assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
+        if any(h.text.startswith("Prefer") for h in hints):  # the directed cut is recommended: avoidances wait
+            assert not any(h.text.startswith("Avoid") for h in hints)
         assert TextGameExecutor(seed=0).act(task, seen, hints).action == f"{verb} red apple"  # only the directed cut
+        done = [*seen, Step(index=1, action=f"{verb} red apple", observation="Done.", info={"valid_actions": cuts})]
+        hints = StepDelivery(rules, runs=[])(task, done)
+        assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
 
 
 def test_a_condition_that_names_another_command_leaves_the_rule_once_that_command_is_known() -> None:

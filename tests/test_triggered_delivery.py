@@ -65,11 +65,20 @@ def allowed(hints: Sequence[Hint], action: str, observation: str = RECIPE) -> bo
     return TextGameExecutor(seed=0).act(task([]), read([action], observation), hints).kind == "command"
 
 
+def taken(valid: Sequence[str], action: str, observation: str = RECIPE) -> list[Step]:
+    """``read`` and then ``action`` taken, with ``valid`` still offered (a recommendation already followed)."""
+    return [*read(valid, observation), Step(index=1, action=action, observation="Done.", info={"valid_actions": list(valid)})]
+
+
 def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
              rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove")]
-    hints = StepDelivery(rules, runs=[])(task([]), read(COOKS))
+    first = StepDelivery(rules, runs=[])(task([]), read(COOKS))
+    assert [h.text for h in first] == ["Prefer `cook red apple in oven`"]  # avoidances wait while it is not followed
+    assert first[0].precondition is None  # no avoidance beside it: its line need not say why it wins
+    hints = StepDelivery(rules, runs=[])(task([]), taken(COOKS, "cook red apple in oven"))
     texts = {h.text: h.source_id for h in hints}
+    assert {h.text: h.precondition for h in hints}["Prefer `cook red apple in oven`"] == "when the task says `roast red apple`"
     assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
     assert texts["Avoid `cook <X> in oven`"] == "avoid-oven"  # an unconditioned avoidance: one line, as its pattern
     assert "Prefer `cook red apple in stove`" not in texts  # the tie went to the avoidance
@@ -85,8 +94,9 @@ def test_a_recommendation_wins_with_a_line_the_avoidances_situation_lacked() -> 
     # fatal where the task said `chop <X>` and `fry <X>`; the recommendation's line was in that situation too
     stove = [rule("stove-when-both", wrong="cook <X> in stove", when=["chop <X>", "fry <X>"]),
              rule("stove", correct="cook <X> in stove", when=["fry <X>"])]
-    hints = StepDelivery([*chop, *stove], runs=[])(task([]), read(cuts, recipe))
+    hints = StepDelivery([*chop, *stove], runs=[])(task([]), taken(cuts, "look", recipe))
     assert allowed(hints, "chop red apple", recipe)
+    hints = StepDelivery([*chop, *stove], runs=[])(task([]), taken(cuts, "chop red apple", recipe))
     assert not allowed(hints, "cook red apple in stove", recipe)
     assert {h.source_id for h in hints} == {"chop", "stove-when-both"}  # one verdict per action
 
@@ -241,3 +251,18 @@ def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_
     hints = StepDelivery(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
     assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
     assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple
+
+
+def test_avoidances_withheld_while_a_recommendation_is_unfollowed_would_not_change_the_executors_choice() -> None:
+    rules = [rule("avoid-stove", wrong="cook <X> in stove"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
+             rule("avoid-eat", wrong="eat <X>"), rule("avoid-milk", wrong="cook <X> in oven", when=["<X>"])]
+    from langmem_plus.learning.hints import hint_from_item
+    from langmem_plus.records import ScoredItem
+    every = [hint_from_item(ScoredItem(kind="lesson", item=r, score=1.0)) for r in rules]  # the old, uncut delivery
+    ex = TextGameExecutor(seed=0)
+    for valid in (COOKS, COOKS[1:], ["cook red apple in oven", "eat red apple"]):
+        steps = read(valid)
+        cut = StepDelivery(rules, runs=[])(task([]), steps)
+        if any(h.text.startswith("Prefer") for h in cut):
+            assert not any(h.text.startswith("Avoid") for h in cut)
+        assert ex.act(task([]), steps, cut).action == ex.act(task([]), steps, every).action

@@ -101,6 +101,21 @@ def parse_range(text: str) -> list[int]:
     return list(range(lo, hi + 1))
 
 
+def default_range(default: str, size: int) -> str:
+    """A default range ``A-B`` cut to a fold of ``size`` seeds (a small fold is used whole, not refused).
+
+    Example:
+        >>> default_range("0-19", 6), default_range("0-19", 150)
+        ('0-5', '0-19')
+    """
+    lo, hi = parse_range(default)[0], parse_range(default)[-1]
+    return f"{lo}-{min(hi, max(size - 1, lo))}"
+
+
+def _fold_size(env: Any, fold: str) -> int:
+    return len(env.fold_seeds(fold))
+
+
 def _tasks(env: Any, fold: str, positions: Sequence[int]) -> list[TaskSpec]:
     seeds = env.fold_seeds(fold)
     if positions and positions[-1] >= len(seeds):
@@ -189,7 +204,7 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
     return fig, curves
 
 
-def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT, seeds: str = DEFAULT_SEEDS,
+def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, seeds: str | None = None,
                   fold: str = "test", mode: str = "static", repeats: int = DEFAULT_REPEATS,
                   max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
                   progress: Progress | None = None, context_tokens: int | None = None,
@@ -199,6 +214,9 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
 
     ``executor_factory`` builds the executor of each repeat (``text_executor`` by default,
     ``llm_executor_factory(...)`` for a chat model); ``executor_name`` labels it in the result.
+    ``collect`` / ``seeds`` left None are ``DEFAULT_COLLECT`` / ``DEFAULT_SEEDS`` cut to the fold's size
+    (``default_range``: ScienceWorld's identify-life-stages-1 has 6 train and 5 test seeds); a range given
+    explicitly past the fold's end is an error.
     """
     unknown = [d for d in designs if d not in TEXT_DESIGNS]
     if unknown:
@@ -210,6 +228,10 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str = DEFAULT_COLLECT
     env = make_env(env_name)
     base, _, setting = env_name.partition(":")
     try:
+        if collect is None:
+            collect = default_range(DEFAULT_COLLECT, _fold_size(env, "train"))
+        if seeds is None:
+            seeds = default_range(DEFAULT_SEEDS, _fold_size(env, fold))
         collect_tasks = _tasks(env, "train", parse_range(collect))
         deploy_tasks = _tasks(env, fold, parse_range(seeds))
         out_designs: dict[str, Any] = {}
@@ -246,8 +268,9 @@ def format_text(result: dict[str, Any]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``langmem-plus bench env``."""
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"NAME[:SETTING] (default {DEFAULT_ENV})")
-    parser.add_argument("--collect-seeds", default=DEFAULT_COLLECT, help=f"train-fold positions A-B (default {DEFAULT_COLLECT})")
-    parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"deployment positions A-B (default {DEFAULT_SEEDS})")
+    parser.add_argument("--collect-seeds", default=None,
+                        help=f"train-fold positions A-B (default {DEFAULT_COLLECT}, cut to a smaller fold)")
+    parser.add_argument("--seeds", default=None, help=f"deployment positions A-B (default {DEFAULT_SEEDS}, cut to a smaller fold)")
     parser.add_argument("--fold", default="test", choices=("train", "dev", "test"))
     parser.add_argument("--mode", default="static", choices=("static", "dynamic"))
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
@@ -288,5 +311,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BENCH_NAME", "ExecutorFactory", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "executor_from_args", "format_text",
+__all__ = ["BENCH_NAME", "ExecutorFactory", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "default_range", "executor_from_args",
+           "format_text",
            "llm_executor_factory", "parse_range", "run", "run_env_bench", "summarize", "text_executor"]

@@ -53,9 +53,10 @@ How hints are read (the public contract, so any agent can do the same):
   mentions: ``red hot pepper in oven`` -> ``red hot pepper``) and says nothing more about it;
   placeholders quoted after "does not name" (``when the task does not name `<X>```) must be
   bound to a phrase that neither the goal nor the task's text contains; lines quoted after
-  "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no line
-  of the task's text (the action was not asked for; its placeholders bind any phrase of the
-  action that is not all goal words);
+  "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no clause
+  of the goal and no line of the task's text (the action was not asked for; its placeholders
+  bind any phrase of the action, the goal's own words too: ``focus on <X>`` when the task does
+  not say ``focus on <X>`` holds for a room the goal names in another role);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
   is ignored.
 
@@ -249,11 +250,11 @@ class TextGameExecutor:
         if binding is None:
             return False
         negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
-        negated |= {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or "")}  # undirected: anything
+        free = {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or "")}  # undirected: anything
         if rh.avoid:  # an avoidance's placeholder in a stated condition is bound by that condition
-            negated |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
-        if not all(self._named(v, view, goal_words) or (k in negated and not all(w in goal_words for w in v.split()))
-                   for k, v in binding.items()):
+            free |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
+        if not all(self._named(v, view, goal_words) or k in free
+                   or (k in negated and not all(w in goal_words for w in v.split())) for k, v in binding.items()):
             return False
         for cond in rh.conditions:
             neg = unnamed_slot(cond)
@@ -264,7 +265,7 @@ class TextGameExecutor:
             unsaid = negated_line(cond)
             if unsaid is not None:  # no line of the task's text says the bound line
                 bound = bind(unsaid, binding)
-                if bound is None or says_line(bound, _task_lines(view.goal, history)):
+                if bound is None or says_line(bound, [*clauses(view.goal), *_task_lines(view.goal, history)]):
                     return False
                 continue
             slot = _SLOT.fullmatch(cond.strip())

@@ -82,8 +82,9 @@ def revise(rules: Iterable[Lesson], directives: Collection[str], command_verbs: 
 
     ``reduce(pattern, conditions)`` is ``relevant_conditions`` with the current verbs. An avoidance
     of a directive verb with only positive conditions, none of them its own directive, becomes
-    undirected; any other avoidance with several positive lines keeps those ``reduce`` keeps,
-    when that is fewer. Placeholder-free rules, negative conditions and recommendations stay.
+    undirected; any other avoidance with several positive lines, none of them its own directive,
+    keeps those ``reduce`` keeps, when that is fewer. Placeholder-free rules, negative conditions,
+    rules fatal where directed (a line opening with their own verb) and recommendations stay.
     """
     out: list[tuple[Lesson, str, list[str]]] = []
     for lesson in rules:
@@ -92,9 +93,10 @@ def revise(rules: Iterable[Lesson], directives: Collection[str], command_verbs: 
         if not pattern or not SLOT.search(pattern) or any(is_negative(c) for c in conds) or not lesson.retrievable:
             continue
         verb = pattern.split()[0]
-        if verb in directives and verb in command_verbs and not any(c.split()[:1] == [verb] for c in conds):
+        directed = any(c.split()[:1] == [verb] for c in conds)  # fatal although the task directed it: kept as learned
+        if verb in directives and verb in command_verbs and not directed:
             new = [f"{UNNAMED}{pattern}"]
-        elif len(conds) > 1:
+        elif len(conds) > 1 and not directed:
             new = sorted(reduce(pattern, conds))
             if not new or len(new) >= len(conds):
                 continue

@@ -35,20 +35,12 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record. A run whose
 agent never read what its goal points at (the goal is the whole task's text) teaches only
-avoidances: of something the goal does not name (``unnamed_entity``: "focus on <X>" when
-the task does not name X), or literal ones about the goal's own words ("reset task"); literal
-rules about one task's other objects would only crowd the context.
-
-- **Goal roles**: a fatal action on a thing the goal itself names (``focus on living room``
-  where the goal says "located around the living room") becomes ``<verb> <X>`` under the
-  role the goal gives it (``located around <X>``, ``goal_entity``), which binds the next
-  goal's room; not when the role is the action itself (the goal asked to ``focus on <X>``).
-- **Unnamed things**: a fatal (or score-lowering) action that names nothing of the task's
-  text but acts on something the game showed becomes ``<verb> <X>`` with the negative
-  condition ``!<X>`` ("when the task does not name <X>"): it teaches "do not do this to
-  what the task never asked for", which holds for every object the next task shows. A
-  negative condition adds no specificity: any recommendation that fires on the same action
-  wins over it (the executor contract).
+avoidances, abstracted over the fatal action's object through the goal (``learning.textentities``:
+a command the goal directs, spent on what it was not directed to, "focus on <X>" when the task does
+not say "focus on <X>"; else something the goal does not name; else a thing in the role the goal
+gives it), or literal ones about the goal's own words ("reset task"); literal rules about one
+task's other objects would only crowd the context. A negative condition adds no specificity: any
+recommendation that fires on the same action wins over it (the executor contract).
 
 Example:
     >>> from langmem_plus.records import Feedback, Step, TaskSpec
@@ -72,14 +64,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
-from langmem_plus.learning.textmatch import SLOT, UNNAMED, is_negative, negated_line
+from langmem_plus.learning.textentities import GOAL_ROLE_WORDS, STOP_WORDS, goal_directed, goal_entity, unasked_head, unnamed_entity
+from langmem_plus.learning.textmatch import UNNAMED, clauses, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
 ARTICLES = frozenset({"a", "an", "the", "some"})
 """Dropped when text is normalised (``the red apple`` and ``a red apple`` are one phrase)."""
-STOP_WORDS = frozenset("in on to of for and or with at from into is are it".split())
-"""Words that are never a placeholder's whole content."""
 SLOTS = ("X", "Y", "Z")
 """Placeholder names, in order of appearance in an action."""
 
@@ -167,71 +158,6 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
             out.append(words[i])
             i += 1
     return " ".join(out), bindings
-
-
-def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: MemoryConfig = DEFAULT_CONFIG
-                   ) -> tuple[str, dict[str, str]] | None:
-    """An avoided action abstracted over a thing the game showed but the task does not name, or None.
-
-    The action's object (the words after its verb and any prepositions), when it is not all
-    goal words and its first word is one the game printed in the run, becomes ``<X>``. Used for a fatal action that names nothing of the task's text: what it did to
-    something the task never asked for is the lesson ("focus on <X>" when the task does not
-    name X), where the literal action would only warn against that one object.
-
-    Example:
-        >>> shown = ["In it, you see:\\n  a door to the hallway"]
-        >>> unnamed_entity("focus on door to hallway", shown, "Find a living thing. Focus on it.")
-        ('focus on <X>', {'X': 'door to hallway'})
-    """
-    words = _words(action)
-    goal_words = set(_words(goal))
-    i = 1
-    while i < len(words) and words[i] in STOP_WORDS:
-        i += 1
-    obj = words[i:]
-    if not obj or all(w in goal_words or w in STOP_WORDS for w in obj):
-        return None
-    shown = [" ".join(_words(line)) for o in observations for line in o.splitlines()]
-    if not any(_occurs(obj[0], line) for line in shown if line):
-        return None  # not something the game showed
-    return " ".join([*words[:i], "<X>"]), {"X": " ".join(obj)}
-
-
-GOAL_ROLE_WORDS = 2
-"""Goal words before a goal-named phrase that state its role (``around <X>``, ``it to <X>``)."""
-
-
-def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, list[str]] | None:
-    """An avoided action on a thing the goal names, abstracted over that thing through the goal's words, or None.
-
-    Goals of one family differ in their entities (the room, the box's colour) and agree on the
-    words around them, which say the entity's role. The action's object (after its verb and any
-    prepositions) becomes ``<X>`` and the condition is the role as the goal states it (the
-    ``GOAL_ROLE_WORDS`` words before the object's first mention), so the rule binds the next
-    goal's entity in the same role. None when the object is not in the goal, is longer than
-    ``text_rule_max_entity_words``, or the role holds the action's own verb (the goal asks for
-    this very action: ``focus on <X>``).
-
-    Example:
-        >>> goal_entity("focus on living room", "Measure the wire, located around the living room.")
-        ('focus on <X>', ['located around <X>'])
-        >>> goal_entity("focus on red box", "First, focus on the red box.") is None
-        True
-    """
-    words = _words(action)
-    i = 1
-    while i < len(words) and words[i] in STOP_WORDS:
-        i += 1
-    obj, said = words[i:], _words(goal)
-    if not obj or len(obj) > config.text_rule_max_entity_words:
-        return None
-    for k in range(GOAL_ROLE_WORDS, len(said) - len(obj) + 1):
-        if said[k : k + len(obj)] == obj:
-            role = said[k - GOAL_ROLE_WORDS : k]
-            if words[0] in role:
-                return None
-            return " ".join([*words[:i], "<X>"]), [" ".join([*role, "<X>"])]
-    return None
 
 
 def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int) -> list[str]:
@@ -375,11 +301,14 @@ def learn_text_rules(
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
-        unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings else None
-        role = goal_entity(step.action, goal, config) if avoid and not bindings and unnamed is None else None
-        undirected_when = undirected(pattern, bindings, lines, directives) if avoid else None
+        directed = goal_directed(step.action, goal) if avoid and not bindings else None
+        unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings and directed is None else None
+        role = goal_entity(step.action, goal, config) if avoid and not bindings and directed is None and unnamed is None else None
+        undirected_when = undirected(pattern, bindings, [*clauses(goal), *lines], directives) if avoid else None
         if undirected_when is not None:  # a directed command the task did not direct: avoid it wherever undirected
             conds = undirected_when
+        elif directed is not None:  # a command the goal directs, spent on what it was not directed to
+            pattern, conds = directed
         elif unnamed is not None:  # it acted on something the task never named: avoid that, for anything unnamed
             pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
         elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
@@ -410,24 +339,6 @@ def learn_text_rules(
         out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
                                              "applies_when": [pattern], "created_at": now, "updated_at": now})
     return out
-
-
-def unasked_head(pattern: str, conds: Sequence[str]) -> str:
-    """An avoidance's pattern cut after its placeholder when its condition is the bare placeholder alone.
-
-    The task named the thing and said nothing more about it, so nothing in the task asked for
-    the action in any form: what follows the thing (``in toaster``) is not what made it fatal,
-    and the rule holds for the verb on that thing whatever follows (``cook <X>``, which
-    ``textmatch.listed_only`` checks on the leading part of what ``<X>`` binds).
-
-    Example:
-        >>> unasked_head("cook <X> in toaster", ["<X>"]), unasked_head("cook <X> in toaster", ["fry <X>"])
-        ('cook <X>', 'cook <X> in toaster')
-    """
-    words = pattern.split()
-    if [c.strip() for c in conds] != ["<X>"] or "<X>" not in words[1:2] or any(SLOT.fullmatch(w) for w in words[2:]):
-        return pattern
-    return " ".join(words[:2])
 
 
 def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:

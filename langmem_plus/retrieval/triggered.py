@@ -15,8 +15,8 @@ valid actions and the lines its condition names have been read. So at each step:
    bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
    the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
    nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
-   all goal words; a negative line, ``!chop <X>``, that no line of the task's text says it
-   bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
+   all goal words; a negative line, ``!chop <X>``, that no clause of the goal and no line of
+   the task's text says it bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
    observation line names (at most ``text_short_line_words`` words, the executor's own
    reading): a needless warning costs a line and a missing one can end the game, while a
    recommendation bound to a distractor lures the agent to it. A literal rule (no
@@ -37,7 +37,14 @@ valid actions and the lines its condition names have been read. So at each step:
    condition already checked, a recommendation with its lines bound (``when the task says
    `roast pork chop```), which is what makes it win over such a pattern in the reader's hands.
    A rule's line is never cut to a shorter form under the budget: without its condition it
-   would forbid the directed case too; it is shown whole or left out.
+   would forbid the directed case too; it is shown whole or left out. Lines the reader does not
+   use are not shown: while a winning recommendation fires on an action not yet taken in the
+   attempt, the reader follows it (the executor contract), so that step shows recommendations
+   only, without their lines (a line is what makes a recommendation win against an avoidance
+   shown beside it; among recommendations alone it only ranks them, and the reader's own word
+   overlap ranks them as well: twx-cooking:medium lost no success without them), and the avoidances wait for a step where none does; and a pattern-form avoidance whose
+   actions at the step another shown one also fires on is left out (``_uncovered``). Tokens are
+   paid per distinct line per attempt, so a line that waits is often never paid.
 3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
    of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
@@ -110,6 +117,8 @@ class StepView:
     valid: tuple[str, ...]
     said: tuple[str, ...] = ()
     """The observations' clauses (``textmatch.clauses``): where a condition line must occur."""
+    goal_lines: tuple[str, ...] = ()
+    """The goal's clauses: with ``task_lines``, where a negative line condition must not be said."""
 
     @classmethod
     def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
@@ -121,7 +130,7 @@ class StepView:
         lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
         said = tuple(dict.fromkeys(c for o in observations for c in clauses(o)))
         return cls(frozenset(norm(goal).split()), norm(goal), tuple(task_text_lines(goal, history)), lines,
-                   tuple(str(a) for a in raw or []), said)
+                   tuple(str(a) for a in raw or []), said, tuple(clauses(goal)))
 
     def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
         """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
@@ -178,7 +187,7 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
     unsaid = negated_line(cond)
     if unsaid is not None:  # no line of the task's text says the bound line (the action was not asked for)
         bound = bind(unsaid, binding)
-        return bound is not None and not says_line(bound, view.task_lines)
+        return bound is not None and not says_line(bound, [*view.goal_lines, *view.task_lines])
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
         return listed_only(binding.get(bare.group(1), ""), view.task_lines)
@@ -261,14 +270,39 @@ def _verdicts(fired: Sequence[tuple[ScoredItem, str]]) -> list[tuple[ScoredItem,
     return [(it, action) for _, action, it in sorted(chosen, key=lambda t: t[0])]
 
 
-def _grounded(it: ScoredItem, action: str) -> ScoredItem:
+def _uncovered(defaults: Sequence[ScoredItem], fired: Sequence[tuple[ScoredItem, str]]) -> list[ScoredItem]:
+    """The pattern-form avoidances worth a line, each once, in rank order: one whose actions at this step another
+    shown one also fires on says nothing more (``dice <X>`` where the task does not name ``<X>`` beside ``dice <X>``
+    where it does not say ``dice <X>``), so it is left out; of two that fire on the same actions the better ranked stays.
+
+    Example:
+        >>> from langmem_plus.records import Lesson
+        >>> a, b = (ScoredItem(kind="lesson", score=1.0, item=Lesson(id=i, namespace=("n",), rule_text=i, wrong="dice <X>",
+        ...         applies_when=[c])) for i, c in (("a", "!<X>"), ("b", "!dice <X>")))
+        >>> [it.item_id for it in _uncovered([a, b], [(a, "dice knife"), (b, "dice knife"), (b, "dice apple")])]
+        ['b']
+    """
+    acts: dict[str, set[str]] = {}
+    for it, action in fired:
+        acts.setdefault(it.item_id, set()).add(action)
+    unique = list({it.item_id: it for it in defaults}.values())
+    order = sorted(range(len(unique)), key=lambda i: -len(acts.get(unique[i].item_id, ())))  # widest first, stable
+    kept: list[int] = []
+    for i in order:
+        mine = acts.get(unique[i].item_id, set())
+        if not any(mine <= acts.get(unique[k].item_id, set()) for k in kept):
+            kept.append(i)
+    return [unique[i] for i in sorted(kept)]
+
+
+def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     """The winning rule as the concrete action; a recommendation keeps its lines, bound (against an avoidance shown
-    as its pattern they are what makes it win in the reader's hands)."""
+    as its pattern they are what makes it win in the reader's hands), unless ``bare``: no avoidance is shown beside it."""
     lesson = it.item
     assert isinstance(lesson, Lesson)
     pattern = rule_pattern(lesson)
     binding = (pattern.match(action) if pattern is not None else None) or {}
-    said = [] if lesson.wrong else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    said = [] if lesson.wrong or bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
     grounded = lesson.model_copy(update={
         "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
         "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
@@ -325,9 +359,13 @@ class StepDelivery:
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
-        default = list({it.item_id: it for it, _ in winners if _as_pattern(it)}.values())
+        taken = {norm(s.action) for s in history}
+        alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
+        if alone:  # a recommendation not yet followed decides this step (the reader's contract): avoidances wait
+            winners = [(it, a) for it, a in winners if not it.item.wrong]  # type: ignore[union-attr]
+        default = _uncovered([it for it, _ in winners if _as_pattern(it)], fired)
         # an avoidance stating no line once, as its pattern: one line however many actions
-        grounded = default + [_grounded(it, action) for it, action in winners if not _as_pattern(it)]
+        grounded = default + [_grounded(it, action, bare=alone) for it, action in winners if not _as_pattern(it)]
         if not grounded:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
