@@ -49,11 +49,14 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
+from langmem_plus.store.columns import pack_strings, unpack_strings
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
-"""Snapshot format version; another version is ignored (rebuilt from Chroma)."""
+FORMAT = 3
+"""Snapshot format version written; one not in ``READ_FORMATS`` is ignored (rebuilt from Chroma)."""
+READ_FORMATS = (2, 3)
+"""Formats an open reads: 3 keeps node names and vector ids as arrays (``store.columns``), 2 kept them in the JSON head."""
 SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs")
 """Record kinds the snapshot keeps (the ones an open needs in memory)."""
 END = "#end"
@@ -329,7 +332,7 @@ class SnapshotDir:
             return None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT:
+            if meta.get("format") not in READ_FORMATS:
                 logger.info("langmem_plus: snapshot %s has another format; reading from Chroma", self.path)
                 return None
             base = self.path / f"base-{meta['base']}"
@@ -339,10 +342,11 @@ class SnapshotDir:
             graph = pydantic_core.from_json(Path(f"{base}.graph.json").read_bytes(), cache_strings="all")
             with np.load(Path(f"{base}.graph.npz"), allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
+            names = [str(n) for n in graph["names"]] if "names" in graph else unpack_strings(arrays, "names_")
             journal = _read_journal(self.path / f"journal-{meta['journal']}.tsv")
             vectors_path = Path(f"{base}.vectors.npy")
             vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False) if vectors_path.exists() else None
-            vector_ids = [str(i) for i in graph.get("vector_ids", [])]
+            vector_ids = _vector_ids(graph, arrays, records["lessons"])
             if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(vector_ids)):
                 raise ValueError("the vector rows do not match their ids")
             index_meta, index_arrays = _read_index(Path(f"{base}.index.npz"), graph.get("lesson_index"))
@@ -358,7 +362,7 @@ class SnapshotDir:
         self._journal_name = str(meta["journal"])
         self.journal_records = sum(len(entries) for _, _, entries in journal)
         return Loaded(
-            records=records, raw=raw, graph_data=graph["data"], graph_names=graph["names"],
+            records=records, raw=raw, graph_data=graph["data"], graph_names=names,
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
             index_meta=index_meta, index_arrays=index_arrays,
             ledger=ledger,
@@ -397,16 +401,20 @@ class SnapshotDir:
         self.path.mkdir(parents=True, exist_ok=True)
         base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
         base = self.path / f"base-{base_id}"
-        data, names, arrays = graph_state
+        data, names, graph_arrays = graph_state
+        arrays = {**graph_arrays, **pack_strings(names, "names_")}
         # The vectors (100 MB at 100k lessons) go to disk on a thread while the records are encoded here:
         # numpy's write releases the GIL.
         saver = _VectorSaver(Path(f"{base}.vectors.npy"), vectors[1]) if vectors is not None else None
+        lesson_ids: list[str] = []
         try:
             with open(f"{base}.records.tsv", "w", encoding="utf-8") as f:
                 for kind, entries in records.items():
-                    f.writelines(f"{kind}\t{_quote(rid)}\t{raw}\n" for rid, raw in entries)
-            vector_ids = vectors[0] if vectors is not None else []
-            head: dict[str, Any] = {"data": data, "names": names, "vector_ids": vector_ids}
+                    noted = _noting(entries, lesson_ids) if kind == "lessons" else entries
+                    f.writelines(f"{kind}\t{_quote(rid)}\t{raw}\n" for rid, raw in noted)
+            head: dict[str, Any] = {"data": data}
+            if vectors is not None:
+                arrays.update(_vector_ids_arrays(vectors[0], lesson_ids))
             if index is not None:
                 head["lesson_index"] = index[0]
                 with open(f"{base}.index.npz", "wb") as f:
@@ -455,6 +463,30 @@ class _VectorSaver(threading.Thread):
         super().join(timeout)
         if self._error is not None:
             raise self._error
+
+
+def _noting(entries: Iterable[tuple[str, str]], ids: list[str]) -> Iterator[tuple[str, str]]:
+    """``entries`` unchanged, each id appended to ``ids`` as it passes."""
+    for rid, raw in entries:
+        ids.append(rid)
+        yield rid, raw
+
+
+def _vector_ids_arrays(vector_ids: Sequence[str], lesson_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """How a base names its vector rows: as the lesson records' order when they follow it (the usual case: no
+    second list of a million ids to read back), else the ids themselves, packed."""
+    if list(vector_ids) == list(lesson_ids):
+        return {"vectors_follow_lessons": np.ones(1, dtype=np.int64)}
+    return pack_strings(list(vector_ids), "vector_ids_")
+
+
+def _vector_ids(head: Mapping[str, Any], arrays: Mapping[str, np.ndarray], lessons: Mapping[str, int]) -> list[str]:
+    """The ids of a base's vector rows (format 2 kept them in the head)."""
+    if "vector_ids" in head:
+        return [str(i) for i in head["vector_ids"]]
+    if "vectors_follow_lessons" in arrays:
+        return list(lessons)
+    return unpack_strings(arrays, "vector_ids_") if "vector_ids_count" in arrays else []
 
 
 def _quote(rid: str) -> str:

@@ -1,0 +1,160 @@
+"""Columnar pieces of a snapshot: many strings as one byte array, and a key -> ids index as CSR arrays.
+
+At a million lessons the graph's head was a 250 MB JSON text, and the open decoded it and
+built nine dictionaries of a million entries from it (7-8 s of an 8.7 s open,
+docs/PERFORMANCE.md). Saved as arrays instead, an open reads the bytes and splits them
+once; indexes that are looked up a handful of times per query (fingerprint -> lessons,
+WRONG word -> rewrite lessons) stay CSR arrays, decoded per lookup, with an overlay of
+the keys changed since the open (as ``store.adjacency`` keeps its rows).
+
+Example:
+    >>> unpack_strings(pack_strings(["a", "b\\nc", ""]))
+    ['a', 'b\\nc', '']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+SEPARATORS = ("\n", "\x00", "\x1f", "\x1e")
+"""Characters tried, in order, to join strings; the first that no string holds is used (else lengths are saved)."""
+
+
+def pack_strings(strings: Sequence[str], prefix: str = "") -> dict[str, np.ndarray]:
+    """``strings`` as arrays: their UTF-8 joined by a separator none holds (or, failing one, with their lengths).
+
+    The keys start with ``prefix``, so several lists fit in one ``.npz``.
+    """
+    sep = next((s for s in SEPARATORS if not any(s in text for text in strings)), None)
+    joined = (sep or "").join(strings)
+    out: dict[str, np.ndarray] = {
+        f"{prefix}utf8": np.frombuffer(joined.encode("utf-8"), dtype=np.uint8),
+        f"{prefix}count": np.asarray([len(strings)], dtype=np.int64),
+        f"{prefix}sep": np.asarray([ord(sep) if sep is not None else -1], dtype=np.int64),
+    }
+    if sep is None:
+        out[f"{prefix}lengths"] = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    return out
+
+
+def unpack_strings(arrays: Mapping[str, np.ndarray], prefix: str = "") -> list[str]:
+    """The strings ``pack_strings`` saved.
+
+    Raises:
+        ValueError: the arrays are damaged (count or lengths do not match, bytes not UTF-8).
+        KeyError: an array is missing.
+    """
+    text = np.asarray(arrays[f"{prefix}utf8"], dtype=np.uint8).tobytes().decode("utf-8")
+    count = int(np.asarray(arrays[f"{prefix}count"])[0])
+    sep = int(np.asarray(arrays[f"{prefix}sep"])[0])
+    if count == 0:
+        if text:
+            raise ValueError("packed strings do not match their count")
+        return []
+    if sep >= 0:
+        out = text.split(chr(sep))
+    else:
+        lengths = np.asarray(arrays[f"{prefix}lengths"], dtype=np.int64)
+        if len(lengths) != count or int(lengths.sum()) != len(text) or (count and int(lengths.min()) < 0):
+            raise ValueError("packed strings do not match their lengths")
+        ends = np.cumsum(lengths).tolist()
+        out = [text[e - n : e] for e, n in zip(ends, lengths.tolist())]
+    if len(out) != count:
+        raise ValueError("packed strings do not match their count")
+    return out
+
+
+class CsrIndex:
+    """Key -> set of member ids: a saved base as CSR arrays over key positions, plus an overlay of changed keys.
+
+    ``position`` gives a key's row in the base (None when the base has none), ``member`` turns a
+    stored integer back into an id. The overlay holds each key changed since the base as a set and
+    is authoritative for it (an empty set: no members).
+
+    Example:
+        >>> idx = CsrIndex(np.array([0, 2, 3]), np.array([7, 8, 9]), {"a": 0, "b": 1}.get, lambda n: f"l{n}")
+        >>> sorted(idx.get("a")), idx.get("zz")
+        (['l7', 'l8'], set())
+        >>> idx.add("b", "l1"); idx.discard("a", "l7"); sorted(idx.get("b")), sorted(idx.get("a"))
+        (['l1', 'l9'], ['l8'])
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray | None = None,
+        members: np.ndarray | None = None,
+        position: Callable[[str], int | None] = lambda key: None,
+        member: Callable[[int], str] = str,
+    ) -> None:
+        self._indptr = np.zeros(1, dtype=np.int64) if indptr is None else np.asarray(indptr, dtype=np.int64)
+        self._members = np.zeros(0, dtype=np.int64) if members is None else np.asarray(members, dtype=np.int64)
+        self._position, self._member = position, member
+        self._overlay: dict[str, set[str]] = {}
+
+    @classmethod
+    def from_sets(cls, sets: Mapping[str, Iterable[str]]) -> CsrIndex:
+        """An index holding ``sets`` (all in the overlay: the plain form, e.g. read from an older snapshot)."""
+        idx = cls()
+        idx._overlay = {k: set(v) for k, v in sets.items()}
+        return idx
+
+    def _base(self, key: str) -> list[str]:
+        pos = self._position(key)
+        if pos is None or not 0 <= pos < len(self._indptr) - 1:
+            return []
+        lo, hi = int(self._indptr[pos]), int(self._indptr[pos + 1])
+        return list(map(self._member, self._members[lo:hi].tolist()))
+
+    def get(self, key: str) -> set[str]:
+        """The members of ``key`` (a new set)."""
+        found = self._overlay.get(key)
+        return set(found) if found is not None else set(self._base(key))
+
+    def _editable(self, key: str) -> set[str]:
+        found = self._overlay.get(key)
+        if found is None:
+            found = self._overlay[key] = set(self._base(key))
+        return found
+
+    def add(self, key: str, member: str) -> None:
+        """Add ``member`` under ``key``."""
+        self._editable(key).add(member)
+
+    def discard(self, key: str, member: str) -> None:
+        """Remove ``member`` from ``key`` if present."""
+        if member in self.get(key):
+            self._editable(key).discard(member)
+
+    def keys_in_base(self) -> int:
+        """Rows of the saved base (the overlay aside)."""
+        return len(self._indptr) - 1
+
+    def items(self, base_keys: Iterable[tuple[str, int]]) -> Iterator[tuple[str, set[str]]]:
+        """Every non-empty (key, members): the overlay's keys, then ``base_keys`` ((key, row) pairs of the base) not overridden."""
+        for key, found in self._overlay.items():
+            if found:
+                yield key, set(found)
+        for key, _ in base_keys:
+            if key not in self._overlay:
+                found_base = self._base(key)
+                if found_base:
+                    yield key, set(found_base)
+
+
+def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR arrays (indptr of ``n_rows + 1``, members sorted within a row) from (row, members) pairs."""
+    counts = np.zeros(n_rows, dtype=np.int64)
+    parts: list[tuple[int, list[int]]] = []
+    for row, members in rows:
+        found = sorted(set(members))
+        counts[row] += len(found)
+        parts.append((row, found))
+    parts.sort(key=lambda p: p[0])
+    indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts)])
+    flat = [m for _, found in parts for m in found]
+    return indptr, np.asarray(flat, dtype=np.int64)
+
+
+__all__ = ["CsrIndex", "csr_from_sets", "pack_strings", "unpack_strings"]
