@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,8 +142,9 @@ class MemoryView:
         self.graph = LessonGraph.from_state(
             loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
         )
-        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
-        self.index = self.saved_index(loaded)  # before the journal: its writes update it
+        order = loaded.lesson_order()
+        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order if loaded.vectors_follow_lessons else None)
+        self.index = self.saved_index(loaded, order)  # before the journal: its writes update it
         self.set_ledgers(ledgers)  # before the journal: its writes fold over the saved evidence
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None
@@ -181,16 +182,20 @@ class MemoryView:
             index.put(lesson.id, *entry)
         return index
 
-    def saved_index(self, loaded: Loaded) -> LessonIndex | None:
-        """The lesson index saved with the snapshot's base, when it was computed with this config."""
+    def saved_index(self, loaded: Loaded, order: Mapping[str, int] | None = None) -> LessonIndex | None:
+        """The lesson index saved with the snapshot's base, when it was computed with this config.
+
+        ``order``: the base's lesson order (``Loaded.lesson_order``), shared with the index rather than copied.
+        """
         meta, arrays = loaded.index_meta, loaded.index_arrays
-        ids = list(loaded.records["lessons"])
+        ids = loaded.lesson_ids
         if meta is None or arrays is None or meta.get("key") != index_key(self.config) or meta.get("count") != len(ids):
             return None
         cfg = self.config
         try:
             return LessonIndex.from_arrays(
-                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands
+                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands,
+                rows=order,
             )
         except (ValueError, KeyError) as exc:
             logger.info("langmem_plus: the saved lesson index does not fit (%s); rebuilding it", exc)

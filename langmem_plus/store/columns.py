@@ -143,6 +143,65 @@ class CsrIndex:
                     yield key, set(found_base)
 
 
+class LayeredRows:
+    """Id -> row: a read-only base map shared with other structures, and the changes since (rows set, ids removed).
+
+    The base map (a snapshot's lesson order, built once at an open) is never written, so the
+    record table, the lesson index and the vectors can look rows up in one dictionary instead
+    of building a million-entry copy each (~0.5-0.7 s apiece at a million lessons).
+
+    Example:
+        >>> rows = LayeredRows({"a": 0, "b": 1})
+        >>> rows.pop("a"), rows.get("a"), len(rows)
+        (0, None, 1)
+        >>> rows["a"] = 2; rows["c"] = 3; rows.get("a"), len(rows), "b" in rows
+        (2, 3, True)
+    """
+
+    def __init__(self, base: Mapping[str, int] | None = None) -> None:
+        self._base: Mapping[str, int] = base if base is not None else {}
+        self._set: dict[str, int] = {}
+        self._removed: set[str] = set()
+        self._len = len(self._base)
+
+    def get(self, key: str, default: int | None = None) -> int | None:
+        """The row of ``key``, or ``default``."""
+        found = self._set.get(key)
+        if found is not None:
+            return found
+        if key in self._removed:
+            return default
+        return self._base.get(key, default)
+
+    def __getitem__(self, key: str) -> int:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __setitem__(self, key: str, row: int) -> None:
+        if self.get(key) is None:
+            self._len += 1
+        self._set[key] = row
+
+    def pop(self, key: str, default: int | None = None) -> int | None:
+        """Remove ``key``; its row, or ``default`` when it had none."""
+        found = self.get(key)
+        if found is None:
+            return default
+        self._set.pop(key, None)
+        if key in self._base:
+            self._removed.add(key)
+        self._len -= 1
+        return found
+
+    def __len__(self) -> int:
+        return self._len
+
+
 def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR arrays (indptr of ``n_rows + 1``, members sorted within a row) from (row, members) pairs."""
     counts = np.zeros(n_rows, dtype=np.int64)
@@ -157,4 +216,4 @@ def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tup
     return indptr, np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["CsrIndex", "csr_from_sets", "pack_strings", "unpack_strings"]
+__all__ = ["CsrIndex", "LayeredRows", "csr_from_sets", "pack_strings", "unpack_strings"]

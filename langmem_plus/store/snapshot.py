@@ -49,7 +49,7 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
-from langmem_plus.store.columns import pack_strings, unpack_strings
+from langmem_plus.store.columns import LayeredRows, pack_strings, unpack_strings
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +97,11 @@ class RawRecords:
 
     def __len__(self) -> int:
         return len(self._starts)
+
+    def release(self) -> None:
+        """Unmap the file now (a base being written checks it and is done with it)."""
+        if hasattr(self._buffer, "close"):
+            self._buffer.close()
 
 
 EMPTY_RECORDS = RawRecords(b"", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -272,6 +277,21 @@ class Loaded:
     """The lesson index's columns, aligned with the base's lesson records."""
     ledger: str | None = None
     """The run-evidence ledger saved with the base, as JSON (None: none saved)."""
+    vectors_follow_lessons: bool = False
+    """The vector rows are the lesson records' order (``vector_ids`` is then ``lesson_ids``)."""
+
+    @property
+    def lesson_ids(self) -> list[str]:
+        """The base's lesson ids, in the records' order."""
+        return list(self.records["lessons"])
+
+    def lesson_order(self) -> Mapping[str, int]:
+        """Lesson id -> its position among the base's lessons: the records' own map when the lessons come first
+        in the file (as ``write_base`` writes them), so no second million-entry map is built."""
+        rows = self.records["lessons"]
+        if not rows or (next(iter(rows.values())) == 0 and next(reversed(rows.values())) == len(rows) - 1):
+            return rows  # rows increase with the file, so the first at 0 and the last at n-1 are 0..n-1
+        return dict(zip(rows, range(len(rows))))
 
 
 class LessonVectors:
@@ -284,9 +304,11 @@ class LessonVectors:
         (True, [0.0, 0.0])
     """
 
-    def __init__(self, ids: Sequence[str] = (), matrix: np.ndarray | None = None) -> None:
+    def __init__(self, ids: Sequence[str] = (), matrix: np.ndarray | None = None, rows: Mapping[str, int] | None = None) -> None:
+        """``rows``: ``ids``' positions when the caller has them (the open's lesson order), shared and never written."""
         self._matrix = matrix
-        self._rows: dict[str, int] = {i: n for n, i in enumerate(ids)} if matrix is not None else {}
+        base = (rows if rows is not None else dict(zip(ids, range(len(ids))))) if matrix is not None else {}
+        self._rows = LayeredRows(base)
         self._new: dict[str, np.ndarray] = {}
 
     def get(self, lesson_id: str) -> np.ndarray | None:
@@ -336,7 +358,7 @@ class SnapshotDir:
                 logger.info("langmem_plus: snapshot %s has another format; reading from Chroma", self.path)
                 return None
             base = self.path / f"base-{meta['base']}"
-            records, raw = _read_records(Path(f"{base}.records.tsv"))
+            records, raw = _read_records(Path(f"{base}.records.tsv"), Path(f"{base}.rows.npz"))
             # pydantic-core's parser: the same values as ``json.loads`` (tested), 1.5x faster on the 250 MB head
             # of a million lessons, and it shares repeated short strings (statuses, tools: ~140 MB less there).
             graph = pydantic_core.from_json(Path(f"{base}.graph.json").read_bytes(), cache_strings="all")
@@ -364,7 +386,7 @@ class SnapshotDir:
         return Loaded(
             records=records, raw=raw, graph_data=graph["data"], graph_names=names,
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
-            index_meta=index_meta, index_arrays=index_arrays,
+            index_meta=index_meta, index_arrays=index_arrays, vectors_follow_lessons="vectors_follow_lessons" in arrays,
             ledger=ledger,
         )
 
@@ -423,6 +445,7 @@ class SnapshotDir:
             Path(f"{base}.graph.json").write_bytes(pydantic_core.to_json(head, inf_nan_mode="constants"))
             with open(f"{base}.graph.npz", "wb") as f:
                 np.savez(f, **dict(arrays))  # type: ignore[arg-type]
+            _write_row_index(Path(f"{base}.records.tsv"), Path(f"{base}.rows.npz"))
             if ledger is not None:
                 Path(f"{base}.ledger.json").write_text(ledger, encoding="utf-8")
         finally:
@@ -434,7 +457,7 @@ class SnapshotDir:
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp, self.path / "meta.json")
         self._journal_name, self.journal_records = journal_id, 0
-        keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
+        keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.rows.npz", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
                 f"base-{base_id}.vectors.npy", f"base-{base_id}.index.npz", f"base-{base_id}.ledger.json", f"journal-{journal_id}.tsv", "meta.json"}
         for old in self.path.iterdir():
             if old.name not in keep and (old.name.startswith("base-") or old.name.startswith("journal-")):
@@ -508,8 +531,85 @@ def _read_index(path: Path, meta: Any) -> tuple[dict[str, Any] | None, dict[str,
         return None, None
 
 
-def _read_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
-    """The base's records file memory-mapped, and per kind each record's id -> row.
+def _write_row_index(records: Path, path: Path) -> None:
+    """Save where each record of the records file is, and its kind and id, as arrays (read back by ``_read_row_index``).
+
+    Found by the same scan an open of an older base runs (``_scan_records``), once, when the base is
+    written: an open then reads the arrays instead of scanning a gigabyte (~2-4 s at a million lessons).
+    """
+    found, raw = _scan_records(records)
+    arrays: dict[str, np.ndarray] = {
+        "size": np.asarray([os.path.getsize(records)], dtype=np.int64),
+        "starts": np.asarray(raw._starts, dtype=np.int64),
+        "ends": np.asarray(raw._ends, dtype=np.int64),
+    }
+    for kind, rows in found.items():
+        arrays[f"{kind}_rows"] = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        arrays.update(pack_strings(list(rows), f"{kind}_ids_"))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]
+    raw.release()
+
+
+def _read_records(path: Path, row_index: Path | None = None) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The base's records file memory-mapped, and per kind each record's id -> row: from the saved row index
+    when there is one that fits the file, else by scanning the file (``_scan_records``).
+
+    Raises:
+        ValueError: the file is truncated or a line is malformed (found by the scan).
+        KeyError: a line names an unknown kind.
+    """
+    if row_index is not None and row_index.exists():
+        try:
+            return _read_row_index(path, row_index)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            logger.info("langmem_plus: the records' row index %s does not fit (%s); scanning the records", row_index, exc)
+    return _scan_records(path)
+
+
+def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The records file mapped, with the rows, kinds and ids ``_write_row_index`` saved, checked against the file:
+    its size, and a newline at every line's end and a tab before every record.
+
+    Raises:
+        ValueError, KeyError: the index does not fit the file.
+    """
+    with np.load(row_index, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    buffer = _map(path)
+    size = len(buffer)
+    starts, ends = arrays["starts"].astype(np.int64, copy=False), arrays["ends"].astype(np.int64, copy=False)
+    n = len(starts)
+    if int(arrays["size"][0]) != size or len(ends) != n:
+        raise ValueError("the row index is for another file")
+    out: dict[str, dict[str, int]] = {}
+    placed = np.zeros(n, dtype=np.int64)
+    for kind in SNAPSHOT_KINDS:
+        rows = arrays[f"{kind}_rows"].astype(np.int64, copy=False)
+        ids = unpack_strings(arrays, f"{kind}_ids_")
+        if len(ids) != len(rows) or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n)):
+            raise ValueError("the row index's rows do not fit")
+        placed += np.bincount(rows, minlength=n)[:n] if len(rows) else 0
+        out[kind] = dict(zip(ids, rows.tolist()))
+    if n and (np.any(placed != 1) or int(starts.min()) < 1 or np.any(starts > ends) or int(ends[-1]) != size - 1
+              or np.any(ends[:-1] >= starts[1:])):
+        raise ValueError("the row index's lines do not fit")
+    if n:
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        if not (np.all(data[ends] == ord("\n")) and np.all(data[starts - 1] == ord("\t"))):
+            raise ValueError("the row index does not match the file's separators")
+        _release(buffer)
+    return out, (RawRecords(buffer, starts, ends) if n else EMPTY_RECORDS)
+
+
+def _release(buffer: Any) -> None:
+    """Let the pages a check touched go from this process's resident set (they stay in the page cache)."""
+    if hasattr(buffer, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        buffer.madvise(mmap.MADV_DONTNEED)
+
+
+def _scan_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The base's records file memory-mapped, and per kind each record's id -> row, by scanning the file.
 
     Lines are ``kind \\t json(id) \\t record_json``; JSON escapes tabs and newlines inside
     strings, so the only raw tabs and newlines are the separators: the lines are found with a
@@ -549,10 +649,9 @@ def _read_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
         placed += len(rows)
     if placed != len(ids):
         raise KeyError(f"{path.name} names an unknown kind")
-    if hasattr(buffer, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-        # The scan touched every page; let them go from this process's resident set (the file stays
-        # in the page cache), so a record's page is resident only while records near it are read.
-        buffer.madvise(mmap.MADV_DONTNEED)
+    # The scan touched every page; let them go from this process's resident set (the file stays
+    # in the page cache), so a record's page is resident only while records near it are read.
+    _release(buffer)
     return out, RawRecords(buffer, second + 1, newlines)
 
 
