@@ -364,7 +364,7 @@ def test_a_format_2_base_still_opens_and_equals_a_full_read(tmp_path: Path) -> N
     assert _lookups_of(old.graph) == live
     old.sync.write_base()
     old.close()
-    assert json.loads((folder / "meta.json").read_text())["format"] == 3
+    assert json.loads((folder / "meta.json").read_text())["format"] == 4
     chroma = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(snapshot=False))
     again = LearningMemory.open(tmp_path, namespace=ns, config=lazy)
     assert _lookups_of(again.graph) == _lookups_of(chroma.graph) == live

@@ -53,10 +53,11 @@ from langmem_plus.store.columns import LayeredRows, pack_strings, unpack_strings
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 3
+FORMAT = 4
 """Snapshot format version written; one not in ``READ_FORMATS`` is ignored (rebuilt from Chroma)."""
-READ_FORMATS = (2, 3)
-"""Formats an open reads: 3 keeps node names and vector ids as arrays (``store.columns``), 2 kept them in the JSON head."""
+READ_FORMATS = (2, 4)
+"""Formats an open reads: 4 keeps the graph as columns, node names and vector ids as arrays (``store.columns``)
+and the records' row index; 2 kept them in the JSON head (read as before, and the next base is 4)."""
 SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs")
 """Record kinds the snapshot keeps (the ones an open needs in memory)."""
 END = "#end"
