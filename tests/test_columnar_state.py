@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from langmem_plus.records import Lesson, LessonScope, Link
 from langmem_plus.store.columns import (
@@ -384,3 +385,50 @@ def _lookups_of(g: LessonGraph) -> dict[str, Any]:
         "status": {i: g.status_of(i) for i in ids},
         "adjacency": g.adjacency.as_dict(),
     }
+
+
+# --------------------------------------------------------------------------- mapped npz members
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays=st.lists(
+        st.sampled_from(["int64", "int8", "uint64", "float64", "float32", "bool", "<U3"]).flatmap(
+            lambda dtype: hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5))
+        ),
+        max_size=5,
+    ),
+    fortran=st.booleans(),
+    compressed=st.booleans(),
+)
+def test_mapped_npz_reads_as_np_load(arrays: list[np.ndarray], fortran: bool, compressed: bool) -> None:
+    """Every member, mapped (or read, when compressed), equals what ``np.load`` gives: dtype, shape and values."""
+    import tempfile
+
+    from langmem_plus.store.columns import load_npz_mapped
+
+    named = {f"a{n}": (np.asfortranarray(a) if fortran else a) for n, a in enumerate(arrays)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.npz"
+        with open(path, "wb") as f:
+            (np.savez_compressed if compressed else np.savez)(f, **named)
+        with np.load(path, allow_pickle=False) as npz:
+            expected = {k: npz[k] for k in npz.files}
+        got = load_npz_mapped(path)
+        assert set(got) == set(expected)
+        for k, a in expected.items():
+            assert got[k].dtype == a.dtype and got[k].shape == a.shape
+            np.testing.assert_array_equal(np.asarray(got[k]), a)
+
+
+def test_a_truncated_npz_is_refused(tmp_path: Path) -> None:
+    import zipfile
+
+    from langmem_plus.store.columns import load_npz_mapped
+
+    path = tmp_path / "x.npz"
+    with open(path, "wb") as f:
+        np.savez(f, a=np.arange(1000), b=np.ones(3))
+    path.write_bytes(path.read_bytes()[:-200])
+    with pytest.raises((ValueError, OSError, zipfile.BadZipFile)):
+        load_npz_mapped(path)

@@ -49,7 +49,7 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
-from langmem_plus.store.columns import LayeredRows, pack_strings, unpack_strings
+from langmem_plus.store.columns import LayeredRows, load_npz_mapped, pack_strings, unpack_strings
 
 logger = logging.getLogger(__name__)
 
@@ -363,8 +363,7 @@ class SnapshotDir:
             # pydantic-core's parser: the same values as ``json.loads`` (tested), 1.5x faster on the 250 MB head
             # of a million lessons, and it shares repeated short strings (statuses, tools: ~140 MB less there).
             graph = pydantic_core.from_json(Path(f"{base}.graph.json").read_bytes(), cache_strings="all")
-            with np.load(Path(f"{base}.graph.npz"), allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
+            arrays = load_npz_mapped(Path(f"{base}.graph.npz"))
             names = [str(n) for n in graph["names"]] if "names" in graph else unpack_strings(arrays, "names_")
             journal = _read_journal(self.path / f"journal-{meta['journal']}.tsv")
             vectors_path = Path(f"{base}.vectors.npy")
@@ -525,8 +524,7 @@ def _read_index(path: Path, meta: Any) -> tuple[dict[str, Any] | None, dict[str,
     if not isinstance(meta, dict) or not path.exists():
         return None, None
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return meta, {k: npz[k] for k in npz.files}
+        return meta, load_npz_mapped(path)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         logger.info("langmem_plus: lesson index %s is unreadable (%s); rebuilding it", path, exc)
         return None, None
@@ -575,8 +573,7 @@ def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, in
     Raises:
         ValueError, KeyError: the index does not fit the file.
     """
-    with np.load(row_index, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
+    arrays = load_npz_mapped(row_index)
     buffer = _map(path)
     size = len(buffer)
     starts, ends = arrays["starts"].astype(np.int64, copy=False), arrays["ends"].astype(np.int64, copy=False)
