@@ -225,7 +225,7 @@ def load_npz_mapped(path: Path) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     with zipfile.ZipFile(path) as archive, open(path, "rb") as f:
         for info in archive.infolist():
-            name = info.filename[: -len(".npy")] if info.filename.endswith(".npy") else info.filename
+            name = info.filename.removesuffix(".npy")
             if info.compress_type != zipfile.ZIP_STORED:
                 out[name] = np.load(archive.open(info), allow_pickle=False)
                 continue
