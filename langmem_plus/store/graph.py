@@ -263,8 +263,6 @@ class LessonGraph:
         statuses = [str(s) for s in data["statuses"]]
         codes = _checked_codes(arrays["status"], n, len(statuses))
         lesson_gids = np.flatnonzero(codes >= 0).tolist()
-        if any(not names[i].startswith("lesson:") for i in lesson_gids):
-            raise ValueError("a status saved for a node that is not a lesson")
         g._status = dict(zip(map(names.__getitem__, lesson_gids), map(statuses.__getitem__, codes[lesson_gids].tolist())))
         tools = [str(t) for t in data["tools"]]
         g._columns = _LessonColumns(_checked_codes(arrays["tool"], n, len(tools)), tools, *_checked_rewrites(arrays, n))
