@@ -432,3 +432,24 @@ def test_a_truncated_npz_is_refused(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-200])
     with pytest.raises((ValueError, OSError, zipfile.BadZipFile)):
         load_npz_mapped(path)
+
+
+def test_vectors_read_by_pread_equal_the_mapped_rows(tmp_path: Path) -> None:
+    """A base's vector rows read with ``os.pread`` are the map's rows; new and forgotten vectors still override them."""
+    from langmem_plus.store.snapshot import LessonVectors
+
+    matrix = np.random.default_rng(0).standard_normal((50, 7)).astype(np.float32)
+    np.save(tmp_path / "v.npy", matrix)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    ids = [f"l{i}" for i in range(50)]
+    vectors = LessonVectors(ids, mapped)
+    assert vectors._reader is not None  # the pread path is the one under test
+    wanted = ["l3", "l49", "l0", "nope", "l3"]
+    got = vectors.get_many(wanted)
+    assert set(got) == {"l3", "l49", "l0"}
+    for i in got:
+        np.testing.assert_array_equal(got[i], matrix[int(i[1:])])
+    vectors.put("l3", np.ones(7, dtype=np.float32))
+    vectors.forget("l49")
+    again = vectors.get_many(wanted)
+    assert set(again) == {"l3", "l0"} and again["l3"].tolist() == [1.0] * 7
