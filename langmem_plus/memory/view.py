@@ -54,6 +54,7 @@ from langmem_plus.records import (
 )
 from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
+from langmem_plus.store.columns import release_pages
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.journal import Entry
 from langmem_plus.store.lesson_index import LessonIndex
@@ -145,6 +146,8 @@ class MemoryView:
         order = loaded.lesson_order()
         self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order if loaded.vectors_follow_lessons else None)
         self.index = self.saved_index(loaded, order)  # before the journal: its writes update it
+        release_pages(loaded.graph_arrays)  # what the checks read stays in the page cache, not in this process
+        release_pages(loaded.index_arrays or {})
         self.set_ledgers(ledgers)  # before the journal: its writes fold over the saved evidence
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None

@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import mmap
+import os
 import struct
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -224,6 +226,7 @@ def load_npz_mapped(path: Path) -> dict[str, np.ndarray]:
     """
     out: dict[str, np.ndarray] = {}
     with zipfile.ZipFile(path) as archive, open(path, "rb") as f:
+        whole = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
         for info in archive.infolist():
             name = info.filename.removesuffix(".npy")
             if info.compress_type != zipfile.ZIP_STORED:
@@ -248,8 +251,22 @@ def load_npz_mapped(path: Path) -> dict[str, np.ndarray]:
             if size == 0:
                 out[name] = np.zeros(shape, dtype=dtype)
                 continue
-            out[name] = np.memmap(path, dtype=dtype, mode="r", offset=f.tell(), shape=shape, order="F" if fortran else "C")
+            flat = np.frombuffer(whole, dtype=dtype, count=size // dtype.itemsize, offset=f.tell())
+            out[name] = flat.reshape(shape, order="F" if fortran else "C")
     return out
+
+
+def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
+    """Let the pages of mapped arrays (``load_npz_mapped``) that checks read go from the process's resident set;
+    they stay in the page cache, and the few a lookup reads later come back on their own."""
+    done: set[int] = set()
+    for array in arrays.values():
+        base = array.base
+        while isinstance(base, np.ndarray):
+            base = base.base
+        if isinstance(base, mmap.mmap) and id(base) not in done and hasattr(mmap, "MADV_DONTNEED"):
+            done.add(id(base))
+            base.madvise(mmap.MADV_DONTNEED)
 
 
 def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -266,4 +283,4 @@ def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tup
     return indptr, np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["CsrIndex", "LayeredRows", "csr_from_sets", "load_npz_mapped", "pack_strings", "unpack_strings"]
+__all__ = ["CsrIndex", "LayeredRows", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "unpack_strings"]

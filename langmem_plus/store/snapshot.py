@@ -50,7 +50,13 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
-from langmem_plus.store.columns import LayeredRows, load_npz_mapped, pack_strings, unpack_strings
+from langmem_plus.store.columns import (
+    LayeredRows,
+    load_npz_mapped,
+    pack_strings,
+    release_pages,
+    unpack_strings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -648,6 +654,7 @@ def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, in
         if not (np.all(data[ends] == ord("\n")) and np.all(data[starts - 1] == ord("\t"))):
             raise ValueError("the row index does not match the file's separators")
         _release(buffer)
+    release_pages(arrays)
     return out, (RawRecords(buffer, starts, ends, open(path, "rb")) if n else EMPTY_RECORDS)
 
 
