@@ -453,3 +453,15 @@ def test_vectors_read_by_pread_equal_the_mapped_rows(tmp_path: Path) -> None:
     vectors.forget("l49")
     again = vectors.get_many(wanted)
     assert set(again) == {"l3", "l0"} and again["l3"].tolist() == [1.0] * 7
+
+
+def test_release_pages_finds_the_map_behind_every_mapped_array(tmp_path: Path) -> None:
+    """One map per npz file; released, the arrays still read the same (the pages come back from the file)."""
+    from langmem_plus.store.columns import load_npz_mapped, release_pages
+
+    with open(tmp_path / "x.npz", "wb") as f:
+        np.savez(f, a=np.arange(5000), b=np.ones((20, 3)))
+    arrays = load_npz_mapped(tmp_path / "x.npz")
+    assert release_pages(arrays) == 1
+    assert int(arrays["a"].sum()) == sum(range(5000)) and float(arrays["b"].sum()) == 60.0
+    assert release_pages({"plain": np.arange(3)}) == 0

@@ -256,17 +256,18 @@ def load_npz_mapped(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
+def release_pages(arrays: Mapping[str, np.ndarray]) -> int:
     """Let the pages of mapped arrays (``load_npz_mapped``) that checks read go from the process's resident set;
-    they stay in the page cache, and the few a lookup reads later come back on their own."""
+    they stay in the page cache, and the few a lookup reads later come back on their own. Returns the maps released."""
     done: set[int] = set()
     for array in arrays.values():
-        base = array.base
-        while isinstance(base, np.ndarray):
-            base = base.base
+        base: object = array
+        while isinstance(base, (np.ndarray, memoryview)):
+            base = base.obj if isinstance(base, memoryview) else base.base
         if isinstance(base, mmap.mmap) and id(base) not in done and hasattr(mmap, "MADV_DONTNEED"):
             done.add(id(base))
             base.madvise(mmap.MADV_DONTNEED)
+    return len(done)
 
 
 def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
