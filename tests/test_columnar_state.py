@@ -465,3 +465,24 @@ def test_release_pages_finds_the_map_behind_every_mapped_array(tmp_path: Path) -
     assert release_pages(arrays) == 1
     assert int(arrays["a"].sum()) == sum(range(5000)) and float(arrays["b"].sum()) == 60.0
     assert release_pages({"plain": np.arange(3)}) == 0
+
+
+@pytest.mark.parametrize("lessons_first", [True, False])
+def test_lesson_order_is_the_position_among_lessons(tmp_path: Path, lessons_first: bool) -> None:
+    """The records' own map is shared only when it already gives positions among lessons; vectors follow either way."""
+    from langmem_plus.store.snapshot import LessonVectors
+
+    lessons = [(f"l{i}", "{}") for i in range(6)]
+    links = [(f"k{i}", "{}") for i in range(3)]
+    records = {"lessons": lessons, "links": links} if lessons_first else {"links": links, "lessons": lessons}
+    matrix = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
+    SnapshotDir(tmp_path / "s").write_base("g", records, LessonGraph().to_state(), ([i for i, _ in lessons], matrix))
+    loaded = SnapshotDir(tmp_path / "s").load("g")
+    assert loaded is not None and loaded.vectors_follow_lessons
+    order = loaded.lesson_order()
+    assert dict(order) == {f"l{i}": i for i in range(6)}
+    assert (order is loaded.records["lessons"]) == lessons_first
+    vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order)
+    got = vectors.get_many([f"l{i}" for i in range(6)])
+    for i in range(6):
+        np.testing.assert_array_equal(got[f"l{i}"], matrix[i])
