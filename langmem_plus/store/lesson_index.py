@@ -26,12 +26,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from langmem_plus.records import LESSON_STATUSES
+from langmem_plus.store.columns import LayeredRows
 
 DUE_NOW = -(1 << 62)
 """Due run of a lesson the next sweep changes whatever the run (its evidence already decides)."""
@@ -86,7 +87,8 @@ class LessonIndex:
         self.plan = plan_bands(bits, max_distance, bands)
         """The bands, or None: ``near`` then checks every lesson (still exact, not fast)."""
         self.max_distance = max_distance
-        self._rows: dict[str, int] = {}
+        self._rows = LayeredRows()
+        """Id -> row (over the open's shared lesson order when loaded from a snapshot)."""
         self._ids: list[str] = []
         self._hash = np.zeros(0, dtype=np.uint64)
         self._due = np.zeros(0, dtype=np.int64)
@@ -276,9 +278,13 @@ class LessonIndex:
 
     @classmethod
     def from_arrays(
-        cls, ids: Sequence[str], arrays: dict[str, Any], *, bits: int, max_distance: int, bands: int
+        cls, ids: Sequence[str], arrays: dict[str, Any], *, bits: int, max_distance: int, bands: int,
+        rows: Mapping[str, int] | None = None,
     ) -> LessonIndex:
         """The index ``to_arrays`` saved for ``ids``.
+
+        ``rows``: ``ids``' positions (id -> position in ``ids``), when the caller has them already:
+        kept as the index's base map, read only, instead of building its own.
 
         Raises:
             ValueError, KeyError: the arrays do not match the ids (the caller rebuilds).
@@ -293,14 +299,15 @@ class LessonIndex:
             raise ValueError("the lesson index holds an unknown status")
         idx = cls(bits=bits, max_distance=max_distance, bands=bands)
         idx._ids = list(ids)
-        idx._rows = {i: r for r, i in enumerate(idx._ids)}
+        idx._rows = LayeredRows(rows if rows is not None else dict(zip(idx._ids, range(n))))
         if len(idx._rows) != n:
             raise ValueError("the lesson index repeats an id")
         idx._status, idx._hash, idx._due = status.copy(), hashes.copy(), due.copy()
         idx._counts = np.bincount(status, minlength=len(LESSON_STATUSES)).tolist() if n else idx._counts
         finite = np.flatnonzero(due != _NEVER)
-        for row, value in zip(finite.tolist(), due[finite].tolist()):
-            idx._buckets.setdefault(value, set()).add(row)
+        order = finite[np.argsort(due[finite], kind="stable")]
+        values, starts = np.unique(due[order], return_index=True)
+        idx._buckets = {v: set(part.tolist()) for v, part in zip(values.tolist(), np.split(order, starts[1:]))}
         idx._fresh = set()
         idx._sorted = idx._saved_sort(arrays, n)
         return idx
