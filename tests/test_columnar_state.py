@@ -212,6 +212,13 @@ def test_csr_index_equals_a_dict_of_sets(base: dict[str, set[int]], ops: list[tu
     for key in "abcdefgh":
         assert idx.get(key) == reference.get(key, set())
     assert dict(idx.items(rows.items())) == {k: v for k, v in reference.items() if v}
+    # saved again: the base's rows reused as arrays, the changed ones replaced; loaded, the same sets
+    new_rows = dict(rows)
+    changed = idx.changed_rows(lambda k: new_rows.setdefault(k, len(new_rows)), lambda m: int(m[1:]))
+    indptr, saved = idx.to_csr(len(new_rows), changed)
+    again = CsrIndex(indptr, saved, new_rows.get, lambda m: f"m{m}")
+    for key in "abcdefgh":
+        assert again.get(key) == reference.get(key, set())
 
 
 # --------------------------------------------------------------------------- the records' row index
@@ -486,3 +493,21 @@ def test_lesson_order_is_the_position_among_lessons(tmp_path: Path, lessons_firs
     got = vectors.get_many([f"l{i}" for i in range(6)])
     for i in range(6):
         np.testing.assert_array_equal(got[f"l{i}"], matrix[i])
+
+
+def test_replaced_rewrite_text_is_dropped_once_it_outweighs_the_live_text() -> None:
+    """Saving appends changed pairs to the saved text; once replaced text dominates, the text is rebuilt from the live pairs."""
+    stored: dict[str, Lesson] = {}
+    g = LessonGraph(lesson_source=stored.get)
+    sizes = []
+    for round_ in range(6):
+        for i in range(4):
+            lesson = Lesson(id=f"l{i}", namespace=NS, rule_text="r", wrong=f"w{round_} " + "x" * 3000, correct=f"c{round_}{i}")
+            g.upsert_lesson(lesson)
+            stored[lesson.id] = lesson
+        g = _columns_round_trip(g, stored)
+        sizes.append(len(g._columns._text))
+        for i in range(4):
+            assert g.rewrite_of(f"l{i}") == (f"w{round_} " + "x" * 3000, f"c{round_}{i}")
+            assert g.lessons_for_action(f"w{round_}") == {f"l{j}" for j in range(4)}
+    assert max(sizes) <= 2 * sizes[0] + 4096 + 4 * 3100  # bounded, not growing by a round's text each save
