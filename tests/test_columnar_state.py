@@ -511,3 +511,37 @@ def test_replaced_rewrite_text_is_dropped_once_it_outweighs_the_live_text() -> N
             assert g.rewrite_of(f"l{i}") == (f"w{round_} " + "x" * 3000, f"c{round_}{i}")
             assert g.lessons_for_action(f"w{round_}") == {f"l{j}" for j in range(4)}
     assert max(sizes) <= 2 * sizes[0] + 4096 + 4 * 3100  # bounded, not growing by a round's text each save
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    base=st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=8),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["set", "del", "pop"]), st.sampled_from("abcdefghij"), st.one_of(st.none(), st.integers(0, 9))),
+        max_size=40,
+    ),
+)
+def test_layered_map_is_a_dict_copy(base: list[str], ops: list[tuple[str, str, int | None]]) -> None:
+    """Over a shared base it never writes, a layered map answers, counts and iterates (order included) as a dict copy."""
+    from langmem_plus.store.columns import LayeredMap
+
+    shared: dict[str, int | None] = {k: n for n, k in enumerate(base)}
+    frozen = dict(shared)
+    layered: LayeredMap[int | None] = LayeredMap(shared)
+    reference = dict(shared)
+    for op, key, value in ops:
+        if op == "set":
+            layered[key] = reference[key] = value
+        elif op == "del":
+            if key in reference:
+                del layered[key]
+                del reference[key]
+            else:
+                with pytest.raises(KeyError):
+                    del layered[key]
+        else:
+            assert layered.pop(key, -1) == reference.pop(key, -1)
+        assert list(layered) == list(reference) and len(layered) == len(reference)
+    for key in "abcdefghijk":
+        assert (key in layered) == (key in reference) and layered.get(key, -2) == reference.get(key, -2)
+    assert shared == frozen
