@@ -212,6 +212,13 @@ def test_csr_index_equals_a_dict_of_sets(base: dict[str, set[int]], ops: list[tu
     for key in "abcdefgh":
         assert idx.get(key) == reference.get(key, set())
     assert dict(idx.items(rows.items())) == {k: v for k, v in reference.items() if v}
+    # saved again: the base's rows reused as arrays, the changed ones replaced; loaded, the same sets
+    new_rows = dict(rows)
+    changed = idx.changed_rows(lambda k: new_rows.setdefault(k, len(new_rows)), lambda m: int(m[1:]))
+    indptr, saved = idx.to_csr(len(new_rows), changed)
+    again = CsrIndex(indptr, saved, new_rows.get, lambda m: f"m{m}")
+    for key in "abcdefgh":
+        assert again.get(key) == reference.get(key, set())
 
 
 # --------------------------------------------------------------------------- the records' row index
@@ -492,3 +499,55 @@ def test_lesson_order_is_the_position_among_lessons(tmp_path: Path, lessons_firs
     got = vectors.get_many([f"l{i}" for i in range(6)])
     for i in range(6):
         np.testing.assert_array_equal(got[f"l{i}"], matrix[i])
+
+
+def test_replaced_rewrite_text_is_dropped_once_it_outweighs_the_live_text() -> None:
+    """Saving appends changed pairs to the saved text; once replaced text dominates, the text is rebuilt from the live pairs."""
+    stored: dict[str, Lesson] = {}
+    g = LessonGraph(lesson_source=stored.get)
+    sizes = []
+    for round_ in range(6):
+        for i in range(4):
+            lesson = Lesson(id=f"l{i}", namespace=NS, rule_text="r", wrong=f"w{round_} " + "x" * 3000, correct=f"c{round_}{i}")
+            g.upsert_lesson(lesson)
+            stored[lesson.id] = lesson
+        g = _columns_round_trip(g, stored)
+        sizes.append(len(g._columns._text))
+        for i in range(4):
+            assert g.rewrite_of(f"l{i}") == (f"w{round_} " + "x" * 3000, f"c{round_}{i}")
+            assert g.lessons_for_action(f"w{round_}") == {f"l{j}" for j in range(4)}
+    assert max(sizes) <= 2 * sizes[0] + 4096 + 4 * 3100  # bounded, not growing by a round's text each save
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    base=st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=8),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["set", "del", "pop"]), st.sampled_from("abcdefghij"), st.one_of(st.none(), st.integers(0, 9))),
+        max_size=40,
+    ),
+)
+def test_layered_map_is_a_dict_copy(base: list[str], ops: list[tuple[str, str, int | None]]) -> None:
+    """Over a shared base it never writes, a layered map answers, counts and iterates (order included) as a dict copy."""
+    from langmem_plus.store.columns import LayeredMap
+
+    shared: dict[str, int | None] = {k: n for n, k in enumerate(base)}
+    frozen = dict(shared)
+    layered: LayeredMap[int | None] = LayeredMap(shared)
+    reference = dict(shared)
+    for op, key, value in ops:
+        if op == "set":
+            layered[key] = reference[key] = value
+        elif op == "del":
+            if key in reference:
+                del layered[key]
+                del reference[key]
+            else:
+                with pytest.raises(KeyError):
+                    del layered[key]
+        else:
+            assert layered.pop(key, -1) == reference.pop(key, -1)
+        assert list(layered) == list(reference) and len(layered) == len(reference)
+    for key in "abcdefghijk":
+        assert (key in layered) == (key in reference) and layered.get(key, -2) == reference.get(key, -2)
+    assert shared == frozen

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import mmap
 import os
+from itertools import chain
 import struct
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.lib import format as npy_format
+
+V = TypeVar("V")
 
 SEPARATORS = ("\n", "\x00", "\x1f", "\x1e")
 """Characters tried, in order, to join strings; the first that no string holds is used (else lengths are saved)."""
@@ -132,6 +136,29 @@ class CsrIndex:
         """Remove ``member`` from ``key`` if present."""
         if member in self.get(key):
             self._editable(key).discard(member)
+
+    def changed_rows(self, key_row: Callable[[str], int], member_row: Callable[[str], int]) -> list[tuple[int, list[int]]]:
+        """The overlay's keys as (row, member rows), for ``to_csr`` (``key_row`` and ``member_row`` may assign new rows)."""
+        return [(key_row(key), sorted(map(member_row, found))) for key, found in self._overlay.items()]
+
+    def to_csr(self, n_rows: int, changed: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray]:
+        """CSR arrays of ``n_rows`` rows: the base's rows as they are, gathered as arrays, and the ``changed`` rows
+        (``changed_rows``) in their place. Saving thus costs what changed since the base, not the whole index."""
+        base = self.keys_in_base()
+        if base > n_rows:
+            raise ValueError("fewer rows than the base has")
+        lens = np.zeros(n_rows, dtype=np.int64)
+        starts = np.zeros(n_rows, dtype=np.int64)
+        lens[:base] = np.diff(self._indptr)
+        starts[:base] = self._indptr[:-1]
+        rows = np.asarray([row for row, _ in changed], dtype=np.int64)
+        row_lens = np.asarray([len(found) for _, found in changed], dtype=np.int64)
+        lens[rows] = row_lens
+        starts[rows] = len(self._members) + np.cumsum(row_lens) - row_lens
+        flat = np.asarray([m for _, found in changed for m in found], dtype=np.int64)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
+        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
+        return indptr, np.concatenate([self._members, flat])[gather]
 
     def keys_in_base(self) -> int:
         """Rows of the saved base (the overlay aside)."""
@@ -270,6 +297,79 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> int:
     return len(done)
 
 
+_ABSENT = object()
+
+
+class LayeredMap(Generic[V]):
+    """A dict over a read-only base mapping shared with others: reads fall through to the base, writes and deletes
+    stay here, and iteration gives the order a copied dict would (base keys in place, re-added keys at the end).
+
+    The records' id -> row map of a snapshot (a million entries) is the base of the lesson table,
+    the lesson index and the vectors at once, instead of one copy each.
+
+    Example:
+        >>> m = LayeredMap({"a": 0, "b": 1})
+        >>> m["c"] = "x"; del m["a"]; m["b"] = "y"; m["a"] = "z"
+        >>> list(m), m.get("b"), len(m)
+        (['b', 'c', 'a'], 'y', 3)
+    """
+
+    def __init__(self, base: Mapping[str, V] | None = None) -> None:
+        self._base: Mapping[str, V] = base if base is not None else {}
+        self._set: dict[str, V] = {}
+        self._removed: set[str] = set()
+        """Base keys deleted (and, if set again, placed at the end)."""
+        self._len = len(self._base)
+
+    def get(self, key: str, default: V | None = None) -> V | None:
+        found = self._set.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found  # type: ignore[return-value]
+        if key in self._removed:
+            return default
+        return self._base.get(key, default)
+
+    def __getitem__(self, key: str) -> V:
+        found = self._set.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found  # type: ignore[return-value]
+        if key in self._removed:
+            raise KeyError(key)
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._set or (key not in self._removed and key in self._base))
+
+    def __setitem__(self, key: str, value: V) -> None:
+        if key not in self:
+            self._len += 1
+        self._set[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._set.pop(key, None)
+        if key in self._base:
+            self._removed.add(key)
+        self._len -= 1
+
+    def pop(self, key: str, default: V | None = None) -> V | None:
+        """Remove ``key``; its value, or ``default``."""
+        if key not in self:
+            return default
+        found = self[key]
+        del self[key]
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        removed, base = self._removed, self._base
+        kept: Iterable[str] = (k for k in base if k not in removed) if removed else base
+        return chain(kept, (k for k in self._set if k in removed or k not in base))
+
+    def __len__(self) -> int:
+        return self._len
+
+
 def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR arrays (indptr of ``n_rows + 1``, members sorted within a row) from (row, members) pairs."""
     counts = np.zeros(n_rows, dtype=np.int64)
@@ -284,4 +384,4 @@ def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tup
     return indptr, np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["CsrIndex", "LayeredRows", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "unpack_strings"]
+__all__ = ["CsrIndex", "LayeredMap", "LayeredRows", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "unpack_strings"]

@@ -58,7 +58,7 @@ import numpy as np
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
 from langmem_plus.store.adjacency import Adjacency
-from langmem_plus.store.columns import CsrIndex, csr_from_sets, pack_strings, unpack_strings
+from langmem_plus.store.columns import CsrIndex, pack_strings, unpack_strings
 from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
@@ -144,6 +144,8 @@ class LessonGraph:
         """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
         self._wrong_words: list[str] = []
         """The words of the saved WRONG-word index, by row."""
+        self._wrong_rows: dict[str, int] = {}
+        """Word -> its row in the saved WRONG-word index."""
         self._wrong_index = CsrIndex()
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
         self._columns = _LessonColumns.empty()
@@ -202,32 +204,46 @@ class LessonGraph:
         the adjacency's names; the plain data holds only short tables (statuses, tools, link kinds, skills).
         """
         adj = self.adjacency
-        lesson_ids = [node[_LESSON_PREFIX_LEN:] for node in self._status]
         gids = [adj.intern(node) for node in self._status]
-        tools = [self.tool_of(i) for i in lesson_ids]
-        rewrites = [self.rewrite_of(i) for i in lesson_ids]
-        fp_rows = [(adj.intern(fp_node(fp)), [adj.intern(lesson_node(i)) for i in ids]) for fp, ids in self._fp_items()]
-        words = list(self._wrong_items())
-        word_rows = [(n, [adj.intern(lesson_node(i)) for i in ids]) for n, (_, ids) in enumerate(words)]
-        links = list(self._links.items())
+        tool_rows = [(adj.intern(lesson_node(i)), t) for i, t in self._tool.items()]
+        rewrite_rows = [(adj.intern(lesson_node(i)), p) for i, p in self._rewrite.items()]
+        def member_row(lesson_id: str) -> int:
+            return adj.intern(lesson_node(lesson_id))
+
+        fp_rows = self._fp_index.changed_rows(lambda fp: adj.intern(fp_node(fp)), member_row)
+        words, word_rows = list(self._wrong_words), dict(self._wrong_rows)
+
+        def word_row(word: str) -> int:
+            row = word_rows.get(word)
+            if row is None:
+                row = word_rows[word] = len(words)
+                words.append(word)
+            return row
+
+        changed_words = self._wrong_index.changed_rows(word_row, member_row)
+        saved_links = self._links_base if self._links_map is None else None
+        links = list(self._links.items()) if saved_links is None else []
         link_ends = [(adj.intern(a), adj.intern(b)) for (a, b, _), _ in links]
         names, arrays = adj.to_state()
         n = len(names)
         statuses = sorted(set(self._status.values()))
-        tool_names = sorted({t for t in tools if t is not None})
-        link_kinds = sorted({key for (_, _, key), _ in links})
         arrays = dict(arrays)
         arrays["status"] = _codes_by_gid(n, gids, list(self._status.values()), statuses, np.int8)
-        arrays["tool"] = _codes_by_gid(n, gids, tools, tool_names, np.int32)
-        arrays.update(_rewrite_arrays(n, gids, rewrites))
-        arrays["fp_indptr"], arrays["fp_members"] = csr_from_sets(fp_rows, n)
-        arrays.update(pack_strings([w for w, _ in words], "wrong_words_"))
-        arrays["wrong_indptr"], arrays["wrong_members"] = csr_from_sets(word_rows, len(words))
-        kind_code = {k: c for c, k in enumerate(link_kinds)}
-        arrays["link_a"] = np.asarray([a for a, _ in link_ends], dtype=np.int64)
-        arrays["link_b"] = np.asarray([b for _, b in link_ends], dtype=np.int64)
-        arrays["link_kind"] = np.asarray([kind_code[key] for (_, _, key), _ in links], dtype=np.int64)
-        arrays["link_weight"] = np.asarray([w for _, w in links], dtype=np.float64)
+        tool_names, arrays["tool"] = self._columns.tools_with(n, tool_rows)
+        arrays.update(self._columns.rewrites_with(n, rewrite_rows))
+        arrays["fp_indptr"], arrays["fp_members"] = self._fp_index.to_csr(n, fp_rows)
+        arrays.update(pack_strings(words, "wrong_words_"))
+        arrays["wrong_indptr"], arrays["wrong_members"] = self._wrong_index.to_csr(len(words), changed_words)
+        if saved_links is not None:  # never changed since the load: the saved arrays, as they are (node ids are stable)
+            link_kinds = list(saved_links[0])
+            arrays.update({f"link_{k}": np.array(saved_links[1][k]) for k in ("a", "b", "kind", "weight")})
+        else:
+            link_kinds = sorted({key for (_, _, key), _ in links})
+            kind_code = {k: c for c, k in enumerate(link_kinds)}
+            arrays["link_a"] = np.asarray([a for a, _ in link_ends], dtype=np.int64)
+            arrays["link_b"] = np.asarray([b for _, b in link_ends], dtype=np.int64)
+            arrays["link_kind"] = np.asarray([kind_code[key] for (_, _, key), _ in links], dtype=np.int64)
+            arrays["link_weight"] = np.asarray([w for _, w in links], dtype=np.float64)
         data = {"columns": COLUMNS_VERSION, "statuses": statuses, "tools": tool_names, "link_kinds": link_kinds, "skills": self._skills}
         return data, names, arrays
 
@@ -268,9 +284,11 @@ class LessonGraph:
         g._columns = _LessonColumns(_checked_codes(arrays["tool"], n, len(tools)), tools, *_checked_rewrites(arrays, n))
         g._fp_index = CsrIndex(*_checked_csr(arrays["fp_indptr"], arrays["fp_members"], n, n), g._node_position("fp:"), g._lesson_of_gid)
         g._wrong_words = unpack_strings(arrays, "wrong_words_")
-        word_rows = dict(zip(g._wrong_words, range(len(g._wrong_words))))
+        g._wrong_rows = dict(zip(g._wrong_words, range(len(g._wrong_words))))
+        if len(g._wrong_rows) != len(g._wrong_words):
+            raise ValueError("the WRONG-word index repeats a word")
         g._wrong_index = CsrIndex(
-            *_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n), word_rows.get, g._lesson_of_gid
+            *_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n), g._wrong_rows.get, g._lesson_of_gid
         )
         kinds = [str(k) for k in data["link_kinds"]]
         link = {k: np.asarray(arrays[f"link_{k}"]) for k in ("a", "b", "kind", "weight")}
@@ -393,7 +411,11 @@ class LessonGraph:
         key = _wrong_word(lesson.wrong)
         if key and lesson.correct is not None:
             self._wrong_index.add(key, lesson.id)
-            self._rewrite[lesson.id] = (str(lesson.wrong), lesson.correct)
+            pair = (str(lesson.wrong), lesson.correct)
+            if self._columns.rewrite_of(self.adjacency.gid(node)) == pair:
+                self._rewrite.pop(lesson.id, None)  # as saved: no override
+            else:
+                self._rewrite[lesson.id] = pair
         self._set_tool(lesson.id, lesson.scope.tool or None)
         for target, _ in old:
             if (target, _) not in new_set:
@@ -641,6 +663,41 @@ class _LessonColumns:
     def __init__(self, tool_codes: np.ndarray, tool_names: list[str], rewrite_offsets: np.ndarray, rewrite_text: str) -> None:
         self._tool_codes, self._tool_names = tool_codes, tool_names
         self._offsets, self._text = rewrite_offsets, rewrite_text
+
+    def tools_with(self, n: int, changed: Sequence[tuple[int, str | None]]) -> tuple[list[str], np.ndarray]:
+        """The tool table and codes of ``n`` nodes: the saved codes with the ``changed`` (node id, tool) in their place."""
+        names = list(self._tool_names)
+        code = {t: c for c, t in enumerate(names)}
+        codes = np.full(n, -1, dtype=np.int32)
+        codes[: len(self._tool_codes)] = self._tool_codes
+        for tool in {t for _, t in changed if t is not None and t not in code}:
+            code[tool] = len(names)
+            names.append(tool)
+        if changed:
+            rows = np.asarray([g for g, _ in changed], dtype=np.int64)
+            codes[rows] = np.asarray([-1 if t is None else code[t] for _, t in changed], dtype=np.int32)
+        return names, codes
+
+    def rewrites_with(self, n: int, changed: Sequence[tuple[int, tuple[str, str] | None]]) -> dict[str, np.ndarray]:
+        """Offsets and text of ``n`` nodes' pairs: the saved ones with the ``changed`` (node id, pair) in their place,
+        their text appended; rebuilt from the pairs alone once replaced text outweighs the live text."""
+        offsets = np.full((n, 3), -1, dtype=np.int64)
+        offsets[: len(self._offsets)] = self._offsets
+        found = [(g, p) for g, p in changed if p is not None]
+        offsets[np.asarray([g for g, p in changed if p is None], dtype=np.int64)] = -1
+        lengths = np.asarray([(len(w), len(c)) for _, (w, c) in found], dtype=np.int64).reshape(-1, 2)
+        ends = len(self._text) + np.cumsum(lengths.sum(axis=1))
+        rows = np.asarray([g for g, _ in found], dtype=np.int64)
+        offsets[rows, 2] = ends
+        offsets[rows, 1] = ends - lengths[:, 1]
+        offsets[rows, 0] = offsets[rows, 1] - lengths[:, 0]
+        text = self._text + "".join(part for _, pair in found for part in pair)
+        live = offsets[offsets[:, 0] >= 0]
+        if len(text) > 2 * int((live[:, 2] - live[:, 0]).sum()) + 4096:  # mostly replaced pairs: keep the live ones only
+            grown = _LessonColumns(np.zeros(0, dtype=np.int32), [], offsets, text)
+            gids = np.flatnonzero(offsets[:, 0] >= 0).tolist()
+            return _rewrite_arrays(n, gids, [grown.rewrite_of(g) for g in gids])
+        return {"rewrite_offsets": offsets, "rewrite_utf8": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
 
     @classmethod
     def empty(cls) -> _LessonColumns:

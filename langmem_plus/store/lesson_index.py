@@ -222,7 +222,7 @@ class LessonIndex:
         found: set[int] = set()
         h = np.uint64(simhash)
         for (shift, width), (values, rows) in zip(self.plan, self._sorted):
-            key = (h >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+            key = values.dtype.type((h >> np.uint64(shift)) & np.uint64((1 << width) - 1))
             lo, hi = np.searchsorted(values, key, "left"), np.searchsorted(values, key, "right")
             found.update(rows[lo:hi].tolist())
         found -= self._fresh  # their sorted values may be stale: compared below
@@ -237,9 +237,9 @@ class LessonIndex:
 
     def _resort(self, n: int) -> None:
         self._sorted = []
-        for values in self._band_values(self._hash[:n]):
+        for (_, width), values in zip(self.plan or (), self._band_values(self._hash[:n])):
             order = np.argsort(values, kind="stable")
-            self._sorted.append((values[order], order))
+            self._sorted.append((_narrow(values[order], width), order))
         self._fresh.clear()
 
     def rows_in_order(self, ids: Iterable[str]) -> list[str]:
@@ -323,12 +323,17 @@ class LessonIndex:
         if order.shape != (len(self.plan), n):
             raise ValueError("the saved band order does not match the lessons")
         out = []
-        for values, rows in zip(self._band_values(self._hash[:n]), order):
+        for (_, width), values, rows in zip(self.plan, self._band_values(self._hash[:n]), order):
             if n and (rows.min() < 0 or rows.max() >= n or np.any(values[rows][1:] < values[rows][:-1])
                       or np.bincount(rows, minlength=n).max() != 1):
                 raise ValueError("the saved band order is not a sort of the hashes")
-            out.append((values[rows], rows))
+            out.append((_narrow(values[rows], width), rows))
         return out
+
+
+def _narrow(values: np.ndarray, width: int) -> np.ndarray:
+    """Band values in the smallest unsigned type of ``width`` bits (16-bit bands: a quarter of the memory of uint64)."""
+    return values.astype(np.min_scalar_type((1 << width) - 1), copy=False)
 
 
 __all__ = ["DUE_NOW", "RESORT_MIN", "RESORT_SHARE", "LessonIndex", "plan_bands"]

@@ -51,6 +51,7 @@ from pydantic import BaseModel, ValidationError
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
 from langmem_plus.store.columns import (
+    LayeredMap,
     LayeredRows,
     load_npz_mapped,
     pack_strings,
@@ -162,8 +163,9 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
     ) -> None:
         self._model = model
         self._namespace = tuple(namespace)
-        self._raw: dict[str, str | int | None] = dict(raw or {})
-        """Id -> JSON text, row of ``base``, or None (the parsed model is the only copy)."""
+        self._raw: LayeredMap[str | int | None] = LayeredMap(raw)  # type: ignore[arg-type]
+        """Id -> JSON text, row of ``base``, or None (the parsed model is the only copy); ``raw`` is read, never written
+        (a snapshot's records map is shared with the lesson index and the vectors)."""
         self._base = base
         self._parsed: dict[str, R] = {}
         self._keep = keep_parsed
