@@ -108,6 +108,8 @@ class StoreSync:
             ledgers = {spec.kind: Ledger.from_state(spec, saved.get(_SAVED_AS[spec.kind], {}), cfg) for spec in FOLDS}
             self.snapshot_heads = {str(w): int(n) for w, n in saved["heads"].items()}
             self.view.load_snapshot(loaded, ledgers)
+            if not loaded.has_episodes:  # an older base: its episodes are Chroma's (the next base holds them)
+                self.view.load_episodes(self.store)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:  # ValidationError is a ValueError
             logger.warning("langmem_plus: snapshot %s is damaged (%s); reading from Chroma", self.snapshot.path, exc)
             self.view.index = None

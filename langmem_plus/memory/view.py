@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,7 @@ from langmem_plus.records import (
 )
 from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
+from langmem_plus.store.columns import release_pages
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.journal import Entry
 from langmem_plus.store.lesson_index import LessonIndex
@@ -125,11 +126,15 @@ class MemoryView:
             self.links[link.id] = link
         for skill in stored(store, "skills", Skill):
             self.skills[skill.id] = skill
-        self.episodes = RecordTable(Episode, ns)
-        for episode in stored(store, "episodes", Episode):
-            self.episodes[episode.episode_id] = episode
+        self.load_episodes(store)
         self.graph = LessonGraph.from_records(self.lessons.values(), self.skills.values(), self.links.values())
         self.set_runs(stored(store, "runs", RunRecord))
+
+    def load_episodes(self, store: ChromaStore) -> None:
+        """Every episode read from Chroma (an open without a snapshot, or from a base older than episodes in it)."""
+        self.episodes = RecordTable(Episode, self.namespace)
+        for episode in stored(store, "episodes", Episode):
+            self.episodes[episode.episode_id] = episode
 
     def load_snapshot(self, loaded: Loaded, ledgers: dict[str, Ledger[Any, Any]]) -> None:
         """Lessons, links, skills, runs, episodes, graph, vectors and index from a snapshot, then its journal replayed.
@@ -148,8 +153,11 @@ class MemoryView:
         self.graph = LessonGraph.from_state(
             loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
         )
-        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors)
-        self.index = self.saved_index(loaded)  # before the journal: its writes update it
+        order = loaded.lesson_order()
+        self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order if loaded.vectors_follow_lessons else None)
+        self.index = self.saved_index(loaded, order)  # before the journal: its writes update it
+        release_pages(loaded.graph_arrays)  # what the checks read stays in the page cache, not in this process
+        release_pages(loaded.index_arrays or {})
         self.set_ledgers(ledgers)  # before the journal: its writes fold over the saved evidence
         for _token, kind, entries in loaded.journal:
             parse = KIND_SPECS[kind].model.model_validate_json if kind else None
@@ -187,16 +195,20 @@ class MemoryView:
             index.put(lesson.id, *entry)
         return index
 
-    def saved_index(self, loaded: Loaded) -> LessonIndex | None:
-        """The lesson index saved with the snapshot's base, when it was computed with this config."""
+    def saved_index(self, loaded: Loaded, order: Mapping[str, int] | None = None) -> LessonIndex | None:
+        """The lesson index saved with the snapshot's base, when it was computed with this config.
+
+        ``order``: the base's lesson order (``Loaded.lesson_order``), shared with the index rather than copied.
+        """
         meta, arrays = loaded.index_meta, loaded.index_arrays
-        ids = list(loaded.records["lessons"])
+        ids = loaded.lesson_ids
         if meta is None or arrays is None or meta.get("key") != index_key(self.config) or meta.get("count") != len(ids):
             return None
         cfg = self.config
         try:
             return LessonIndex.from_arrays(
-                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands
+                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands,
+                rows=order,
             )
         except (ValueError, KeyError) as exc:
             logger.info("langmem_plus: the saved lesson index does not fit (%s); rebuilding it", exc)

@@ -135,15 +135,33 @@ class Adjacency:
         """The whole adjacency as dictionaries (tests and debugging; O(edges))."""
         return {node: dict(self.row(node)) for node in self.nodes()}
 
+    def gid(self, node: str) -> int | None:
+        """``node``'s integer id (stable for the adjacency's life and across ``to_state``), None when unknown."""
+        return self._ids.get(node)
+
+    def node_count(self) -> int:
+        """Nodes with an integer id (with or without neighbours)."""
+        return len(self._names)
+
+    def name(self, gid: int) -> str:
+        """The node of integer id ``gid``."""
+        return self._names[gid]
+
     # ---- writes ---------------------------------------------------------------
+
+    def intern(self, node: str) -> int:
+        """``node``'s integer id, giving it one (and no neighbours) when it has none: columns by node id need one."""
+        gid = self._ids.get(node)
+        if gid is None:
+            gid = self._ids[node] = len(self._names)
+            self._names.append(node)
+        return gid
 
     def _editable(self, node: str) -> Row:
         row = self._overlay.get(node)
         if row is None:
             row = self._overlay[node] = {k: list(v) for k, v in self.row(node).items()}
-            if node not in self._ids:
-                self._ids[node] = len(self._names)
-                self._names.append(node)
+            self.intern(node)
         return row
 
     def adjust(self, u: str, v: str, edges: int, weight: float) -> None:
@@ -261,7 +279,7 @@ class Adjacency:
         if len(nbrs) and (int(nbrs.min()) < 0 or int(nbrs.max()) >= len(names)):
             raise ValueError("adjacency neighbour ids out of range")
         adj._names = list(names)
-        adj._ids = {n: i for i, n in enumerate(adj._names)}
+        adj._ids = dict(zip(adj._names, range(len(adj._names))))
         if len(adj._ids) != len(adj._names):
             raise ValueError("duplicate node names in the adjacency")
         adj._set_csr(indptr, nbrs, counts, weights)

@@ -58,6 +58,7 @@ import numpy as np
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
 from langmem_plus.store.adjacency import Adjacency
+from langmem_plus.store.columns import CsrIndex, pack_strings, unpack_strings
 from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
@@ -66,6 +67,9 @@ DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
 FIELD_EDGE_KINDS = frozenset({"triggers", "tagged", "scoped", "conflicts", "supersedes"})
 """Edge kinds rebuilt from a lesson's own fields; owned by (out-edges of) that lesson."""
 _LINK_KEY = "link:"
+_LESSON_PREFIX_LEN = len("lesson:")
+COLUMNS_VERSION = 1
+"""Version of the columnar state ``to_state`` writes; state without it is read as the older plain dictionaries."""
 _WORDS = re.compile(r"\w+")
 
 
@@ -130,23 +134,47 @@ class LessonGraph:
     def __init__(self, lesson_source: Callable[[str], Lesson | None] | None = None) -> None:
         self._nx: MultiDiGraph | None = None
         self._source = lesson_source
-        self._fp_index: dict[str, set[str]] = {}
         self.adjacency = Adjacency()
         """Undirected weighted adjacency (PageRank reads only this)."""
         self._status: dict[str, str] = {}
         """Lesson node -> status, for lessons known by record."""
         self._skills: dict[str, str] = {}
         """Skill node -> name."""
-        self._wrong_index: dict[str, set[str]] = {}
+        self._fp_index = CsrIndex(position=self._node_position("fp:"), member=self._lesson_of_gid)
+        """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
+        self._wrong_words: list[str] = []
+        """The words of the saved WRONG-word index, by row."""
+        self._wrong_rows: dict[str, int] = {}
+        """Word -> its row in the saved WRONG-word index."""
+        self._wrong_index = CsrIndex()
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
-        self._rewrite: dict[str, tuple[str, str]] = {}
-        """Rewrite lesson id -> (WRONG, CORRECT): the failing-action check runs without parsing the lesson."""
-        self._tool: dict[str, str] = {}
-        """Lesson id -> the tool it is scoped to (lessons scoped to no tool are absent)."""
+        self._columns = _LessonColumns.empty()
+        """Tool and (WRONG, CORRECT) per lesson node id, as saved with the base (``_tool`` and ``_rewrite`` override)."""
+        self._rewrite: dict[str, tuple[str, str] | None] = {}
+        """Rewrite lesson id -> (WRONG, CORRECT) set since the base (None: none now); the failing-action check runs without parsing the lesson."""
+        self._tool: dict[str, str | None] = {}
+        """Lesson id -> the tool it is scoped to, set since the base (None: none now)."""
         self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
         """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
-        self._links: dict[tuple[str, str, str], float] = {}
-        """(a, b, edge key) -> summed weight of each link edge."""
+        self._links_map: dict[tuple[str, str, str], float] | None = {}
+        """(a, b, edge key) -> summed weight of each link edge; None until first needed after a load (``_links_base``)."""
+        self._links_base: tuple[list[str], Mapping[str, np.ndarray]] | None = None
+        """The saved links (kinds, arrays) the map is built from on first use."""
+
+    def _node_position(self, prefix: str) -> Callable[[str], int | None]:
+        """A key's row in a base saved by node id: the id of node ``prefix + key``."""
+        return lambda key: self.adjacency.gid(prefix + key)
+
+    def _lesson_of_gid(self, gid: int) -> str:
+        return self.adjacency.name(gid)[_LESSON_PREFIX_LEN:]
+
+    @property
+    def _links(self) -> dict[tuple[str, str, str], float]:
+        """The link edges' weights, built from the saved arrays on first use after a load (retrieval never needs them)."""
+        if self._links_map is None:
+            self._links_map = _links_from_arrays(self.adjacency, *self._links_base) if self._links_base else {}
+            self._links_base = None
+        return self._links_map
 
     @classmethod
     def from_records(
@@ -169,18 +197,64 @@ class LessonGraph:
     # ---- snapshot -------------------------------------------------------------
 
     def to_state(self) -> tuple[dict[str, Any], list[str], dict[str, np.ndarray]]:
-        """Everything the graph needs to come back without records: (plain data, node names, arrays)."""
-        names, arrays = self.adjacency.to_state()
-        data = {
-            "status": self._status,
-            "skills": self._skills,
-            "fp_index": {fp: sorted(ids) for fp, ids in self._fp_index.items()},
-            "wrong_index": {k: sorted(ids) for k, ids in self._wrong_index.items()},
-            "rewrite": self._rewrite,
-            "tool": self._tool,
-            "links": [[a, b, key, w] for (a, b, key), w in self._links.items()],
-        }
+        """Everything the graph needs to come back without records: (plain data, node names, arrays).
+
+        Per-node values are arrays by the adjacency's node id and the two indexes CSR arrays
+        (``store.columns``), so a load reads arrays and builds one dictionary (statuses) besides
+        the adjacency's names; the plain data holds only short tables (statuses, tools, link kinds, skills).
+        """
+        adj = self.adjacency
+        gids = [adj.intern(node) for node in self._status]
+        tool_rows = [(adj.intern(lesson_node(i)), t) for i, t in self._tool.items()]
+        rewrite_rows = [(adj.intern(lesson_node(i)), p) for i, p in self._rewrite.items()]
+        def member_row(lesson_id: str) -> int:
+            return adj.intern(lesson_node(lesson_id))
+
+        fp_rows = self._fp_index.changed_rows(lambda fp: adj.intern(fp_node(fp)), member_row)
+        words, word_rows = list(self._wrong_words), dict(self._wrong_rows)
+
+        def word_row(word: str) -> int:
+            row = word_rows.get(word)
+            if row is None:
+                row = word_rows[word] = len(words)
+                words.append(word)
+            return row
+
+        changed_words = self._wrong_index.changed_rows(word_row, member_row)
+        saved_links = self._links_base if self._links_map is None else None
+        links = list(self._links.items()) if saved_links is None else []
+        link_ends = [(adj.intern(a), adj.intern(b)) for (a, b, _), _ in links]
+        names, arrays = adj.to_state()
+        n = len(names)
+        statuses = sorted(set(self._status.values()))
+        arrays = dict(arrays)
+        arrays["status"] = _codes_by_gid(n, gids, list(self._status.values()), statuses, np.int8)
+        tool_names, arrays["tool"] = self._columns.tools_with(n, tool_rows)
+        arrays.update(self._columns.rewrites_with(n, rewrite_rows))
+        arrays["fp_indptr"], arrays["fp_members"] = self._fp_index.to_csr(n, fp_rows)
+        arrays.update(pack_strings(words, "wrong_words_"))
+        arrays["wrong_indptr"], arrays["wrong_members"] = self._wrong_index.to_csr(len(words), changed_words)
+        if saved_links is not None:  # never changed since the load: the saved arrays, as they are (node ids are stable)
+            link_kinds = list(saved_links[0])
+            arrays.update({f"link_{k}": np.array(saved_links[1][k]) for k in ("a", "b", "kind", "weight")})
+        else:
+            link_kinds = sorted({key for (_, _, key), _ in links})
+            kind_code = {k: c for c, k in enumerate(link_kinds)}
+            arrays["link_a"] = np.asarray([a for a, _ in link_ends], dtype=np.int64)
+            arrays["link_b"] = np.asarray([b for _, b in link_ends], dtype=np.int64)
+            arrays["link_kind"] = np.asarray([kind_code[key] for (_, _, key), _ in links], dtype=np.int64)
+            arrays["link_weight"] = np.asarray([w for _, w in links], dtype=np.float64)
+        data = {"columns": COLUMNS_VERSION, "statuses": statuses, "tools": tool_names, "link_kinds": link_kinds, "skills": self._skills}
         return data, names, arrays
+
+    def _fp_items(self) -> Iterator[tuple[str, set[str]]]:
+        """Every fingerprint with its lessons (the base's fingerprint nodes, and the changes since)."""
+        adj, idx = self.adjacency, self._fp_index
+        base = ((adj.name(g)[len("fp:"):], g) for g in range(min(idx.keys_in_base(), adj.node_count())))
+        return idx.items((key, g) for key, g in base if adj.name(g).startswith("fp:"))
+
+    def _wrong_items(self) -> Iterator[tuple[str, set[str]]]:
+        return self._wrong_index.items((w, n) for n, w in enumerate(self._wrong_words))
 
     @classmethod
     def from_state(
@@ -190,22 +264,50 @@ class LessonGraph:
         arrays: Mapping[str, Any],
         lesson_source: Callable[[str], Lesson | None],
     ) -> LessonGraph:
-        """The graph ``to_state`` saved; ``lesson_source`` gives a stored lesson by id.
+        """The graph ``to_state`` saved (or the plain dictionaries an older snapshot saved); ``lesson_source`` gives a stored lesson by id.
 
         Raises:
             ValueError, KeyError, TypeError: the state is damaged (the caller rebuilds from records).
         """
         g = cls(lesson_source)
         g.adjacency = Adjacency.from_state(names, arrays)
-        # JSON gives str keys and values; the shapes are checked by unpacking them here.
-        g._status = dict(data["status"])
         g._skills = dict(data["skills"])
-        g._fp_index = {fp: set(ids) for fp, ids in dict(data["fp_index"]).items()}
-        g._wrong_index = {k: set(ids) for k, ids in dict(data["wrong_index"]).items()}
-        g._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
-        g._tool = dict(data["tool"])
-        g._links = {(a, b, key): float(w) for a, b, key, w in data["links"]}
+        if data.get("columns") != COLUMNS_VERSION:
+            g._load_plain(data)
+            return g
+        n = len(names)
+        statuses = [str(s) for s in data["statuses"]]
+        codes = _checked_codes(arrays["status"], n, len(statuses))
+        lesson_gids = np.flatnonzero(codes >= 0).tolist()
+        g._status = dict(zip(map(names.__getitem__, lesson_gids), map(statuses.__getitem__, codes[lesson_gids].tolist())))
+        tools = [str(t) for t in data["tools"]]
+        g._columns = _LessonColumns(_checked_codes(arrays["tool"], n, len(tools)), tools, *_checked_rewrites(arrays, n))
+        g._fp_index = CsrIndex(*_checked_csr(arrays["fp_indptr"], arrays["fp_members"], n, n), g._node_position("fp:"), g._lesson_of_gid)
+        g._wrong_words = unpack_strings(arrays, "wrong_words_")
+        g._wrong_rows = dict(zip(g._wrong_words, range(len(g._wrong_words))))
+        if len(g._wrong_rows) != len(g._wrong_words):
+            raise ValueError("the WRONG-word index repeats a word")
+        g._wrong_index = CsrIndex(
+            *_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n), g._wrong_rows.get, g._lesson_of_gid
+        )
+        kinds = [str(k) for k in data["link_kinds"]]
+        link = {k: np.asarray(arrays[f"link_{k}"]) for k in ("a", "b", "kind", "weight")}
+        if not len(link["a"]) == len(link["b"]) == len(link["kind"]) == len(link["weight"]):
+            raise ValueError("the link arrays differ in length")
+        _checked_codes(link["kind"], len(link["kind"]), len(kinds), allow_none=False)
+        _checked_codes(np.concatenate([link["a"], link["b"]]), 2 * len(link["a"]), n, allow_none=False)
+        g._links_map, g._links_base = (None, (kinds, link)) if len(link["a"]) else ({}, None)
         return g
+
+    def _load_plain(self, data: Mapping[str, Any]) -> None:
+        """The state as an older snapshot saved it: dictionaries and lists (read as before; the next base is columnar)."""
+        # JSON gives str keys and values; the shapes are checked by unpacking them here.
+        self._status = dict(data["status"])
+        self._fp_index = CsrIndex.from_sets({fp: ids for fp, ids in dict(data["fp_index"]).items()})
+        self._wrong_index = CsrIndex.from_sets({k: ids for k, ids in dict(data["wrong_index"]).items()})
+        self._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
+        self._tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
+        self._links_map = {(a, b, key): float(w) for a, b, key, w in data["links"]}
 
     # ---- size -----------------------------------------------------------------
 
@@ -304,16 +406,17 @@ class LessonGraph:
         self._status[node] = lesson.status
         self._nx_node(node, type="lesson", status=lesson.status)
         for fp in lesson.triggers:
-            self._fp_index.setdefault(fp, set()).add(lesson.id)
+            self._fp_index.add(fp, lesson.id)
         self._unindex_wrong(lesson.id)
         key = _wrong_word(lesson.wrong)
         if key and lesson.correct is not None:
-            self._wrong_index.setdefault(key, set()).add(lesson.id)
-            self._rewrite[lesson.id] = (str(lesson.wrong), lesson.correct)
-        if lesson.scope.tool:
-            self._tool[lesson.id] = lesson.scope.tool
-        else:
-            self._tool.pop(lesson.id, None)
+            self._wrong_index.add(key, lesson.id)
+            pair = (str(lesson.wrong), lesson.correct)
+            if self._columns.rewrite_of(self.adjacency.gid(node)) == pair:
+                self._rewrite.pop(lesson.id, None)  # as saved: no override
+            else:
+                self._rewrite[lesson.id] = pair
+        self._set_tool(lesson.id, lesson.scope.tool or None)
         for target, _ in old:
             if (target, _) not in new_set:
                 self._prune(target)
@@ -328,7 +431,7 @@ class LessonGraph:
             self._drop_field_edge(lesson_id, target, kind)
         del self._status[node]
         self._targets.pop(lesson_id, None)
-        self._tool.pop(lesson_id, None)
+        self._set_tool(lesson_id, None)
         self._unindex_wrong(lesson_id)
         if self._nx is not None and node in self._nx:
             self._nx_node(node, type="lesson")
@@ -345,20 +448,24 @@ class LessonGraph:
             self._unindex(target[len("fp:"):], lesson_id)
 
     def _unindex_wrong(self, lesson_id: str) -> None:
-        pattern = self._rewrite.pop(lesson_id, None)
+        pattern = self.rewrite_of(lesson_id)
+        if self._columns.rewrite_of(self.adjacency.gid(lesson_node(lesson_id))) is not None:
+            self._rewrite[lesson_id] = None  # the base's pair is gone
+        else:
+            self._rewrite.pop(lesson_id, None)
         key = _wrong_word(pattern[0]) if pattern is not None else None
         if key is not None:
-            ids = self._wrong_index[key]
-            ids.discard(lesson_id)
-            if not ids:
-                del self._wrong_index[key]
+            self._wrong_index.discard(key, lesson_id)
+
+    def _set_tool(self, lesson_id: str, tool: str | None) -> None:
+        """The lesson's tool from now on (None: no tool): noted over the base's column only where it differs."""
+        if self._columns.tool_of(self.adjacency.gid(lesson_node(lesson_id))) == tool:
+            self._tool.pop(lesson_id, None)
+        else:
+            self._tool[lesson_id] = tool
 
     def _unindex(self, fp: str, lesson_id: str) -> None:
-        ids = self._fp_index.get(fp)
-        if ids is not None:
-            ids.discard(lesson_id)
-            if not ids:
-                del self._fp_index[fp]
+        self._fp_index.discard(fp, lesson_id)
 
     def _prune(self, node: str) -> None:
         """Drop a node from the networkx view once no edge and no record keeps it (a rebuild would not create it)."""
@@ -401,7 +508,7 @@ class LessonGraph:
 
     def lessons_for_fingerprint(self, fp_id: str) -> set[str]:
         """Ids of lessons triggered by this exact fingerprint id (a dictionary lookup)."""
-        return set(self._fp_index.get(fp_id, ()))
+        return self._fp_index.get(fp_id)
 
     def lessons_for_action(self, action: str) -> set[str]:
         """Ids of rewrite lessons whose WRONG pattern starts with a word of ``action`` (dictionary lookups).
@@ -415,7 +522,7 @@ class LessonGraph:
         """
         out: set[str] = set()
         for word in dict.fromkeys(_WORDS.findall(action.lower())):
-            out |= self._wrong_index.get(word, set())
+            out |= self._wrong_index.get(word)
         return out
 
     def lessons_for(self, node: str) -> set[str]:
@@ -428,11 +535,15 @@ class LessonGraph:
 
     def tool_of(self, lesson_id: str) -> str | None:
         """The tool a lesson is scoped to, None when it is not scoped to one (or unknown)."""
-        return self._tool.get(lesson_id)
+        if lesson_id in self._tool:
+            return self._tool[lesson_id]
+        return self._columns.tool_of(self.adjacency.gid(lesson_node(lesson_id)))
 
     def rewrite_of(self, lesson_id: str) -> tuple[str, str] | None:
         """(WRONG, CORRECT) of a rewrite lesson, None for any other lesson."""
-        return self._rewrite.get(lesson_id)
+        if lesson_id in self._rewrite:
+            return self._rewrite[lesson_id]
+        return self._columns.rewrite_of(self.adjacency.gid(lesson_node(lesson_id)))
 
     # ---- personalised PageRank --------------------------------------------------
 
@@ -538,6 +649,148 @@ class LessonGraph:
             (u, v, k, dict(sorted(d.items()))) for u, v, k, d in self.nx.edges(keys=True, data=True)
         )
         return {"nodes": nodes, "edges": edges}
+
+
+class _LessonColumns:
+    """A lesson's tool and (WRONG, CORRECT) by node id, as a base saved them: codes, and offsets into one text.
+
+    Example:
+        >>> c = _LessonColumns(np.array([-1, 0]), ["sql"], np.array([[0, 4, 10], [-1, -1, -1]]), "pickSELECT")
+        >>> c.tool_of(1), c.tool_of(0), c.rewrite_of(0), c.rewrite_of(1), c.rewrite_of(None)
+        ('sql', None, ('pick', 'SELECT'), None, None)
+    """
+
+    def __init__(self, tool_codes: np.ndarray, tool_names: list[str], rewrite_offsets: np.ndarray, rewrite_text: str) -> None:
+        self._tool_codes, self._tool_names = tool_codes, tool_names
+        self._offsets, self._text = rewrite_offsets, rewrite_text
+
+    def tools_with(self, n: int, changed: Sequence[tuple[int, str | None]]) -> tuple[list[str], np.ndarray]:
+        """The tool table and codes of ``n`` nodes: the saved codes with the ``changed`` (node id, tool) in their place."""
+        names = list(self._tool_names)
+        code = {t: c for c, t in enumerate(names)}
+        codes = np.full(n, -1, dtype=np.int32)
+        codes[: len(self._tool_codes)] = self._tool_codes
+        for tool in {t for _, t in changed if t is not None and t not in code}:
+            code[tool] = len(names)
+            names.append(tool)
+        if changed:
+            rows = np.asarray([g for g, _ in changed], dtype=np.int64)
+            codes[rows] = np.asarray([-1 if t is None else code[t] for _, t in changed], dtype=np.int32)
+        return names, codes
+
+    def rewrites_with(self, n: int, changed: Sequence[tuple[int, tuple[str, str] | None]]) -> dict[str, np.ndarray]:
+        """Offsets and text of ``n`` nodes' pairs: the saved ones with the ``changed`` (node id, pair) in their place,
+        their text appended; rebuilt from the pairs alone once replaced text outweighs the live text."""
+        offsets = np.full((n, 3), -1, dtype=np.int64)
+        offsets[: len(self._offsets)] = self._offsets
+        found = [(g, p) for g, p in changed if p is not None]
+        offsets[np.asarray([g for g, p in changed if p is None], dtype=np.int64)] = -1
+        lengths = np.asarray([(len(w), len(c)) for _, (w, c) in found], dtype=np.int64).reshape(-1, 2)
+        ends = len(self._text) + np.cumsum(lengths.sum(axis=1))
+        rows = np.asarray([g for g, _ in found], dtype=np.int64)
+        offsets[rows, 2] = ends
+        offsets[rows, 1] = ends - lengths[:, 1]
+        offsets[rows, 0] = offsets[rows, 1] - lengths[:, 0]
+        text = self._text + "".join(part for _, pair in found for part in pair)
+        live = offsets[offsets[:, 0] >= 0]
+        if len(text) > 2 * int((live[:, 2] - live[:, 0]).sum()) + 4096:  # mostly replaced pairs: keep the live ones only
+            grown = _LessonColumns(np.zeros(0, dtype=np.int32), [], offsets, text)
+            gids = np.flatnonzero(offsets[:, 0] >= 0).tolist()
+            return _rewrite_arrays(n, gids, [grown.rewrite_of(g) for g in gids])
+        return {"rewrite_offsets": offsets, "rewrite_utf8": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
+
+    @classmethod
+    def empty(cls) -> _LessonColumns:
+        return cls(np.zeros(0, dtype=np.int32), [], np.zeros((0, 3), dtype=np.int64), "")
+
+    def tool_of(self, gid: int | None) -> str | None:
+        """The saved tool of node ``gid`` (None: none, or a node the base did not have)."""
+        if gid is None or gid >= len(self._tool_codes):
+            return None
+        code = int(self._tool_codes[gid])
+        return None if code < 0 else self._tool_names[code]
+
+    def rewrite_of(self, gid: int | None) -> tuple[str, str] | None:
+        """The saved (WRONG, CORRECT) of node ``gid``, None for any other."""
+        if gid is None or gid >= len(self._offsets):
+            return None
+        start, mid, end = self._offsets[gid].tolist()
+        return None if start < 0 else (self._text[start:mid], self._text[mid:end])
+
+
+def _codes_by_gid(n: int, gids: list[int], values: Sequence[str | None], table: list[str], dtype: Any) -> np.ndarray:
+    """Each node's value as its position in ``table`` (-1: none or not a lesson), by node id."""
+    code = {v: c for c, v in enumerate(table)}
+    out = np.full(n, -1, dtype=dtype)
+    out[np.asarray(gids, dtype=np.int64)] = np.asarray([-1 if v is None else code[v] for v in values], dtype=dtype)
+    return out
+
+
+def _rewrite_arrays(n: int, gids: list[int], pairs: Sequence[tuple[str, str] | None]) -> dict[str, np.ndarray]:
+    """(WRONG, CORRECT) pairs by node id as (start, middle, end) character offsets into one UTF-8 text."""
+    found = [(g, p) for g, p in zip(gids, pairs) if p is not None]
+    lengths = np.asarray([(len(w), len(c)) for _, (w, c) in found], dtype=np.int64).reshape(-1, 2)
+    ends = np.cumsum(lengths.sum(axis=1))
+    offsets = np.full((n, 3), -1, dtype=np.int64)
+    rows = np.asarray([g for g, _ in found], dtype=np.int64)
+    offsets[rows, 2] = ends
+    offsets[rows, 1] = ends - lengths[:, 1]
+    offsets[rows, 0] = offsets[rows, 1] - lengths[:, 0]
+    text = "".join(part for _, pair in found for part in pair)
+    return {"rewrite_offsets": offsets, "rewrite_utf8": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
+
+
+def _checked_codes(codes: Any, n: int, size: int, *, allow_none: bool = True) -> np.ndarray:
+    """``codes`` as an integer array of length ``n`` with values in ``[-1 or 0, size)``.
+
+    Raises:
+        ValueError: it is not.
+    """
+    out = np.asarray(codes)
+    if out.shape != (n,) or out.dtype.kind not in "iu":
+        raise ValueError("a saved column does not match the nodes")
+    if n and (int(out.min()) < (-1 if allow_none else 0) or int(out.max()) >= size):
+        raise ValueError("a saved column holds an unknown code")
+    return out
+
+
+def _checked_rewrites(arrays: Mapping[str, Any], n: int) -> tuple[np.ndarray, str]:
+    """The saved (WRONG, CORRECT) offsets and their text, checked against each other.
+
+    Raises:
+        ValueError: they do not fit together (or the text is not UTF-8).
+    """
+    offsets = np.asarray(arrays["rewrite_offsets"])
+    text = np.asarray(arrays["rewrite_utf8"], dtype=np.uint8).tobytes().decode("utf-8")
+    if offsets.shape != (n, 3) or offsets.dtype.kind not in "iu":
+        raise ValueError("the rewrite offsets do not match the nodes")
+    some = offsets[offsets[:, 0] >= 0]
+    if np.any(offsets[offsets[:, 0] < 0] != -1) or not (
+        np.all(some[:, 0] <= some[:, 1]) and np.all(some[:, 1] <= some[:, 2]) and (not len(some) or int(some[:, 2].max()) <= len(text))
+    ):
+        raise ValueError("the rewrite offsets do not fit their text")
+    return offsets, text
+
+
+def _checked_csr(indptr: Any, members: Any, rows: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR arrays of ``rows`` rows whose members are node ids below ``n``.
+
+    Raises:
+        ValueError: they are not.
+    """
+    ptr, found = np.asarray(indptr, dtype=np.int64), np.asarray(members, dtype=np.int64)
+    if ptr.shape != (rows + 1,) or int(ptr[0]) != 0 or int(ptr[-1]) != len(found) or np.any(np.diff(ptr) < 0):
+        raise ValueError("a saved index's row pointers are damaged")
+    if len(found) and (int(found.min()) < 0 or int(found.max()) >= n):
+        raise ValueError("a saved index names an unknown node")
+    return ptr, found
+
+
+def _links_from_arrays(adj: Adjacency, kinds: list[str], link: Mapping[str, np.ndarray]) -> dict[tuple[str, str, str], float]:
+    """The link weights' map from the saved arrays (ends by node id, kinds by code)."""
+    name = adj.name
+    ends = zip(map(name, link["a"].tolist()), map(name, link["b"].tolist()), map(kinds.__getitem__, link["kind"].tolist()))
+    return dict(zip(ends, link["weight"].tolist()))
 
 
 def _edges_of(lesson: Lesson) -> tuple[tuple[str, str], ...]:

@@ -26,12 +26,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from langmem_plus.records import LESSON_STATUSES
+from langmem_plus.store.columns import LayeredRows
 
 DUE_NOW = -(1 << 62)
 """Due run of a lesson the next sweep changes whatever the run (its evidence already decides)."""
@@ -86,7 +87,8 @@ class LessonIndex:
         self.plan = plan_bands(bits, max_distance, bands)
         """The bands, or None: ``near`` then checks every lesson (still exact, not fast)."""
         self.max_distance = max_distance
-        self._rows: dict[str, int] = {}
+        self._rows = LayeredRows()
+        """Id -> row (over the open's shared lesson order when loaded from a snapshot)."""
         self._ids: list[str] = []
         self._hash = np.zeros(0, dtype=np.uint64)
         self._due = np.zeros(0, dtype=np.int64)
@@ -220,7 +222,7 @@ class LessonIndex:
         found: set[int] = set()
         h = np.uint64(simhash)
         for (shift, width), (values, rows) in zip(self.plan, self._sorted):
-            key = (h >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+            key = values.dtype.type((h >> np.uint64(shift)) & np.uint64((1 << width) - 1))
             lo, hi = np.searchsorted(values, key, "left"), np.searchsorted(values, key, "right")
             found.update(rows[lo:hi].tolist())
         found -= self._fresh  # their sorted values may be stale: compared below
@@ -235,9 +237,9 @@ class LessonIndex:
 
     def _resort(self, n: int) -> None:
         self._sorted = []
-        for values in self._band_values(self._hash[:n]):
+        for (_, width), values in zip(self.plan or (), self._band_values(self._hash[:n])):
             order = np.argsort(values, kind="stable")
-            self._sorted.append((values[order], order))
+            self._sorted.append((_narrow(values[order], width), order))
         self._fresh.clear()
 
     def rows_in_order(self, ids: Iterable[str]) -> list[str]:
@@ -276,9 +278,13 @@ class LessonIndex:
 
     @classmethod
     def from_arrays(
-        cls, ids: Sequence[str], arrays: dict[str, Any], *, bits: int, max_distance: int, bands: int
+        cls, ids: Sequence[str], arrays: dict[str, Any], *, bits: int, max_distance: int, bands: int,
+        rows: Mapping[str, int] | None = None,
     ) -> LessonIndex:
         """The index ``to_arrays`` saved for ``ids``.
+
+        ``rows``: ``ids``' positions (id -> position in ``ids``), when the caller has them already:
+        kept as the index's base map, read only, instead of building its own.
 
         Raises:
             ValueError, KeyError: the arrays do not match the ids (the caller rebuilds).
@@ -293,14 +299,15 @@ class LessonIndex:
             raise ValueError("the lesson index holds an unknown status")
         idx = cls(bits=bits, max_distance=max_distance, bands=bands)
         idx._ids = list(ids)
-        idx._rows = {i: r for r, i in enumerate(idx._ids)}
+        idx._rows = LayeredRows(rows if rows is not None else dict(zip(idx._ids, range(n))))
         if len(idx._rows) != n:
             raise ValueError("the lesson index repeats an id")
         idx._status, idx._hash, idx._due = status.copy(), hashes.copy(), due.copy()
         idx._counts = np.bincount(status, minlength=len(LESSON_STATUSES)).tolist() if n else idx._counts
         finite = np.flatnonzero(due != _NEVER)
-        for row, value in zip(finite.tolist(), due[finite].tolist()):
-            idx._buckets.setdefault(value, set()).add(row)
+        order = finite[np.argsort(due[finite], kind="stable")]
+        values, starts = np.unique(due[order], return_index=True)
+        idx._buckets = {v: set(part.tolist()) for v, part in zip(values.tolist(), np.split(order, starts[1:]))}
         idx._fresh = set()
         idx._sorted = idx._saved_sort(arrays, n)
         return idx
@@ -316,12 +323,17 @@ class LessonIndex:
         if order.shape != (len(self.plan), n):
             raise ValueError("the saved band order does not match the lessons")
         out = []
-        for values, rows in zip(self._band_values(self._hash[:n]), order):
+        for (_, width), values, rows in zip(self.plan, self._band_values(self._hash[:n]), order):
             if n and (rows.min() < 0 or rows.max() >= n or np.any(values[rows][1:] < values[rows][:-1])
                       or np.bincount(rows, minlength=n).max() != 1):
                 raise ValueError("the saved band order is not a sort of the hashes")
-            out.append((values[rows], rows))
+            out.append((_narrow(values[rows], width), rows))
         return out
+
+
+def _narrow(values: np.ndarray, width: int) -> np.ndarray:
+    """Band values in the smallest unsigned type of ``width`` bits (16-bit bands: a quarter of the memory of uint64)."""
+    return values.astype(np.min_scalar_type((1 << width) - 1), copy=False)
 
 
 __all__ = ["DUE_NOW", "RESORT_MIN", "RESORT_SHARE", "LessonIndex", "plan_bands"]

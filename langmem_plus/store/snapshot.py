@@ -37,11 +37,12 @@ import os
 import threading
 import time
 import uuid
+import weakref
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import numpy as np
 import pydantic_core
@@ -49,11 +50,25 @@ from pydantic import BaseModel, ValidationError
 
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
+from langmem_plus.store.columns import (
+    LayeredMap,
+    LayeredRows,
+    load_npz_mapped,
+    pack_strings,
+    release_pages,
+    unpack_strings,
+)
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 3
-"""Snapshot format version; another version is ignored (rebuilt from Chroma). 3: episodes are kept too."""
+FORMAT = 4
+"""Snapshot format version written; one not in ``READ_FORMATS`` is ignored (rebuilt from Chroma)."""
+READ_FORMATS = (2, 4)
+"""Formats an open reads: 4 keeps the graph as columns, node names and vector ids as arrays (``store.columns``),
+the records' row index, and the episodes; 2 kept them in the JSON head and held no episodes (read as before, the
+episodes then come from Chroma, and the next base is 4)."""
+EPISODES_SINCE = 4
+"""The first format whose bases hold the episodes (``Loaded.has_episodes``)."""
 SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs", "episodes")
 """Record kinds the snapshot keeps (the ones an open or ``end_run`` needs in memory: ``end_run`` plans its
 episode writes against every stored episode, which it used to read back from Chroma at every run)."""
@@ -69,11 +84,13 @@ def snapshot_dir(root: str | Path, namespace: Namespace) -> Path:
 
 
 class RawRecords:
-    """A base's records file, memory-mapped: a record's JSON is read from the file when it is used.
+    """A base's records file: a record's JSON is read from the file when it is used.
 
     Holding every record's JSON as a Python string cost about 1 KB a lesson (1 GB of the
-    resident memory at a million lessons); the map holds none of it in the heap, and the
-    kernel pages the file in as records are read and may drop those pages again.
+    resident memory at a million lessons); the file holds none of it in the heap. Given the
+    open file, a record is read with ``os.pread`` (from the page cache, as a map would give it,
+    but without the kernel mapping 64 KB around each record read into the process: 0.7 GB
+    of file pages counted resident at a million lessons); else it is sliced from ``buffer``.
 
     Example:
         >>> raw = RawRecords(b'{"a": 1}{"b": 2}', np.array([0, 8]), np.array([8, 16]))
@@ -81,20 +98,35 @@ class RawRecords:
         ('{"b": 2}', 2)
     """
 
-    def __init__(self, buffer: Any, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, buffer: Any, starts: np.ndarray, ends: np.ndarray, file: BinaryIO | None = None) -> None:
         self._buffer = buffer
         self._starts, self._ends = starts, ends
+        self._file = file if file is not None and hasattr(os, "pread") else None
+        if file is not None:
+            weakref.finalize(self, file.close)
 
     def text(self, row: int) -> str:
         """The JSON of record ``row``.
 
         Raises:
             UnicodeDecodeError: the bytes are not UTF-8 (a damaged file; a ``ValueError``).
+            ValueError: the file ends before the record (it changed since the open).
         """
-        return bytes(self._buffer[int(self._starts[row]) : int(self._ends[row])]).decode("utf-8")
+        start, end = int(self._starts[row]), int(self._ends[row])
+        if self._file is None:
+            return bytes(self._buffer[start:end]).decode("utf-8")
+        data = os.pread(self._file.fileno(), end - start, start)
+        if len(data) != end - start:
+            raise ValueError("the records file ends before the record")
+        return data.decode("utf-8")
 
     def __len__(self) -> int:
         return len(self._starts)
+
+    def release(self) -> None:
+        """Unmap the file now (a base being written checks it and is done with it)."""
+        if hasattr(self._buffer, "close"):
+            self._buffer.close()
 
 
 EMPTY_RECORDS = RawRecords(b"", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -131,8 +163,9 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
     ) -> None:
         self._model = model
         self._namespace = tuple(namespace)
-        self._raw: dict[str, str | int | None] = dict(raw or {})
-        """Id -> JSON text, row of ``base``, or None (the parsed model is the only copy)."""
+        self._raw: LayeredMap[str | int | None] = LayeredMap(raw)  # type: ignore[arg-type]
+        """Id -> JSON text, row of ``base``, or None (the parsed model is the only copy); ``raw`` is read, never written
+        (a snapshot's records map is shared with the lesson index and the vectors)."""
         self._base = base
         self._parsed: dict[str, R] = {}
         self._keep = keep_parsed
@@ -270,6 +303,23 @@ class Loaded:
     """The lesson index's columns, aligned with the base's lesson records."""
     ledger: str | None = None
     """The run-evidence ledger saved with the base, as JSON (None: none saved)."""
+    vectors_follow_lessons: bool = False
+    """The vector rows are the lesson records' order (``vector_ids`` is then ``lesson_ids``)."""
+    has_episodes: bool = True
+    """The base holds the episodes (format ``EPISODES_SINCE`` on); an older one's come from Chroma."""
+
+    @property
+    def lesson_ids(self) -> list[str]:
+        """The base's lesson ids, in the records' order."""
+        return list(self.records["lessons"])
+
+    def lesson_order(self) -> Mapping[str, int]:
+        """Lesson id -> its position among the base's lessons: the records' own map when the lessons come first
+        in the file (as ``write_base`` writes them), so no second million-entry map is built."""
+        rows = self.records["lessons"]
+        if not rows or (next(iter(rows.values())) == 0 and next(reversed(rows.values())) == len(rows) - 1):
+            return rows  # rows increase with the file, so the first at 0 and the last at n-1 are 0..n-1
+        return dict(zip(rows, range(len(rows))))
 
 
 class LessonVectors:
@@ -282,10 +332,13 @@ class LessonVectors:
         (True, [0.0, 0.0])
     """
 
-    def __init__(self, ids: Sequence[str] = (), matrix: np.ndarray | None = None) -> None:
+    def __init__(self, ids: Sequence[str] = (), matrix: np.ndarray | None = None, rows: Mapping[str, int] | None = None) -> None:
+        """``rows``: ``ids``' positions when the caller has them (the open's lesson order), shared and never written."""
         self._matrix = matrix
-        self._rows: dict[str, int] = {i: n for n, i in enumerate(ids)} if matrix is not None else {}
+        base = (rows if rows is not None else dict(zip(ids, range(len(ids))))) if matrix is not None else {}
+        self._rows = LayeredRows(base)
         self._new: dict[str, np.ndarray] = {}
+        self._reader = _RowReader.of(matrix)
 
     def get(self, lesson_id: str) -> np.ndarray | None:
         """The lesson's vector, or None when it is not known here (read it from Chroma)."""
@@ -298,7 +351,8 @@ class LessonVectors:
             return found
         hits = [(i, r) for i in lesson_ids if i not in found and (r := self._rows.get(i)) is not None]
         if hits:
-            block = np.asarray(self._matrix[[r for _, r in hits]], dtype=np.float32)
+            rows = [r for _, r in hits]
+            block = self._reader.rows(rows) if self._reader is not None else np.asarray(self._matrix[rows], dtype=np.float32)
             found.update((i, block[n]) for n, (i, _) in enumerate(hits))
         return found
 
@@ -310,6 +364,42 @@ class LessonVectors:
         """The lesson was rewritten and its vector is not known here."""
         self._new.pop(lesson_id, None)
         self._rows.pop(lesson_id, None)
+
+
+class _RowReader:
+    """Rows of a memory-mapped ``.npy`` matrix read with ``os.pread``: the page cache serves them as the map
+    would, but no page (and no 64 KB around it) is mapped into the process, so reading vectors of random
+    lessons does not grow the resident memory (0.7 GB of file pages at a million lessons with the map)."""
+
+    def __init__(self, file: BinaryIO, offset: int, width: int, dtype: np.dtype[Any], count: int) -> None:
+        self._file, self._offset, self._width, self._dtype, self._count = file, offset, width, dtype, count
+        self._row_bytes = width * dtype.itemsize
+        weakref.finalize(self, file.close)
+
+    @classmethod
+    def of(cls, matrix: np.ndarray | None) -> _RowReader | None:
+        """A reader for ``matrix`` when it is a C-ordered 2-D map of a file and ``os.pread`` exists, else None."""
+        if not isinstance(matrix, np.memmap) or matrix.ndim != 2 or not matrix.flags.c_contiguous or not hasattr(os, "preadv"):
+            return None
+        if matrix.filename is None:
+            return None
+        return cls(open(matrix.filename, "rb"), int(matrix.offset), int(matrix.shape[1]), matrix.dtype, int(matrix.shape[0]))
+
+    def rows(self, rows: Sequence[int]) -> np.ndarray:
+        """The rows ``rows``, as float32.
+
+        Raises:
+            IndexError: a row is out of range.
+            ValueError: the file ends before a row (it changed since the open).
+        """
+        out = np.empty((len(rows), self._width), dtype=self._dtype)
+        fd, size = self._file.fileno(), self._row_bytes
+        for n, row in enumerate(rows):
+            if not 0 <= row < self._count:
+                raise IndexError(row)
+            if os.preadv(fd, [out[n]], self._offset + row * size) != size:
+                raise ValueError("the vectors file ends before a row")
+        return out.astype(np.float32, copy=False)
 
 
 class SnapshotDir:
@@ -330,20 +420,20 @@ class SnapshotDir:
             return None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT:
+            if meta.get("format") not in READ_FORMATS:
                 logger.info("langmem_plus: snapshot %s has another format; reading from Chroma", self.path)
                 return None
             base = self.path / f"base-{meta['base']}"
-            records, raw = _read_records(Path(f"{base}.records.tsv"))
+            records, raw = _read_records(Path(f"{base}.records.tsv"), Path(f"{base}.rows.npz"))
             # pydantic-core's parser: the same values as ``json.loads`` (tested), 1.5x faster on the 250 MB head
             # of a million lessons, and it shares repeated short strings (statuses, tools: ~140 MB less there).
             graph = pydantic_core.from_json(Path(f"{base}.graph.json").read_bytes(), cache_strings="all")
-            with np.load(Path(f"{base}.graph.npz"), allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
+            arrays = load_npz_mapped(Path(f"{base}.graph.npz"))
+            names = [str(n) for n in graph["names"]] if "names" in graph else unpack_strings(arrays, "names_")
             journal = _read_journal(self.path / f"journal-{meta['journal']}.tsv")
             vectors_path = Path(f"{base}.vectors.npy")
             vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False) if vectors_path.exists() else None
-            vector_ids = [str(i) for i in graph.get("vector_ids", [])]
+            vector_ids = _vector_ids(graph, arrays, records["lessons"])
             if vectors is not None and (vectors.ndim != 2 or len(vectors) != len(vector_ids)):
                 raise ValueError("the vector rows do not match their ids")
             index_meta, index_arrays = _read_index(Path(f"{base}.index.npz"), graph.get("lesson_index"))
@@ -359,10 +449,10 @@ class SnapshotDir:
         self._journal_name = str(meta["journal"])
         self.journal_records = sum(len(entries) for _, _, entries in journal)
         return Loaded(
-            records=records, raw=raw, graph_data=graph["data"], graph_names=graph["names"],
+            records=records, raw=raw, graph_data=graph["data"], graph_names=names,
             graph_arrays=arrays, journal=journal, vector_ids=vector_ids, vectors=vectors,
-            index_meta=index_meta, index_arrays=index_arrays,
-            ledger=ledger,
+            index_meta=index_meta, index_arrays=index_arrays, vectors_follow_lessons="vectors_follow_lessons" in arrays,
+            ledger=ledger, has_episodes=meta["format"] >= EPISODES_SINCE,
         )
 
     # ---- writing --------------------------------------------------------------
@@ -398,16 +488,20 @@ class SnapshotDir:
         self.path.mkdir(parents=True, exist_ok=True)
         base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
         base = self.path / f"base-{base_id}"
-        data, names, arrays = graph_state
+        data, names, graph_arrays = graph_state
+        arrays = {**graph_arrays, **pack_strings(names, "names_")}
         # The vectors (100 MB at 100k lessons) go to disk on a thread while the records are encoded here:
         # numpy's write releases the GIL.
         saver = _VectorSaver(Path(f"{base}.vectors.npy"), vectors[1]) if vectors is not None else None
+        lesson_ids: list[str] = []
         try:
             with open(f"{base}.records.tsv", "w", encoding="utf-8") as f:
                 for kind, entries in records.items():
-                    f.writelines(f"{kind}\t{_quote(rid)}\t{raw}\n" for rid, raw in entries)
-            vector_ids = vectors[0] if vectors is not None else []
-            head: dict[str, Any] = {"data": data, "names": names, "vector_ids": vector_ids}
+                    noted = _noting(entries, lesson_ids) if kind == "lessons" else entries
+                    f.writelines(f"{kind}\t{_quote(rid)}\t{raw}\n" for rid, raw in noted)
+            head: dict[str, Any] = {"data": data}
+            if vectors is not None:
+                arrays.update(_vector_ids_arrays(vectors[0], lesson_ids))
             if index is not None:
                 head["lesson_index"] = index[0]
                 with open(f"{base}.index.npz", "wb") as f:
@@ -416,6 +510,7 @@ class SnapshotDir:
             Path(f"{base}.graph.json").write_bytes(pydantic_core.to_json(head, inf_nan_mode="constants"))
             with open(f"{base}.graph.npz", "wb") as f:
                 np.savez(f, **dict(arrays))  # type: ignore[arg-type]
+            _write_row_index(Path(f"{base}.records.tsv"), Path(f"{base}.rows.npz"))
             if ledger is not None:
                 Path(f"{base}.ledger.json").write_text(ledger, encoding="utf-8")
         finally:
@@ -427,7 +522,7 @@ class SnapshotDir:
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp, self.path / "meta.json")
         self._journal_name, self.journal_records = journal_id, 0
-        keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
+        keep = {f"base-{base_id}.records.tsv", f"base-{base_id}.rows.npz", f"base-{base_id}.graph.json", f"base-{base_id}.graph.npz",
                 f"base-{base_id}.vectors.npy", f"base-{base_id}.index.npz", f"base-{base_id}.ledger.json", f"journal-{journal_id}.tsv", "meta.json"}
         for old in self.path.iterdir():
             if old.name not in keep and (old.name.startswith("base-") or old.name.startswith("journal-")):
@@ -458,6 +553,30 @@ class _VectorSaver(threading.Thread):
             raise self._error
 
 
+def _noting(entries: Iterable[tuple[str, str]], ids: list[str]) -> Iterator[tuple[str, str]]:
+    """``entries`` unchanged, each id appended to ``ids`` as it passes."""
+    for rid, raw in entries:
+        ids.append(rid)
+        yield rid, raw
+
+
+def _vector_ids_arrays(vector_ids: Sequence[str], lesson_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """How a base names its vector rows: as the lesson records' order when they follow it (the usual case: no
+    second list of a million ids to read back), else the ids themselves, packed."""
+    if list(vector_ids) == list(lesson_ids):
+        return {"vectors_follow_lessons": np.ones(1, dtype=np.int64)}
+    return pack_strings(list(vector_ids), "vector_ids_")
+
+
+def _vector_ids(head: Mapping[str, Any], arrays: Mapping[str, np.ndarray], lessons: Mapping[str, int]) -> list[str]:
+    """The ids of a base's vector rows (format 2 kept them in the head)."""
+    if "vector_ids" in head:
+        return [str(i) for i in head["vector_ids"]]
+    if "vectors_follow_lessons" in arrays:
+        return list(lessons)
+    return unpack_strings(arrays, "vector_ids_") if "vector_ids_count" in arrays else []
+
+
 def _quote(rid: str) -> str:
     """``json.dumps(rid)``, without the encoder for the usual id (printable ASCII, no quote or backslash)."""
     if rid.isascii() and rid.isprintable() and '"' not in rid and "\\" not in rid:
@@ -470,15 +589,91 @@ def _read_index(path: Path, meta: Any) -> tuple[dict[str, Any] | None, dict[str,
     if not isinstance(meta, dict) or not path.exists():
         return None, None
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return meta, {k: npz[k] for k in npz.files}
+        return meta, load_npz_mapped(path)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         logger.info("langmem_plus: lesson index %s is unreadable (%s); rebuilding it", path, exc)
         return None, None
 
 
-def _read_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
-    """The base's records file memory-mapped, and per kind each record's id -> row.
+def _write_row_index(records: Path, path: Path) -> None:
+    """Save where each record of the records file is, and its kind and id, as arrays (read back by ``_read_row_index``).
+
+    Found by the same scan an open of an older base runs (``_scan_records``), once, when the base is
+    written: an open then reads the arrays instead of scanning a gigabyte (~2-4 s at a million lessons).
+    """
+    found, raw = _scan_records(records)
+    arrays: dict[str, np.ndarray] = {
+        "size": np.asarray([os.path.getsize(records)], dtype=np.int64),
+        "starts": np.asarray(raw._starts, dtype=np.int64),
+        "ends": np.asarray(raw._ends, dtype=np.int64),
+    }
+    for kind, rows in found.items():
+        arrays[f"{kind}_rows"] = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        arrays.update(pack_strings(list(rows), f"{kind}_ids_"))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]
+    raw.release()
+
+
+def _read_records(path: Path, row_index: Path | None = None) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The base's records file memory-mapped, and per kind each record's id -> row: from the saved row index
+    when there is one that fits the file, else by scanning the file (``_scan_records``).
+
+    Raises:
+        ValueError: the file is truncated or a line is malformed (found by the scan).
+        KeyError: a line names an unknown kind.
+    """
+    if row_index is not None and row_index.exists():
+        try:
+            return _read_row_index(path, row_index)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            logger.info("langmem_plus: the records' row index %s does not fit (%s); scanning the records", row_index, exc)
+    return _scan_records(path)
+
+
+def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The records file mapped, with the rows, kinds and ids ``_write_row_index`` saved, checked against the file:
+    its size, and a newline at every line's end and a tab before every record.
+
+    Raises:
+        ValueError, KeyError: the index does not fit the file.
+    """
+    arrays = load_npz_mapped(row_index)
+    buffer = _map(path)
+    size = len(buffer)
+    starts, ends = arrays["starts"].astype(np.int64, copy=False), arrays["ends"].astype(np.int64, copy=False)
+    n = len(starts)
+    if int(arrays["size"][0]) != size or len(ends) != n:
+        raise ValueError("the row index is for another file")
+    out: dict[str, dict[str, int]] = {}
+    placed = np.zeros(n, dtype=np.int64)
+    for kind in SNAPSHOT_KINDS:
+        rows = arrays[f"{kind}_rows"].astype(np.int64, copy=False)
+        ids = unpack_strings(arrays, f"{kind}_ids_")
+        if len(ids) != len(rows) or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n)):
+            raise ValueError("the row index's rows do not fit")
+        placed += np.bincount(rows, minlength=n)[:n] if len(rows) else 0
+        out[kind] = dict(zip(ids, rows.tolist()))
+    if n and (np.any(placed != 1) or int(starts.min()) < 1 or np.any(starts > ends) or int(ends[-1]) != size - 1
+              or np.any(ends[:-1] >= starts[1:])):
+        raise ValueError("the row index's lines do not fit")
+    if n:
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        if not (np.all(data[ends] == ord("\n")) and np.all(data[starts - 1] == ord("\t"))):
+            raise ValueError("the row index does not match the file's separators")
+        _release(buffer)
+    release_pages(arrays)
+    return out, (RawRecords(buffer, starts, ends, open(path, "rb")) if n else EMPTY_RECORDS)
+
+
+def _release(buffer: Any) -> None:
+    """Let the pages a check touched go from this process's resident set (they stay in the page cache)."""
+    if hasattr(buffer, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        buffer.madvise(mmap.MADV_DONTNEED)
+
+
+def _scan_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
+    """The base's records file memory-mapped, and per kind each record's id -> row, by scanning the file.
 
     Lines are ``kind \\t json(id) \\t record_json``; JSON escapes tabs and newlines inside
     strings, so the only raw tabs and newlines are the separators: the lines are found with a
@@ -518,11 +713,10 @@ def _read_records(path: Path) -> tuple[dict[str, dict[str, int]], RawRecords]:
         placed += len(rows)
     if placed != len(ids):
         raise KeyError(f"{path.name} names an unknown kind")
-    if hasattr(buffer, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-        # The scan touched every page; let them go from this process's resident set (the file stays
-        # in the page cache), so a record's page is resident only while records near it are read.
-        buffer.madvise(mmap.MADV_DONTNEED)
-    return out, RawRecords(buffer, second + 1, newlines)
+    # The scan touched every page; let them go from this process's resident set (the file stays
+    # in the page cache), so a record's page is resident only while records near it are read.
+    _release(buffer)
+    return out, RawRecords(buffer, second + 1, newlines, open(path, "rb"))
 
 
 KIND_BYTES = 8
@@ -616,4 +810,4 @@ def _read_journal(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
     return writes
 
 
-__all__ = ["FORMAT", "SNAPSHOT_KINDS", "LessonVectors", "Loaded", "RawRecords", "RecordTable", "SnapshotDir", "snapshot_dir"]
+__all__ = ["EPISODES_SINCE", "FORMAT", "SNAPSHOT_KINDS", "LessonVectors", "Loaded", "RawRecords", "RecordTable", "SnapshotDir", "snapshot_dir"]

@@ -1,0 +1,387 @@
+"""Columnar pieces of a snapshot: many strings as one byte array, and a key -> ids index as CSR arrays.
+
+At a million lessons the graph's head was a 250 MB JSON text, and the open decoded it and
+built nine dictionaries of a million entries from it (7-8 s of an 8.7 s open,
+docs/PERFORMANCE.md). Saved as arrays instead, an open reads the bytes and splits them
+once; indexes that are looked up a handful of times per query (fingerprint -> lessons,
+WRONG word -> rewrite lessons) stay CSR arrays, decoded per lookup, with an overlay of
+the keys changed since the open (as ``store.adjacency`` keeps its rows).
+
+Example:
+    >>> unpack_strings(pack_strings(["a", "b\\nc", ""]))
+    ['a', 'b\\nc', '']
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from itertools import chain
+import struct
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+V = TypeVar("V")
+
+SEPARATORS = ("\n", "\x00", "\x1f", "\x1e")
+"""Characters tried, in order, to join strings; the first that no string holds is used (else lengths are saved)."""
+
+
+def pack_strings(strings: Sequence[str], prefix: str = "") -> dict[str, np.ndarray]:
+    """``strings`` as arrays: their UTF-8 joined by a separator none holds (or, failing one, with their lengths).
+
+    The keys start with ``prefix``, so several lists fit in one ``.npz``.
+    """
+    sep = next((s for s in SEPARATORS if not any(s in text for text in strings)), None)
+    joined = (sep or "").join(strings)
+    out: dict[str, np.ndarray] = {
+        f"{prefix}utf8": np.frombuffer(joined.encode("utf-8"), dtype=np.uint8),
+        f"{prefix}count": np.asarray([len(strings)], dtype=np.int64),
+        f"{prefix}sep": np.asarray([ord(sep) if sep is not None else -1], dtype=np.int64),
+    }
+    if sep is None:
+        out[f"{prefix}lengths"] = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    return out
+
+
+def unpack_strings(arrays: Mapping[str, np.ndarray], prefix: str = "") -> list[str]:
+    """The strings ``pack_strings`` saved.
+
+    Raises:
+        ValueError: the arrays are damaged (count or lengths do not match, bytes not UTF-8).
+        KeyError: an array is missing.
+    """
+    text = np.asarray(arrays[f"{prefix}utf8"], dtype=np.uint8).tobytes().decode("utf-8")
+    count = int(np.asarray(arrays[f"{prefix}count"])[0])
+    sep = int(np.asarray(arrays[f"{prefix}sep"])[0])
+    if count == 0:
+        if text:
+            raise ValueError("packed strings do not match their count")
+        return []
+    if sep >= 0:
+        out = text.split(chr(sep))
+    else:
+        lengths = np.asarray(arrays[f"{prefix}lengths"], dtype=np.int64)
+        if len(lengths) != count or int(lengths.sum()) != len(text) or (count and int(lengths.min()) < 0):
+            raise ValueError("packed strings do not match their lengths")
+        ends = np.cumsum(lengths).tolist()
+        out = [text[e - n : e] for e, n in zip(ends, lengths.tolist())]
+    if len(out) != count:
+        raise ValueError("packed strings do not match their count")
+    return out
+
+
+class CsrIndex:
+    """Key -> set of member ids: a saved base as CSR arrays over key positions, plus an overlay of changed keys.
+
+    ``position`` gives a key's row in the base (None when the base has none), ``member`` turns a
+    stored integer back into an id. The overlay holds each key changed since the base as a set and
+    is authoritative for it (an empty set: no members).
+
+    Example:
+        >>> idx = CsrIndex(np.array([0, 2, 3]), np.array([7, 8, 9]), {"a": 0, "b": 1}.get, lambda n: f"l{n}")
+        >>> sorted(idx.get("a")), idx.get("zz")
+        (['l7', 'l8'], set())
+        >>> idx.add("b", "l1"); idx.discard("a", "l7"); sorted(idx.get("b")), sorted(idx.get("a"))
+        (['l1', 'l9'], ['l8'])
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray | None = None,
+        members: np.ndarray | None = None,
+        position: Callable[[str], int | None] = lambda key: None,
+        member: Callable[[int], str] = str,
+    ) -> None:
+        self._indptr = np.zeros(1, dtype=np.int64) if indptr is None else np.asarray(indptr, dtype=np.int64)
+        self._members = np.zeros(0, dtype=np.int64) if members is None else np.asarray(members, dtype=np.int64)
+        self._position, self._member = position, member
+        self._overlay: dict[str, set[str]] = {}
+
+    @classmethod
+    def from_sets(cls, sets: Mapping[str, Iterable[str]]) -> CsrIndex:
+        """An index holding ``sets`` (all in the overlay: the plain form, e.g. read from an older snapshot)."""
+        idx = cls()
+        idx._overlay = {k: set(v) for k, v in sets.items()}
+        return idx
+
+    def _base(self, key: str) -> list[str]:
+        pos = self._position(key)
+        if pos is None or not 0 <= pos < len(self._indptr) - 1:
+            return []
+        lo, hi = int(self._indptr[pos]), int(self._indptr[pos + 1])
+        return list(map(self._member, self._members[lo:hi].tolist()))
+
+    def get(self, key: str) -> set[str]:
+        """The members of ``key`` (a new set)."""
+        found = self._overlay.get(key)
+        return set(found) if found is not None else set(self._base(key))
+
+    def _editable(self, key: str) -> set[str]:
+        found = self._overlay.get(key)
+        if found is None:
+            found = self._overlay[key] = set(self._base(key))
+        return found
+
+    def add(self, key: str, member: str) -> None:
+        """Add ``member`` under ``key``."""
+        self._editable(key).add(member)
+
+    def discard(self, key: str, member: str) -> None:
+        """Remove ``member`` from ``key`` if present."""
+        if member in self.get(key):
+            self._editable(key).discard(member)
+
+    def changed_rows(self, key_row: Callable[[str], int], member_row: Callable[[str], int]) -> list[tuple[int, list[int]]]:
+        """The overlay's keys as (row, member rows), for ``to_csr`` (``key_row`` and ``member_row`` may assign new rows)."""
+        return [(key_row(key), sorted(map(member_row, found))) for key, found in self._overlay.items()]
+
+    def to_csr(self, n_rows: int, changed: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray]:
+        """CSR arrays of ``n_rows`` rows: the base's rows as they are, gathered as arrays, and the ``changed`` rows
+        (``changed_rows``) in their place. Saving thus costs what changed since the base, not the whole index."""
+        base = self.keys_in_base()
+        if base > n_rows:
+            raise ValueError("fewer rows than the base has")
+        lens = np.zeros(n_rows, dtype=np.int64)
+        starts = np.zeros(n_rows, dtype=np.int64)
+        lens[:base] = np.diff(self._indptr)
+        starts[:base] = self._indptr[:-1]
+        rows = np.asarray([row for row, _ in changed], dtype=np.int64)
+        row_lens = np.asarray([len(found) for _, found in changed], dtype=np.int64)
+        lens[rows] = row_lens
+        starts[rows] = len(self._members) + np.cumsum(row_lens) - row_lens
+        flat = np.asarray([m for _, found in changed for m in found], dtype=np.int64)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
+        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
+        return indptr, np.concatenate([self._members, flat])[gather]
+
+    def keys_in_base(self) -> int:
+        """Rows of the saved base (the overlay aside)."""
+        return len(self._indptr) - 1
+
+    def items(self, base_keys: Iterable[tuple[str, int]]) -> Iterator[tuple[str, set[str]]]:
+        """Every non-empty (key, members): the overlay's keys, then ``base_keys`` ((key, row) pairs of the base) not overridden."""
+        for key, found in self._overlay.items():
+            if found:
+                yield key, set(found)
+        for key, _ in base_keys:
+            if key not in self._overlay:
+                found_base = self._base(key)
+                if found_base:
+                    yield key, set(found_base)
+
+
+class LayeredRows:
+    """Id -> row: a read-only base map shared with other structures, and the changes since (rows set, ids removed).
+
+    The base map (a snapshot's lesson order, built once at an open) is never written, so the
+    record table, the lesson index and the vectors can look rows up in one dictionary instead
+    of building a million-entry copy each (~0.5-0.7 s apiece at a million lessons).
+
+    Example:
+        >>> rows = LayeredRows({"a": 0, "b": 1})
+        >>> rows.pop("a"), rows.get("a"), len(rows)
+        (0, None, 1)
+        >>> rows["a"] = 2; rows["c"] = 3; rows.get("a"), len(rows), "b" in rows
+        (2, 3, True)
+    """
+
+    def __init__(self, base: Mapping[str, int] | None = None) -> None:
+        self._base: Mapping[str, int] = base if base is not None else {}
+        self._set: dict[str, int] = {}
+        self._removed: set[str] = set()
+        self._len = len(self._base)
+
+    def get(self, key: str, default: int | None = None) -> int | None:
+        """The row of ``key``, or ``default``."""
+        found = self._set.get(key)
+        if found is not None:
+            return found
+        if key in self._removed:
+            return default
+        return self._base.get(key, default)
+
+    def __getitem__(self, key: str) -> int:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __setitem__(self, key: str, row: int) -> None:
+        if self.get(key) is None:
+            self._len += 1
+        self._set[key] = row
+
+    def pop(self, key: str, default: int | None = None) -> int | None:
+        """Remove ``key``; its row, or ``default`` when it had none."""
+        found = self.get(key)
+        if found is None:
+            return default
+        self._set.pop(key, None)
+        if key in self._base:
+            self._removed.add(key)
+        self._len -= 1
+        return found
+
+    def __len__(self) -> int:
+        return self._len
+
+
+LOCAL_HEADER = 30
+"""Bytes of a zip member's local header before its name and extra field (the zip format's fixed part)."""
+
+
+def load_npz_mapped(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an uncompressed ``.npz`` (as ``np.savez`` writes it), memory-mapped read-only where they can be.
+
+    ``np.load`` copies every member through the zip reader and checks its CRC (~1 s for the 400 MB
+    of a million lessons' graph); mapped, an open reads none of it, and the pages an array keeps
+    resident are only those read (file pages, which the kernel may drop again). A member that is
+    compressed or not a plain array is read by ``np.load``. The arrays' shapes and values are checked
+    by their readers, as before.
+
+    Raises:
+        OSError, ValueError, zipfile.BadZipFile: the file is not such an archive.
+    """
+    out: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as archive, open(path, "rb") as f:
+        whole = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if info.compress_type != zipfile.ZIP_STORED:
+                out[name] = np.load(archive.open(info), allow_pickle=False)
+                continue
+            f.seek(info.header_offset)
+            fixed = f.read(LOCAL_HEADER)
+            if len(fixed) != LOCAL_HEADER or fixed[:4] != b"PK\x03\x04":
+                raise ValueError(f"{path.name}: a member's header is damaged")
+            name_len, extra_len = struct.unpack("<HH", fixed[26:30])
+            start = info.header_offset + LOCAL_HEADER + name_len + extra_len
+            f.seek(start)
+            version = npy_format.read_magic(f)
+            shape, fortran, dtype = (
+                npy_format.read_array_header_1_0(f) if version == (1, 0) else npy_format.read_array_header_2_0(f)
+            )
+            if dtype.hasobject:
+                raise ValueError(f"{path.name}: {name} holds objects")
+            size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if f.tell() + size > start + info.file_size:
+                raise ValueError(f"{path.name}: {name} is shorter than its header says")
+            if size == 0:
+                out[name] = np.zeros(shape, dtype=dtype)
+                continue
+            flat = np.frombuffer(whole, dtype=dtype, count=size // dtype.itemsize, offset=f.tell())
+            out[name] = flat.reshape(shape, order="F" if fortran else "C")
+    return out
+
+
+def release_pages(arrays: Mapping[str, np.ndarray]) -> int:
+    """Let the pages of mapped arrays (``load_npz_mapped``) that checks read go from the process's resident set;
+    they stay in the page cache, and the few a lookup reads later come back on their own. Returns the maps released."""
+    done: set[int] = set()
+    for array in arrays.values():
+        base: object = array
+        while isinstance(base, (np.ndarray, memoryview)):
+            base = base.obj if isinstance(base, memoryview) else base.base
+        if isinstance(base, mmap.mmap) and id(base) not in done and hasattr(mmap, "MADV_DONTNEED"):
+            done.add(id(base))
+            base.madvise(mmap.MADV_DONTNEED)
+    return len(done)
+
+
+_ABSENT = object()
+
+
+class LayeredMap(Generic[V]):
+    """A dict over a read-only base mapping shared with others: reads fall through to the base, writes and deletes
+    stay here, and iteration gives the order a copied dict would (base keys in place, re-added keys at the end).
+
+    The records' id -> row map of a snapshot (a million entries) is the base of the lesson table,
+    the lesson index and the vectors at once, instead of one copy each.
+
+    Example:
+        >>> m = LayeredMap({"a": 0, "b": 1})
+        >>> m["c"] = "x"; del m["a"]; m["b"] = "y"; m["a"] = "z"
+        >>> list(m), m.get("b"), len(m)
+        (['b', 'c', 'a'], 'y', 3)
+    """
+
+    def __init__(self, base: Mapping[str, V] | None = None) -> None:
+        self._base: Mapping[str, V] = base if base is not None else {}
+        self._set: dict[str, V] = {}
+        self._removed: set[str] = set()
+        """Base keys deleted (and, if set again, placed at the end)."""
+        self._len = len(self._base)
+
+    def get(self, key: str, default: V | None = None) -> V | None:
+        found = self._set.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found  # type: ignore[return-value]
+        if key in self._removed:
+            return default
+        return self._base.get(key, default)
+
+    def __getitem__(self, key: str) -> V:
+        found = self._set.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found  # type: ignore[return-value]
+        if key in self._removed:
+            raise KeyError(key)
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._set or (key not in self._removed and key in self._base))
+
+    def __setitem__(self, key: str, value: V) -> None:
+        if key not in self:
+            self._len += 1
+        self._set[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._set.pop(key, None)
+        if key in self._base:
+            self._removed.add(key)
+        self._len -= 1
+
+    def pop(self, key: str, default: V | None = None) -> V | None:
+        """Remove ``key``; its value, or ``default``."""
+        if key not in self:
+            return default
+        found = self[key]
+        del self[key]
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        removed, base = self._removed, self._base
+        kept: Iterable[str] = (k for k in base if k not in removed) if removed else base
+        return chain(kept, (k for k in self._set if k in removed or k not in base))
+
+    def __len__(self) -> int:
+        return self._len
+
+
+def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR arrays (indptr of ``n_rows + 1``, members sorted within a row) from (row, members) pairs."""
+    counts = np.zeros(n_rows, dtype=np.int64)
+    parts: list[tuple[int, list[int]]] = []
+    for row, members in rows:
+        found = sorted(set(members))
+        counts[row] += len(found)
+        parts.append((row, found))
+    parts.sort(key=lambda p: p[0])
+    indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts)])
+    flat = [m for _, found in parts for m in found]
+    return indptr, np.asarray(flat, dtype=np.int64)
+
+
+__all__ = ["CsrIndex", "LayeredMap", "LayeredRows", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "unpack_strings"]
