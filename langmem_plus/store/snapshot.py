@@ -63,10 +63,10 @@ logger = logging.getLogger(__name__)
 
 FORMAT = 4
 """Snapshot format version written; one not in ``READ_FORMATS`` is ignored (rebuilt from Chroma)."""
-READ_FORMATS = (2, 4)
+READ_FORMATS = (2, 3, 4)
 """Formats an open reads: 4 keeps the graph as columns, node names and vector ids as arrays (``store.columns``),
-the records' row index, and the episodes; 2 kept them in the JSON head and held no episodes (read as before, the
-episodes then come from Chroma, and the next base is 4)."""
+the records' row index, and the episodes; 2 kept them in the JSON head (read as before, the episodes then come from
+Chroma, and the next base is 4); 3 is 2 with the episodes, which an open still reads from Chroma."""
 EPISODES_SINCE = 4
 """The first format whose bases hold the episodes (``Loaded.has_episodes``)."""
 SNAPSHOT_KINDS: tuple[str, ...] = ("lessons", "links", "skills", "runs", "episodes")
