@@ -301,11 +301,11 @@ def test_a_row_index_that_does_not_fit_is_not_used(tmp_path: Path, damage: str) 
 )
 def test_layered_rows_equal_a_dict(base: list[str], ops: list[tuple[str, str, int]]) -> None:
     """Over a shared base map that is never written, sets and pops answer as a plain dict copy does."""
-    from langmem_plus.store.columns import LayeredRows
+    from langmem_plus.store.columns import LayeredMap
 
     shared = {k: n for n, k in enumerate(base)}
     frozen = dict(shared)
-    rows, reference = LayeredRows(shared), dict(shared)
+    rows, reference = LayeredMap[int](shared), dict(shared)
     for op, key, value in ops:
         if op == "set":
             rows[key], reference[key] = value, value

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from langmem_plus.records import LESSON_STATUSES
-from langmem_plus.store.columns import LayeredRows
+from langmem_plus.store.columns import LayeredMap
 
 DUE_NOW = -(1 << 62)
 """Due run of a lesson the next sweep changes whatever the run (its evidence already decides)."""
@@ -87,7 +87,7 @@ class LessonIndex:
         self.plan = plan_bands(bits, max_distance, bands)
         """The bands, or None: ``near`` then checks every lesson (still exact, not fast)."""
         self.max_distance = max_distance
-        self._rows = LayeredRows()
+        self._rows = LayeredMap[int]()
         """Id -> row (over the open's shared lesson order when loaded from a snapshot)."""
         self._ids: list[str] = []
         self._hash = np.zeros(0, dtype=np.uint64)
@@ -299,7 +299,7 @@ class LessonIndex:
             raise ValueError("the lesson index holds an unknown status")
         idx = cls(bits=bits, max_distance=max_distance, bands=bands)
         idx._ids = list(ids)
-        idx._rows = LayeredRows(rows if rows is not None else dict(zip(idx._ids, range(n))))
+        idx._rows = LayeredMap[int](rows if rows is not None else dict(zip(idx._ids, range(n))))
         if len(idx._rows) != n:
             raise ValueError("the lesson index repeats an id")
         idx._status, idx._hash, idx._due = status.copy(), hashes.copy(), due.copy()

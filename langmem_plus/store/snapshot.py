@@ -52,7 +52,6 @@ from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
 from langmem_plus.store.columns import (
     LayeredMap,
-    LayeredRows,
     load_npz_mapped,
     pack_strings,
     release_pages,
@@ -336,7 +335,7 @@ class LessonVectors:
         """``rows``: ``ids``' positions when the caller has them (the open's lesson order), shared and never written."""
         self._matrix = matrix
         base = (rows if rows is not None else dict(zip(ids, range(len(ids))))) if matrix is not None else {}
-        self._rows = LayeredRows(base)
+        self._rows = LayeredMap[int](base)
         self._new: dict[str, np.ndarray] = {}
         self._reader = _RowReader.of(matrix)
 
