@@ -122,13 +122,19 @@ def test_columns_answer_as_the_live_graph_and_the_plain_state(seed: int, steps: 
     assert _lookups(loaded) == _lookups(live)
 
 
+def _random_graph(seed: int, writes: int) -> tuple[LessonGraph, dict[str, Lesson]]:
+    """A graph after ``writes`` random writes (``_apply``), and the lessons it was given."""
+    rng = random.Random(seed)
+    stored: dict[str, Lesson] = {}
+    graph = LessonGraph()
+    for _ in range(writes):
+        _apply(rng, [graph], stored)
+    return graph, stored
+
+
 def test_columns_survive_a_snapshot_folder(tmp_path: Path) -> None:
     """Through ``SnapshotDir`` (names packed into the npz, a small JSON head), the graph comes back the same."""
-    rng = random.Random(5)
-    stored: dict[str, Lesson] = {}
-    live = LessonGraph()
-    for _ in range(200):
-        _apply(rng, [live], stored)
+    live, stored = _random_graph(5, 200)
     folder = SnapshotDir(tmp_path / "snap")
     folder.write_base("g", {"lessons": [(i, "{}") for i in stored]}, live.to_state())
     loaded = folder.load("g")
@@ -144,11 +150,7 @@ def test_columns_survive_a_snapshot_folder(tmp_path: Path) -> None:
     ["status_code", "status_len", "tool_code", "rewrite_past_text", "rewrite_order", "fp_member", "fp_indptr", "wrong_count", "link_end"],
 )
 def test_damaged_columns_are_refused(damage: str) -> None:
-    rng = random.Random(1)
-    stored: dict[str, Lesson] = {}
-    g = LessonGraph()
-    for _ in range(80):
-        _apply(rng, [g], stored)
+    g, stored = _random_graph(1, 80)
     g.add_link(Link(id="x", namespace=NS, a=lesson_node("l1"), b=lesson_node("l2")))
     data, names, arrays = g.to_state()
     bad = {k: np.array(v, copy=True) for k, v in arrays.items()}
