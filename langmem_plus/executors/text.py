@@ -92,6 +92,7 @@ from langmem_plus.learning.textmatch import (
     avoidance_stands,
     bind,
     clauses,
+    directing_lines,
     grounded_conditions,
     listed_only,
     names_phrase,
@@ -265,7 +266,7 @@ class TextGameExecutor:
             unsaid = negated_line(cond)
             if unsaid is not None:  # no line of the task's text says the bound line
                 bound = bind(unsaid, binding)
-                if bound is None or says_line(bound, [*clauses(view.goal), *_task_lines(view.goal, history)]):
+                if bound is None or says_line(bound, directing_lines(view.goal, _task_lines(view.goal, history))):
                     return False
                 continue
             slot = _SLOT.fullmatch(cond.strip())

@@ -64,6 +64,17 @@ def clauses(text: str) -> list[str]:
     return [c for line in text.splitlines() for c in map(norm, _CLAUSE_END.split(line)) if c]
 
 
+def directing_lines(goal: str, task_lines: Sequence[str]) -> list[str]:
+    """Where a task can direct a command: the goal's clauses and the lines of the task's text. A "does not say"
+    condition (``!chop <X>``) holds, bound, where ``says_line`` finds it in none of them.
+
+    Example:
+        >>> directing_lines("First, focus on the thing.", ["chop the apple"])
+        ['first', 'focus on thing', 'chop the apple']
+    """
+    return [*clauses(goal), *task_lines]
+
+
 @dataclass(frozen=True)
 class Pattern:
     """One action pattern, compiled: its words literal, each placeholder one or more words."""
@@ -232,4 +243,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+           "clauses", "directing_lines", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -65,7 +65,7 @@ from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
 from langmem_plus.learning.textentities import GOAL_ROLE_WORDS, STOP_WORDS, goal_directed, goal_entity, unasked_head, unnamed_entity
-from langmem_plus.learning.textmatch import UNNAMED, clauses, is_negative, negated_line
+from langmem_plus.learning.textmatch import UNNAMED, directing_lines, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -304,7 +304,7 @@ def learn_text_rules(
         directed = goal_directed(step.action, goal) if avoid and not bindings else None
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings and directed is None else None
         role = goal_entity(step.action, goal, config) if avoid and not bindings and directed is None and unnamed is None else None
-        undirected_when = undirected(pattern, bindings, [*clauses(goal), *lines], directives) if avoid else None
+        undirected_when = undirected(pattern, bindings, directing_lines(goal, lines), directives) if avoid else None
         if undirected_when is not None:  # a directed command the task did not direct: avoid it wherever undirected
             conds = undirected_when
         elif directed is not None:  # a command the goal directs, spent on what it was not directed to

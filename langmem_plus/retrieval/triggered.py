@@ -86,6 +86,7 @@ from langmem_plus.learning.textmatch import (
     avoidance_stands,
     bind,
     clauses,
+    directing_lines,
     grounded_conditions,
     is_negative,
     listed_only,
@@ -117,8 +118,8 @@ class StepView:
     valid: tuple[str, ...]
     said: tuple[str, ...] = ()
     """The observations' clauses (``textmatch.clauses``): where a condition line must occur."""
-    goal_lines: tuple[str, ...] = ()
-    """The goal's clauses: with ``task_lines``, where a negative line condition must not be said."""
+    directing: tuple[str, ...] = ()
+    """The goal's clauses and ``task_lines`` (``textmatch.directing_lines``): where a negative line condition must not be said."""
 
     @classmethod
     def of(cls, task: TaskSpec, history: Sequence[Step]) -> "StepView":
@@ -129,8 +130,9 @@ class StepView:
         raw = history[-1].info.get("valid_actions") if history else ctx.get("valid_actions")
         lines = tuple(dict.fromkeys(l for o in observations for l in map(norm, o.splitlines()) if l))
         said = tuple(dict.fromkeys(c for o in observations for c in clauses(o)))
-        return cls(frozenset(norm(goal).split()), norm(goal), tuple(task_text_lines(goal, history)), lines,
-                   tuple(str(a) for a in raw or []), said, tuple(clauses(goal)))
+        task_lines = tuple(task_text_lines(goal, history))
+        return cls(frozenset(norm(goal).split()), norm(goal), task_lines, lines,
+                   tuple(str(a) for a in raw or []), said, tuple(directing_lines(goal, task_lines)))
 
     def names(self, phrase: str, *, short_line_words: int | None = None) -> bool:
         """Whether the task's text names ``phrase`` (with ``short_line_words``, also any observation line of at
@@ -187,7 +189,7 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
     unsaid = negated_line(cond)
     if unsaid is not None:  # no line of the task's text says the bound line (the action was not asked for)
         bound = bind(unsaid, binding)
-        return bound is not None and not says_line(bound, [*view.goal_lines, *view.task_lines])
+        return bound is not None and not says_line(bound, view.directing)
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
         return listed_only(binding.get(bare.group(1), ""), view.task_lines)
