@@ -6,6 +6,9 @@ printed writes ``DIR/index.html`` (plots embedded, self-contained) and each plot
 - ``env_fatal_curves.png``: cumulative fatal failures (games lost) over the episodes of the
   whole sequence, collection then deployment, one line per design (mean over repeats), the
   end of collection marked;
+- ``env_repeated_curves.png``: the same for repeated fatal failures, games lost to a mistake
+  memory had been shown losing an earlier game (``bench.mistakes``); a result without them
+  (an older one) draws no lines;
 - ``env_success.png``: deployment success per design, mean and standard error over repeats,
   with its context tokens per task written under each bar.
 
@@ -54,10 +57,21 @@ def _collection_episodes(result: dict[str, Any]) -> int | None:
 
 def plot_env_fatal_curves(result: dict[str, Any]) -> Figure:
     """Cumulative fatal failures per episode, one line per design; a dashed line where deployment starts."""
+    return _plot_cumulative(result, "cumulative_fatal_failures", "cumulative fatal failures (games lost)")
+
+
+def plot_env_repeated_curves(result: dict[str, Any]) -> Figure:
+    """Cumulative repeated fatal failures (games lost to a mistake memory had been shown) per episode and design."""
+    return _plot_cumulative(result, "cumulative_repeated_fatal_failures", "cumulative repeated fatal failures")
+
+
+def _plot_cumulative(result: dict[str, Any], key: str, ylabel: str) -> Figure:
     fig = Figure(figsize=(8, 4.2))
     ax = fig.subplots()
     for i, (name, curve) in enumerate(result["curves"].items()):
-        ys = curve.get("cumulative_fatal_failures", [])
+        ys = curve.get(key)
+        if not ys:  # an older result without this curve
+            continue
         ours = name == "langmem_plus"  # drawn last-on-top in black; the others dashed differently, so equal curves stay visible
         ax.plot(range(1, len(ys) + 1), ys, label=name, linewidth=2.2 if ours else 1.2, color="black" if ours else None,
                 linestyle="-" if ours else LINESTYLES[i % len(LINESTYLES)], zorder=3 if ours else 2)
@@ -66,9 +80,10 @@ def plot_env_fatal_curves(result: dict[str, Any]) -> Figure:
         ax.axvline(split + 0.5, color="grey", linestyle="--", linewidth=1)
         ax.text(split + 0.7, ax.get_ylim()[1] * 0.95, "deployment", color="grey", fontsize=8, va="top")
     ax.set_xlabel("episode (collection, then deployment)")
-    ax.set_ylabel("cumulative fatal failures (games lost)")
+    ax.set_ylabel(ylabel)
     ax.set_title(_title(result), fontsize=10)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -92,12 +107,14 @@ def plot_env_success(result: dict[str, Any]) -> Figure:
 
 ENV_PLOTS: dict[str, Callable[[dict[str, Any]], Figure]] = {
     "env_fatal_curves": plot_env_fatal_curves,
+    "env_repeated_curves": plot_env_repeated_curves,
     "env_success": plot_env_success,
 }
 """Plot name -> function, in page order."""
 
 _COLUMNS = (("success", "success"), ("success_se", "± SE"), ("score", "score"), ("steps", "steps"),
-            ("fatal_failures", "fatal failures"), ("invalid_actions", "invalid actions"),
+            ("fatal_failures", "fatal failures"), ("repeated_fatal_failures", "repeated fatal failures"),
+            ("invalid_actions", "invalid actions"),
             ("context_tokens_per_task", "context tokens / task"), ("seconds", "seconds / task"))
 
 
@@ -125,4 +142,5 @@ def render_env_html(result: dict[str, Any], images: dict[str, bytes], *, style: 
     )
 
 
-__all__ = ["ENV_PLOTS", "ENV_RESULT_KEYS", "is_env_result", "plot_env_fatal_curves", "plot_env_success", "render_env_html"]
+__all__ = ["ENV_PLOTS", "ENV_RESULT_KEYS", "is_env_result", "plot_env_fatal_curves", "plot_env_repeated_curves", "plot_env_success",
+           "render_env_html"]

@@ -12,7 +12,7 @@ pytest.importorskip("matplotlib")
 
 from langmem_plus.cli import main  # noqa: E402
 from langmem_plus.report import load_result, write_report  # noqa: E402
-from langmem_plus.report_env import ENV_PLOTS, is_env_result, plot_env_fatal_curves  # noqa: E402
+from langmem_plus.report_env import ENV_PLOTS, is_env_result, plot_env_fatal_curves, plot_env_repeated_curves  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -26,8 +26,10 @@ RESULT: dict[str, Any] = {
     "env": "twx-cooking", "setting": "easy", "fold": "test", "mode": "static", "executor": "text", "delivery": "triggered",
     "max_steps": 50, "collect_seeds": "0-2", "seeds": "0-2",
     "designs": {"no_memory": _design(0.31, 0.0), "langmem_plus": _design(0.87, 113.0)},
-    "curves": {"no_memory": {"cumulative_fatal_failures": [0, 1, 1, 2, 3, 4], "success": [1, 0, 1, 0, 0, 0]},
-               "langmem_plus": {"cumulative_fatal_failures": [0, 1, 1, 1, 1, 1], "success": [1, 0, 1, 1, 1, 1]}},
+    "curves": {"no_memory": {"cumulative_fatal_failures": [0, 1, 1, 2, 3, 4], "success": [1, 0, 1, 0, 0, 0],
+                             "cumulative_repeated_fatal_failures": [0, 0, 0, 1, 2, 3]},
+               "langmem_plus": {"cumulative_fatal_failures": [0, 1, 1, 1, 1, 1], "success": [1, 0, 1, 1, 1, 1],
+                                "cumulative_repeated_fatal_failures": [0, 0, 0, 0, 0, 0]}},
 }
 
 
@@ -52,6 +54,18 @@ def test_the_fatal_curve_plots_each_designs_sequence_and_marks_deployment() -> N
     assert lines == {name: c["cumulative_fatal_failures"] for name, c in RESULT["curves"].items()}
     marks = [ln for ln in ax.get_lines() if ln.get_label().startswith("_")]  # the axvline at the end of collection
     assert any(list(ln.get_xdata()) == [3.5, 3.5] for ln in marks)
+
+
+def _labelled(fig: Any) -> dict[str, list[float]]:
+    return {ln.get_label(): list(ln.get_ydata()) for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")}
+
+
+def test_the_repeated_curve_plots_its_own_figures_and_an_older_result_draws_none() -> None:
+    assert _labelled(plot_env_repeated_curves(RESULT)) == {
+        name: c["cumulative_repeated_fatal_failures"] for name, c in RESULT["curves"].items()}
+    older = {**RESULT, "curves": {n: {k: v for k, v in c.items() if "repeated" not in k} for n, c in RESULT["curves"].items()}}
+    assert _labelled(plot_env_repeated_curves(older)) == {}
+    assert _labelled(plot_env_fatal_curves(older)) == _labelled(plot_env_fatal_curves(RESULT))
 
 
 def test_cli_report_reads_an_env_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

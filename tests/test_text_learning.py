@@ -202,12 +202,16 @@ def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, 
     assert (result["env"], result["setting"], result["fold"], result["mode"]) == ("twx-cooking", "easy", "dev", "static")
     assert set(result["designs"]) == {"no_memory", "langmem_plus"} == set(result["curves"])
     for fig in result["designs"].values():
-        for key in ("success", "success_se", "score", "steps", "fatal_failures", "invalid_actions", "context_tokens_per_task", "seconds"):
+        for key in ("success", "success_se", "score", "steps", "fatal_failures", "repeated_fatal_failures", "invalid_actions",
+                    "context_tokens_per_task", "seconds"):
             assert key in fig
+        assert 0 <= fig["repeated_fatal_failures"] <= fig["fatal_failures"]
         assert 0.0 <= fig["success"] <= 1.0 and fig["repeats"] == 2
     for curve in result["curves"].values():
         assert len(curve["cumulative_fatal_failures"]) == len(curve["success"]) == 4
         assert curve["cumulative_fatal_failures"] == sorted(curve["cumulative_fatal_failures"])
+        repeated = curve["cumulative_repeated_fatal_failures"]
+        assert repeated == sorted(repeated) and all(r <= f for r, f in zip(repeated, curve["cumulative_fatal_failures"]))
     assert result["designs"]["no_memory"]["context_tokens_per_task"] == 0
 
 

@@ -13,12 +13,15 @@ Seed ranges ``A-B`` are positions in the fold's own seed list (0-based, inclusiv
 ``--seeds 0-19 --fold test`` means the first twenty test seeds (20000..20019 in
 TextWorldExpress). Figures per design are means over repeats with standard errors;
 curves are per episode of the whole sequence (collection then deployment), averaged over
-repeats: cumulative fatal failures (games lost) and success.
+repeats: cumulative fatal failures (games lost), cumulative repeated fatal failures (games
+lost to a mistake memory had already been shown losing a game, in the task's own terms:
+``bench.mistakes``) and success.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -31,6 +34,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
 from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
+from langmem_plus.bench.mistakes import Episode, repeated_losses
 from langmem_plus.envs.registry import make_env
 from langmem_plus.errors import EnvError, InvalidArgument
 from langmem_plus.executors.base import Executor
@@ -158,6 +162,7 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
     design = make_design(name, context_tokens, delivery)
     executor = executor_factory(seed + repeat)
     out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
+    played: list[Episode] = []  # the whole sequence, for the repeated mistakes (``bench.mistakes``)
     try:
         for phase, tasks in (("collection", collect), ("deployment", deploy)):
             for t in tasks:
@@ -165,11 +170,15 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
                 started = time.perf_counter()
                 ctx = design.general_retrieve(t, run_id=run_id) if phase == "deployment" else Context()
                 traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
-                if phase == "collection" or mode == "dynamic":
+                shown = phase == "collection" or mode == "dynamic"
+                if shown:
                     design.general_update(traj)
                 out[phase].append(_row(traj, ctx, time.perf_counter() - started))
+                played.append(Episode(str(t.context.get("goal") or t.goal or ""), traj.steps, shown))
     finally:
         design.close()
+    for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
+        row["repeated_fatal"] = int(repeated)
     return out
 
 
@@ -186,19 +195,21 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
     fig["fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["deployment"]) for rep in repeats), 3)
     fig["fatal_failures_per_episode"] = mean_se(per_rep("fatal"))[0]
     fig["collection_fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["collection"]) for rep in repeats), 3)
+    fig["repeated_fatal_failures"] = round(statistics.fmean(sum(r["repeated_fatal"] for r in rep["deployment"]) for rep in repeats), 3)
+    fig["collection_repeated_fatal_failures"] = round(
+        statistics.fmean(sum(r["repeated_fatal"] for r in rep["collection"]) for rep in repeats), 3)
     fig["collection_success"] = round(statistics.fmean(statistics.fmean(float(r["passed"]) for r in rep["collection"]) if rep["collection"] else 0.0 for rep in repeats), 4)
     fig["repeats"] = len(repeats)
     seqs = [rep["collection"] + rep["deployment"] for rep in repeats]
     n = min(len(s) for s in seqs) if seqs else 0
-    cum = []
-    for s in seqs:
-        total, c = 0, []
-        for row in s[:n]:
-            total += row["fatal"]
-            c.append(total)
-        cum.append(c)
+
+    def cumulative(key: str) -> list[float]:
+        sums = [list(itertools.accumulate(row[key] for row in s[:n])) for s in seqs]
+        return [round(statistics.fmean(c[i] for c in sums), 3) for i in range(n)]
+
     curves = {
-        "cumulative_fatal_failures": [round(statistics.fmean(c[i] for c in cum), 3) for i in range(n)],
+        "cumulative_fatal_failures": cumulative("fatal"),
+        "cumulative_repeated_fatal_failures": cumulative("repeated_fatal"),
         "success": [round(statistics.fmean(float(s[i]["passed"]) for s in seqs), 3) for i in range(n)],
     }
     return fig, curves
@@ -258,10 +269,10 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
 def format_text(result: dict[str, Any]) -> str:
     """A table for people."""
     lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']} executor {result.get('executor', 'text')}",
-             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'invalid':>8}{'tok/task':>9}"]
+             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'repeat':>7}{'invalid':>8}{'tok/task':>9}"]
     for name, d in result["designs"].items():
         lines.append(f"{name:<22}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
-                     f"{d['fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}")
+                     f"{d['fatal_failures']:>7.1f}{d['repeated_fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,121 @@
+"""Repeated mistakes: a lost game's fatal step named in the task's own terms, so a later loss can be told apart
+as the same mistake made again or a new one (issue 11: "agents repeat the same mistakes").
+
+Counting games lost mixes two things a memory design answers for differently: a mistake
+nothing before it showed (a situation no earlier episode met; no memory can know it) and
+one an earlier episode already paid for. Only the second is the memory's failure. So each
+fatal step gets a **signature**: its action with the task's volatile entities as
+placeholders, and the lines of the task's text that set its situation, the same
+abstraction ``learning.textrules`` learns from (``abstract_action``, ``conditions_for``,
+``relevant_conditions``; and, where the run read nothing beyond its goal, the goal-based
+forms of ``learning.textentities``). ``cook red apple in stove`` when the recipe says
+``roast the red apple`` and ``cook milk in stove`` when it says ``roast the milk`` are one
+mistake, ``cook <X> in stove`` when the task says ``roast <X>``; the same action when it
+says ``fry <X>`` is another. A loss is **repeated** when an earlier episode of the same
+sequence (collection, then deployment, one design and repeat) was lost to a mistake with
+the same signature that memory was given: in static mode memory is frozen after collection,
+so only collection episodes count as shown; in dynamic mode every earlier episode does.
+
+The signature is langmem_plus's own reading of a situation, applied to every design's
+episodes alike; it is a measure of the episodes, not of what any design stored.
+
+Example:
+    >>> from langmem_plus.records import Feedback, Step
+    >>> def game(food: str, verb: str) -> list[Step]:
+    ...     return [Step(index=0, action="read cookbook", observation=f"Directions:\\n  {verb} the {food}",
+    ...                  info={"valid_actions": [f"cook {food} in stove", "eat meal"]}),
+    ...             Step(index=1, action=f"cook {food} in stove", info={"valid_actions": []},
+    ...                  feedback=Feedback(constraint_failure=True, error_text="lost"))]
+    >>> goal = "Check the cookbook for the recipe."
+    >>> played = [Episode(goal, game(f, v), shown=True) for f, v in [("red apple", "roast"), ("milk", "roast"), ("milk", "fry")]]
+    >>> repeated_losses(played)
+    [False, True, False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.learning.textentities import goal_directed, goal_entity, unnamed_entity
+from langmem_plus.learning.textrules import abstract_action, conditions_for, relevant_conditions, task_text_lines
+from langmem_plus.records import Step
+
+
+class Mistake(NamedTuple):
+    """A fatal step in the task's own terms: the action pattern and the situation lines, sorted."""
+
+    pattern: str
+    situation: tuple[str, ...]
+
+
+def fatal_step(steps: Sequence[Step]) -> Step | None:
+    """The first step that lost the game (the constraint channel), or None."""
+    return next((s for s in sorted(steps, key=lambda s: s.index) if s.feedback.constraint_failure), None)
+
+
+def command_verbs(steps: Sequence[Step]) -> set[str]:
+    """First words of the valid actions the game offered in an episode: its commands."""
+    return {str(a).split()[0] for s in steps for a in s.info.get("valid_actions") or [] if str(a).split()}
+
+
+def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG,
+                      verbs: Collection[str] | None = None) -> Mistake | None:
+    """The signature of the episode's fatal step (module docstring), or None when no step lost the game.
+
+    Over the task's text (what the agent read in things the goal names) the action's phrases
+    that text names become placeholders and the situation is the lines naming them that bear
+    on the action (``relevant_conditions`` with ``verbs``, the game's commands: those of the
+    whole sequence, so a directive another command carries out, ``chop <X>``, is no part of
+    the situation of ``cook <X> in stove`` in an episode that never held the knife; this
+    episode's own by default); where nothing was read, the goal's own relation to the
+    action's object decides (a command the goal directs, spent on something else; a thing the
+    task never names; a thing in the role the goal gives it); otherwise the literal action.
+    """
+    ordered = sorted(steps, key=lambda s: s.index)
+    step = fatal_step(ordered)
+    if step is None:
+        return None
+    lines = task_text_lines(goal, ordered)
+    pattern, bindings = abstract_action(step.action, lines, goal, config)
+    if bindings:
+        verbs = command_verbs(ordered) if verbs is None else verbs
+        conds = conditions_for(bindings, lines, config.text_rule_max_conditions)
+        return Mistake(pattern, tuple(sorted(relevant_conditions(pattern, conds, verbs))))
+    directed = goal_directed(step.action, goal)
+    if directed is not None:
+        return Mistake(directed[0], tuple(sorted(directed[1])))
+    seen = [s.observation for s in ordered]
+    unnamed = unnamed_entity(step.action, seen, goal, config)
+    if unnamed is not None:
+        return Mistake(unnamed[0], ("!<X>",))
+    role = goal_entity(step.action, goal, config)
+    if role is not None:
+        return Mistake(role[0], tuple(sorted(role[1])))
+    return Mistake(pattern, ())
+
+
+class Episode(NamedTuple):
+    """One played episode as the count needs it: its goal, its steps, and whether memory was shown it."""
+
+    goal: str
+    steps: Sequence[Step]
+    shown: bool
+
+
+def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG) -> list[bool]:
+    """Per episode of a sequence, in order: whether it was lost to a mistake memory had been shown losing an earlier
+    episode (module docstring), the situations read with the commands of the whole sequence."""
+    verbs = set().union(*(command_verbs(e.steps) for e in episodes)) if episodes else set()
+    seen: set[Mistake] = set()
+    out: list[bool] = []
+    for episode in episodes:
+        mistake = mistake_signature(episode.goal, episode.steps, config, verbs)
+        out.append(mistake is not None and mistake in seen)
+        if mistake is not None and episode.shown:
+            seen.add(mistake)
+    return out
+
+
+__all__ = ["Episode", "Mistake", "command_verbs", "fatal_step", "mistake_signature", "repeated_losses"]
