@@ -481,6 +481,9 @@ class RunRecord(_Record):
     activated: list[str] = Field(default_factory=list)
     applied: list[str] = Field(default_factory=list)
     """Lessons whose rewrite changed an action in the run: known to matter for this task."""
+    commands: list[str] = Field(default_factory=list)
+    """Verbs the environment offered as valid actions in the run (``textrules.offered_verbs``; text games): the
+    tool's commands, which later runs' text rules read their situations with."""
     ts: float = Field(default_factory=time.time)
 
 

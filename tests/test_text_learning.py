@@ -17,7 +17,7 @@ from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
-from langmem_plus.learning.textrules import abstract_action, conditions_for, learn_text_rules
+from langmem_plus.learning.textrules import abstract_action, conditions_for, learn_text_rules, live_text_rules, offered_verbs
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Hint, Lesson, Step, TaskSpec
 
@@ -171,6 +171,46 @@ def test_a_rule_learned_with_one_ingredient_steers_another(cooking: TextGameEnv,
     assert decision.action == "cook chicken wing in oven"
     _, fb = cooking.step(decision.action)
     assert fb.reward > 0 and not fb.constraint_failure
+    memory.close()
+
+
+SLICE_ROAST = "train-20"
+"""Recipe: slice the orange bell pepper, roast the orange bell pepper (the knife lies in the kitchen)."""
+WITH_KNIFE = ["read cookbook", "open cutlery drawer", "take knife", "open fridge", "take orange bell pepper"]
+NO_KNIFE_LOST = ["read cookbook", "open fridge", "take orange bell pepper", "cook orange bell pepper in stove"]
+
+
+def _live_avoidances(memory: LearningMemory, pattern: str) -> list[list[str] | None]:
+    return [l.applies_when for l in live_text_rules(memory.list_lessons()) if l.wrong == pattern]
+
+
+def test_a_command_an_earlier_run_was_offered_is_no_part_of_a_fatal_situation(cooking: TextGameEnv, tmp_path: Path) -> None:
+    knife, lost = _play(cooking, SLICE_ROAST, WITH_KNIFE, "k1"), _play(cooking, SLICE_ROAST, NO_KNIFE_LOST, "k2")
+    assert "slice" in offered_verbs(knife.steps) and "slice" not in offered_verbs(lost.steps, lost.task)
+    assert lost.steps[-1].feedback.constraint_failure
+    alone = LearningMemory.open(tmp_path / "alone", namespace=("t", "vocab"))
+    alone.general_update(lost)  # one run that never held the knife: slicing might be what mattered
+    assert _live_avoidances(alone, "cook <X> in stove") == [["roast <X>", "slice <X>"]]
+    alone.close()
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "vocab"))
+    memory.general_update(knife)  # slicing is a command of its own: the recipe's slice line is done by it
+    memory.general_update(lost)
+    assert _live_avoidances(memory, "cook <X> in stove") == [["roast <X>"]]
+    memory.close()
+    reopened = LearningMemory.open(tmp_path / "m", namespace=("t", "vocab"))
+    assert "slice" in reopened.view.tool_commands(knife.task.tool)  # the runs keep what they were offered
+    reopened.close()
+
+
+def test_a_stored_avoidance_is_read_again_once_a_later_run_offers_its_other_line_as_a_command(
+        cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "revise"))
+    memory.general_update(_play(cooking, SLICE_ROAST, NO_KNIFE_LOST, "r1"))
+    (old,) = [l for l in memory.list_lessons() if l.wrong == "cook <X> in stove"]
+    memory.general_update(_play(cooking, SLICE_ROAST, WITH_KNIFE, "r2"))
+    assert _live_avoidances(memory, "cook <X> in stove") == [["roast <X>"]]
+    (new,) = [l for l in live_text_rules(memory.list_lessons()) if l.wrong == "cook <X> in stove"]
+    assert old.id in new.supersedes and "r1" in new.provenance.run_ids  # the old rule's evidence moves with it
     memory.close()
 
 

@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textentities import goal_directed, goal_entity, unnamed_entity
-from langmem_plus.learning.textrules import abstract_action, conditions_for, relevant_conditions, task_text_lines
+from langmem_plus.learning.textrules import abstract_action, conditions_for, offered_verbs, relevant_conditions, task_text_lines
 from langmem_plus.records import Step
 
 
@@ -53,11 +53,6 @@ class Mistake(NamedTuple):
 def fatal_step(steps: Sequence[Step]) -> Step | None:
     """The first step that lost the game (the constraint channel), or None."""
     return next((s for s in sorted(steps, key=lambda s: s.index) if s.feedback.constraint_failure), None)
-
-
-def command_verbs(steps: Sequence[Step]) -> set[str]:
-    """First words of the valid actions the game offered in an episode: its commands."""
-    return {str(a).split()[0] for s in steps for a in s.info.get("valid_actions") or [] if str(a).split()}
 
 
 def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG,
@@ -80,7 +75,7 @@ def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = D
     lines = task_text_lines(goal, ordered)
     pattern, bindings = abstract_action(step.action, lines, goal, config)
     if bindings:
-        verbs = command_verbs(ordered) if verbs is None else verbs
+        verbs = offered_verbs(ordered) if verbs is None else verbs
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions)
         return Mistake(pattern, tuple(sorted(relevant_conditions(pattern, conds, verbs))))
     directed = goal_directed(step.action, goal)
@@ -107,7 +102,7 @@ class Episode(NamedTuple):
 def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG) -> list[bool]:
     """Per episode of a sequence, in order: whether it was lost to a mistake memory had been shown losing an earlier
     episode (module docstring), the situations read with the commands of the whole sequence."""
-    verbs = set().union(*(command_verbs(e.steps) for e in episodes)) if episodes else set()
+    verbs = set().union(*(offered_verbs(e.steps) for e in episodes)) if episodes else set()
     seen: set[Mistake] = set()
     out: list[bool] = []
     for episode in episodes:
@@ -118,4 +113,4 @@ def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_
     return out
 
 
-__all__ = ["Episode", "Mistake", "command_verbs", "fatal_step", "mistake_signature", "repeated_losses"]
+__all__ = ["Episode", "Mistake", "fatal_step", "mistake_signature", "repeated_losses"]

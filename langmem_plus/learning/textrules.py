@@ -253,11 +253,24 @@ def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
     return teach
 
 
+def offered_verbs(steps: Sequence[Step], task: TaskSpec | None = None) -> set[str]:
+    """First words of the valid actions the environment offered in a run (after each step, and before the first
+    in ``task.context``): its commands.
+
+    Example:
+        >>> sorted(offered_verbs([Step(index=0, action="look", info={"valid_actions": ["slice apple", "look"]})]))
+        ['look', 'slice']
+    """
+    offered = [a for s in steps for a in s.info.get("valid_actions") or []]
+    offered += list((task.context.get("valid_actions") or []) if task is not None else [])
+    return {str(a).split()[0] for a in offered if str(a).split()}
+
+
 def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
-                   known: Callable[[str], bool]) -> set[str]:
-    """Verbs that name commands: offered in this run, used by what it teaches, or already known to memory."""
-    verbs = {a.split()[0] for s in ordered for a in s.info.get("valid_actions") or [] if a.split()}
-    verbs |= {str(a).split()[0] for a in task.context.get("valid_actions") or [] if str(a).split()}
+                   known: Callable[[str], bool], offered_before: Collection[str] = ()) -> set[str]:
+    """Verbs that name commands: offered in this run or in the tool's earlier runs, used by what it teaches, or
+    already known to memory."""
+    verbs = offered_verbs(ordered, task) | set(offered_before)
     verbs |= {p.split()[0] for p in patterns if p.split()}
     return verbs | {v for v in {line.split()[0] for line in lines} - verbs if known(v)}
 
@@ -271,9 +284,13 @@ def learn_text_rules(
     existing: Mapping[str, Lesson],
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
+    commands: Collection[str] = (),
 ) -> dict[str, Lesson]:
     """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
 
+    ``commands`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
+    line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
+    that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
     Returns an empty dict for a run whose environment does not enumerate actions.
     """
     if not applies_to_text_envs(steps):
@@ -291,7 +308,7 @@ def learn_text_rules(
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
     stored = live_text_rules([l for l in existing.values() if l.scope.tool == task.tool])
     memory_verbs = known_verbs(stored)
-    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs)
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs, commands)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
         known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
         return known is not None and f"{v} <X>" in (known.applies_when or ())
@@ -408,6 +425,7 @@ __all__ = [
     "is_read",
     "moved",
     "learn_text_rules",
+    "offered_verbs",
     "live_text_rules",
     "relevant_conditions",
     "task_text_lines",

@@ -93,6 +93,8 @@ class MemoryView:
         """Stored runs in Lamport order (``run_order``)."""
         self.fp_runs: Counter[str] = Counter()
         """How many runs each fingerprint appeared in."""
+        self.commands: dict[str, set[str]] = {}
+        """Per tool, the verbs its runs were offered as commands (``RunRecord.commands``)."""
         self.graph = LessonGraph()
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
@@ -177,6 +179,17 @@ class MemoryView:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
         self.runs = sorted(runs, key=run_order)
         self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
+        self.commands = {}
+        for r in self.runs:
+            self._add_commands(r)
+
+    def _add_commands(self, run: RunRecord) -> None:
+        if run.commands:
+            self.commands.setdefault(run.tool or "", set()).update(run.commands)
+
+    def tool_commands(self, tool: str | None) -> frozenset[str]:
+        """The verbs ``tool``'s stored runs were offered as commands."""
+        return frozenset(self.commands.get(tool or "", ()))
 
     # ------------------------------------------------------------------ the lesson index
     def new_index(self) -> LessonIndex:
@@ -278,6 +291,7 @@ class MemoryView:
                 self.index.put(lesson.id, *entry)
 
     def add_run(self, run: RunRecord) -> None:
+        self._add_commands(run)  # a grow-only set: a run written again offers the same verbs
         for i, known in enumerate(self.runs):
             if known.run_id == run.run_id:
                 self.runs[i] = run
