@@ -113,8 +113,8 @@ def test_rules_are_ranked_by_measured_utility_within_the_budget() -> None:
     assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
 
 
-def test_delivery_outcomes_move_a_rules_gain_and_a_harmful_rule_is_held_back() -> None:
-    lesson = rule("r", wrong="eat <X>", runs=["r0"])
+def test_delivery_outcomes_move_a_rules_gain_and_a_harmful_recommendation_is_held_back() -> None:
+    lesson = rule("r", correct="cook <X> in oven", when=["roast <X>"], runs=["r0"])
     base = [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", passed=True) for i in range(4)]
     assert rule_utility(lesson, base)[1] == 0.0  # never delivered: no gain measured
     lost = [RunRecord(run_id=f"d{i}", namespace=("ns",), seq=10 + i, task_id="t", tool="game", passed=False, activated=["r"])
@@ -122,7 +122,19 @@ def test_delivery_outcomes_move_a_rules_gain_and_a_harmful_rule_is_held_back() -
     need, gain = rule_utility(lesson, base + lost)
     assert gain < 0 and need + gain < 0
     assert StepDelivery([lesson], runs=base + lost)(task([]), read(COOKS)) == []
-    assert StepDelivery([lesson], runs=base)(task([]), read(COOKS)) != []
+    assert [h.source_id for h in StepDelivery([lesson], runs=base)(task([]), read(COOKS))] == ["r"]
+
+
+def test_an_avoidance_is_delivered_whatever_the_pass_rate_of_the_runs_it_was_shown_in() -> None:
+    # it fires where a fatal action is on offer: runs that lose more often for other reasons, not because of it
+    avoid = rule("r", wrong="eat <X>", runs=["r0"])
+    runs = [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", passed=True) for i in range(4)]
+    runs += [RunRecord(run_id=f"d{i}", namespace=("ns",), seq=10 + i, task_id="t", tool="game", passed=False, activated=["r"])
+             for i in range(6)]
+    need, gain = rule_utility(avoid, runs)
+    assert need + gain < 0
+    hints = StepDelivery([avoid], runs=runs)(task([]), read(COOKS))
+    assert [h.text for h in hints] == ["Avoid `eat <X>`"] and not allowed(hints, "eat red apple")
 
 
 def test_literal_rules_of_one_run_about_other_things_stay_with_their_task() -> None:
