@@ -56,7 +56,7 @@ def fatal_step(steps: Sequence[Step]) -> Step | None:
 
 
 def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG,
-                      verbs: Collection[str] | None = None) -> Mistake | None:
+                      verbs: Collection[str] | None = None, observation: str = "") -> Mistake | None:
     """The signature of the episode's fatal step (module docstring), or None when no step lost the game.
 
     Over the task's text (what the agent read in things the goal names) the action's phrases
@@ -67,6 +67,7 @@ def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = D
     episode's own by default); where nothing was read, the goal's own relation to the
     action's object decides (a command the goal directs, spent on something else; a thing the
     task never names; a thing in the role the goal gives it); otherwise the literal action.
+    ``observation`` is what the game showed before the first step.
     """
     ordered = sorted(steps, key=lambda s: s.index)
     step = fatal_step(ordered)
@@ -81,7 +82,7 @@ def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = D
     directed = goal_directed(step.action, goal)
     if directed is not None:
         return Mistake(directed[0], tuple(sorted(directed[1])))
-    seen = [s.observation for s in ordered]
+    seen = [observation, *(s.observation for s in ordered)]
     unnamed = unnamed_entity(step.action, seen, goal, config)
     if unnamed is not None:
         return Mistake(unnamed[0], ("!<X>",))
@@ -92,11 +93,13 @@ def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = D
 
 
 class Episode(NamedTuple):
-    """One played episode as the count needs it: its goal, its steps, and whether memory was shown it."""
+    """One played episode as the count needs it: its goal, its steps, whether memory was shown it, and what the
+    game showed before the first step."""
 
     goal: str
     steps: Sequence[Step]
     shown: bool
+    observation: str = ""
 
 
 def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG) -> list[bool]:
@@ -106,7 +109,7 @@ def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_
     seen: set[Mistake] = set()
     out: list[bool] = []
     for episode in episodes:
-        mistake = mistake_signature(episode.goal, episode.steps, config, verbs)
+        mistake = mistake_signature(episode.goal, episode.steps, config, verbs, episode.observation)
         out.append(mistake is not None and mistake in seen)
         if mistake is not None and episode.shown:
             seen.add(mistake)

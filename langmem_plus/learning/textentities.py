@@ -14,7 +14,9 @@ are tried in this order:
   names in another role (``the red box`` it says to move the thing into) alike, where the
   object-by-object lessons below would each cover one kind of thing.
 - **Unnamed things** (``unnamed_entity``): an action on something the game showed but the task
-  does not name becomes ``<verb> <X>`` "when the task does not name `<X>`".
+  does not name becomes ``<verb> <X>`` "when the task does not name `<X>`"; an action on what
+  the goal names with something it does not (``cook meal with oven``) becomes
+  ``cook meal with <X>``, the instrument being the unnamed thing.
 - **Goal roles** (``goal_entity``): an action on a thing the goal names becomes ``<verb> <X>``
   under the role the goal gives that thing (``located around <X>``).
 - **Bare situations** (``unasked_head``): an avoidance whose whole condition is that the task
@@ -121,10 +123,26 @@ def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: 
     goal_words = set(norm_words(goal))
     if not obj or all(w in goal_words or w in STOP_WORDS for w in obj):
         return None
+    head, obj = _past_named_object(head, obj, goal_words)
     shown = [" ".join(norm_words(line)) for o in observations for line in o.splitlines()]
     if not any(_occurs(obj[0], line) for line in shown if line):
         return None  # not something the game showed
     return " ".join([*head, "<X>"]), {"X": " ".join(obj)}
+
+
+def _past_named_object(head: list[str], obj: list[str], goal_words: set[str]) -> tuple[list[str], list[str]]:
+    """``(head, object)`` moved past an object the goal names to what follows its preposition (the instrument):
+    ``cook meal with oven`` becomes ``cook meal with`` and ``oven``, so the unnamed thing is the oven the meal was
+    cooked with, not "meal with oven", which a reader would take for the goal's meal. Unchanged when the object's
+    first words (up to a preposition) are not all goal words."""
+    for i in range(1, len(obj)):
+        if obj[i] in STOP_WORDS and all(w in goal_words for w in obj[:i]):
+            j = i
+            while j < len(obj) and obj[j] in STOP_WORDS:
+                j += 1
+            if j < len(obj):
+                return [*head, *obj[:j]], obj[j:]
+    return head, obj
 
 
 def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, list[str]] | None:
