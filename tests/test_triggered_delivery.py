@@ -137,6 +137,17 @@ def test_an_avoidance_is_delivered_whatever_the_pass_rate_of_the_runs_it_was_sho
     assert [h.text for h in hints] == ["Avoid `eat <X>`"] and not allowed(hints, "eat red apple")
 
 
+def test_avoidances_are_ranked_by_need_alone_within_the_budget() -> None:
+    runs = [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", passed=i < 4,
+                      activated=["lucky"] if i < 4 else ["often"]) for i in range(8)]
+    often = rule("often", wrong="eat <X>", runs=["r4", "r5", "r6"])  # three runs lost to it; shown in the lost ones
+    lucky = rule("lucky", wrong="cook <X> in stove", runs=["r0"])  # one; shown in runs that passed
+    assert rule_utility(often, runs)[0] > rule_utility(lucky, runs)[0]
+    assert sum(rule_utility(often, runs)) < sum(rule_utility(lucky, runs))  # its gain would rank it last
+    tight = StepDelivery([lucky, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
+    assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
+
+
 def test_literal_rules_of_one_run_about_other_things_stay_with_their_task() -> None:
     one_run = rule("pepper", correct="take red hot pepper")
     family = rule("meal", correct="prepare meal")  # names only the goal's words

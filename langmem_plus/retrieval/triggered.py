@@ -50,9 +50,9 @@ valid actions and the lines its condition names have been read. So at each step:
    or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
    delivered to minus that of runs it was not (each with a (1, 1) prior; 0 until it has been
    delivered). A recommendation whose ``need + gain`` is negative is not delivered. An avoidance
-   is delivered whatever its gain: it fires where a fatal action is on offer, so the runs it
-   is shown in are the harder ones, and the gap in pass rate measures that selection, not the
-   rule (in dynamic ``bench env`` runs every game lost to a mistake memory had been shown was
+   is delivered whatever its gain, and ranked by ``need`` alone: it fires where a fatal action
+   is on offer, so the runs it is shown in are the harder ones, and the gap in pass rate
+   measures that selection, not the rule (in dynamic ``bench env`` runs every game lost to a mistake memory had been shown was
    one whose correct avoidance this filter had dropped). What would tell against an avoidance is
    its action taken in its situation without a loss; no such run is counted here yet.
 4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
@@ -347,9 +347,10 @@ class StepDelivery:
             need, gain = rule_utility(lesson, self.runs)
             if need + gain < 0 and not lesson.wrong:  # a recommendation measured to go with losing
                 continue  # (an avoidance's gain is no such measure: module docstring rule 3)
-            item = ScoredItem(kind="lesson", item=lesson, score=need + gain, components={"need": need, "gain": gain},
+            score = need if lesson.wrong else need + gain  # nor does it rank avoidances
+            item = ScoredItem(kind="lesson", item=lesson, score=score, components={"need": need, "gain": gain},
                               why="fires on this step's valid actions")
-            ranked.append((-(need + gain), lesson.id, item, pattern))
+            ranked.append((-score, lesson.id, item, pattern))
         self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
