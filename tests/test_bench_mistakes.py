@@ -80,6 +80,27 @@ def test_only_losses_memory_was_shown_make_later_ones_repeats() -> None:
     assert mistake_signature(goal, won) is None and repeated_losses([]) == []
 
 
+def _recipe_loss(action: str, *lines: str, valid: Sequence[str] = ()) -> list[Step]:
+    return [Step(index=0, action="read recipe", observation="\n".join(lines), info={"valid_actions": list(valid) or [action]}),
+            Step(index=1, action=action, info={"valid_actions": []}, feedback=Feedback(constraint_failure=True, error_text="lost"))]
+
+
+def test_the_signature_follows_the_learning_for_directed_commands_and_bare_situations() -> None:
+    goal = "Read the recipe."
+    cut = ["chop carrot", "dice carrot", "slice carrot"]
+    won = [Step(index=0, action="read recipe", observation="chop the carrot", info={"valid_actions": cut})]
+    # a command some recipe directs (chop), spent where the recipe does not say it: one mistake, whatever else it says
+    a = _recipe_loss("chop red apple", "dice the red apple", "roast the red apple", valid=cut)
+    b = _recipe_loss("chop milk", "slice the milk", "fry the milk", valid=cut)
+    assert mistake_signature(goal, a, directives={"chop", "dice", "slice"}) == Mistake("chop <X>", ("!chop <X>",))
+    assert repeated_losses([Episode(goal, won, True), Episode(goal, a, True), Episode(goal, b, True)]) == [False, False, True]
+    # a thing the recipe only lists, cooked in any appliance: the verb and the thing (``unasked_head``)
+    toaster = _recipe_loss("cook red apple in toaster", "red apple", "prepare meal")
+    oven = _recipe_loss("cook milk in oven", "milk", "prepare meal")
+    assert mistake_signature(goal, oven) == Mistake("cook <X>", ("<X>",))
+    assert repeated_losses([Episode(goal, toaster, True), Episode(goal, oven, True)]) == [False, True]
+
+
 class Glutton:
     """Takes what it can and eats what it took: the same mistake in every game."""
 

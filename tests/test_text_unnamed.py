@@ -203,3 +203,15 @@ def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_
         assert {e.act(prepared.task, steps, hints).action for e in ex} == {"look"}
         assert {e.act(prepared.task, steps, []).action for e in ex} <= set(cook_meal)  # without the rule, it cooks
         memory.close()
+
+
+def test_only_a_preposition_after_a_goal_named_object_opens_its_instrument_and_function_words_name_nothing() -> None:
+    from langmem_plus.learning.textentities import unnamed_entity
+
+    shown = ["You see an oven, some water, some salt and a pot.", "You are in the kitchen. Look around."]
+    goal = "Boil the water. Then cook a meal."
+    assert unnamed_entity("pour water in pot", shown, goal) == ("pour water in <X>", {"X": "pot"})
+    assert unnamed_entity("cook meal with oven", shown, goal) == ("cook meal with <X>", {"X": "oven"})
+    # "and" joins a second object, not an instrument: the whole object stays the unnamed thing
+    assert unnamed_entity("mix water and salt", shown, goal) == ("mix <X>", {"X": "water and salt"})
+    assert unnamed_entity("look around", shown, goal) is None  # no thing at all

@@ -175,7 +175,8 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
                     design.general_update(traj)
                 out[phase].append(_row(traj, ctx, time.perf_counter() - started))
                 played.append(Episode(str(t.context.get("goal") or t.goal or ""), traj.steps, shown,
-                                      str(traj.task.context.get("observation") or "")))
+                                      str(traj.task.context.get("observation") or ""),
+                                      [str(a) for a in traj.task.context.get("valid_actions") or []]))
     finally:
         design.close()
     for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):

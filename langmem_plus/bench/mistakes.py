@@ -6,9 +6,10 @@ nothing before it showed (a situation no earlier episode met; no memory can know
 one an earlier episode already paid for. Only the second is the memory's failure. So each
 fatal step gets a **signature**: its action with the task's volatile entities as
 placeholders, and the lines of the task's text that set its situation, the same
-abstraction ``learning.textrules`` learns from (``abstract_action``, ``conditions_for``,
-``relevant_conditions``; and, where the run read nothing beyond its goal, the goal-based
-forms of ``learning.textentities``). ``cook red apple in stove`` when the recipe says
+abstraction ``learning.textrules`` learns from, in its order (``abstract_action``,
+``conditions_for``, ``relevant_conditions``, ``undirected``, ``unasked_head``; and, where the
+action names nothing of the task's text, the goal-based forms of ``learning.textentities``).
+``cook red apple in stove`` when the recipe says
 ``roast the red apple`` and ``cook milk in stove`` when it says ``roast the milk`` are one
 mistake, ``cook <X> in stove`` when the task says ``roast <X>``; the same action when it
 says ``fry <X>`` is another. A loss is **repeated** when an earlier episode of the same
@@ -34,11 +35,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import NamedTuple
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textentities import goal_directed, goal_entity, unnamed_entity
+from langmem_plus.learning.textdirect import undirected
+from langmem_plus.learning.textentities import goal_directed, goal_entity, unasked_head, unnamed_entity
+from langmem_plus.learning.textmatch import UNNAMED, directing_lines
 from langmem_plus.learning.textrules import abstract_action, conditions_for, offered_verbs, relevant_conditions, task_text_lines
 from langmem_plus.records import Step
 
@@ -56,64 +59,86 @@ def fatal_step(steps: Sequence[Step]) -> Step | None:
 
 
 def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG,
-                      verbs: Collection[str] | None = None, observation: str = "") -> Mistake | None:
+                      verbs: Collection[str] | None = None, observation: str = "",
+                      directives: Collection[str] | None = None) -> Mistake | None:
     """The signature of the episode's fatal step (module docstring), or None when no step lost the game.
 
-    Over the task's text (what the agent read in things the goal names) the action's phrases
-    that text names become placeholders and the situation is the lines naming them that bear
-    on the action (``relevant_conditions`` with ``verbs``, the game's commands: those of the
-    whole sequence, so a directive another command carries out, ``chop <X>``, is no part of
-    the situation of ``cook <X> in stove`` in an episode that never held the knife; this
-    episode's own by default); where nothing was read, the goal's own relation to the
-    action's object decides (a command the goal directs, spent on something else; a thing the
-    task never names; a thing in the role the goal gives it); otherwise the literal action.
-    ``observation`` is what the game showed before the first step.
+    The steps of ``learn_text_rules`` for an avoidance, in its order: over the task's text (what
+    the agent read in things the goal names) the action's phrases that text names become
+    placeholders and the situation is the lines naming them that bear on the action
+    (``relevant_conditions``); a directive verb spent where no line says it is "where the task
+    does not say it" (``undirected``); where the action names nothing of the task's text, the
+    goal's own relation to its object decides (a command the goal directs, spent on something
+    else; a thing the task never names; a thing in the role the goal gives it); otherwise the
+    literal action; and a bare situation keeps only the verb and the thing (``unasked_head``).
+
+    ``verbs`` are the game's commands and ``directives`` those of them that open a line of a task's
+    text (``repeated_losses`` passes the whole sequence's, so a directive another command carries out,
+    ``chop <X>``, is no part of the situation of ``cook <X> in stove`` in an episode that never held
+    the knife); by default this episode's own. ``observation`` is what the game showed before the first step.
     """
     ordered = sorted(steps, key=lambda s: s.index)
     step = fatal_step(ordered)
     if step is None:
         return None
     lines = task_text_lines(goal, ordered)
+    verbs = offered_verbs(ordered) if verbs is None else verbs
+    directives = directive_verbs(verbs, [lines]) if directives is None else directives
     pattern, bindings = abstract_action(step.action, lines, goal, config)
-    if bindings:
-        verbs = offered_verbs(ordered) if verbs is None else verbs
-        conds = conditions_for(bindings, lines, config.text_rule_max_conditions)
-        return Mistake(pattern, tuple(sorted(relevant_conditions(pattern, conds, verbs))))
-    directed = goal_directed(step.action, goal)
-    if directed is not None:
-        return Mistake(directed[0], tuple(sorted(directed[1])))
-    seen = [observation, *(s.observation for s in ordered)]
-    unnamed = unnamed_entity(step.action, seen, goal, config)
-    if unnamed is not None:
-        return Mistake(unnamed[0], ("!<X>",))
-    role = goal_entity(step.action, goal, config)
-    if role is not None:
-        return Mistake(role[0], tuple(sorted(role[1])))
-    return Mistake(pattern, ())
+    conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
+    conds = relevant_conditions(pattern, conds, verbs, directives)
+    undirected_when = undirected(pattern, bindings, directing_lines(goal, lines), directives)
+    if undirected_when is not None:
+        conds = undirected_when
+    elif not bindings:
+        seen = [observation, *(s.observation for s in ordered)]
+        directed = goal_directed(step.action, goal)
+        unnamed = unnamed_entity(step.action, seen, goal, config) if directed is None else None
+        role = goal_entity(step.action, goal, config) if directed is None and unnamed is None else None
+        if directed is not None:
+            pattern, conds = directed
+        elif unnamed is not None:
+            pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
+        elif role is not None:
+            pattern, conds = role
+    return Mistake(unasked_head(pattern, conds), tuple(sorted(conds)))
+
+
+def directive_verbs(verbs: Collection[str], texts: Iterable[Sequence[str]]) -> set[str]:
+    """The commands among ``verbs`` that open a line of one of the task texts ``texts`` (``chop the red apple``)."""
+    return {line.split()[0] for lines in texts for line in lines if line.split()} & set(verbs)
 
 
 class Episode(NamedTuple):
-    """One played episode as the count needs it: its goal, its steps, whether memory was shown it, and what the
-    game showed before the first step."""
+    """One played episode as the count needs it: its goal, its steps, whether memory was shown it, what the game
+    showed before the first step, and the actions it offered then."""
 
     goal: str
     steps: Sequence[Step]
     shown: bool
     observation: str = ""
+    opening: Sequence[str] = ()
 
 
 def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG) -> list[bool]:
     """Per episode of a sequence, in order: whether it was lost to a mistake memory had been shown losing an earlier
-    episode (module docstring), the situations read with the commands of the whole sequence."""
-    verbs = set().union(*(offered_verbs(e.steps) for e in episodes)) if episodes else set()
+    episode (module docstring).
+
+    Every episode is read with the game's commands as the whole sequence shows them (the verbs
+    offered anywhere in it, and those that open a line of some task's text): a fact about the game,
+    not about what any design knew, so a flag may change when the sequence grows.
+    """
+    verbs = {str(a).split()[0].lower() for e in episodes for a in e.opening if str(a).split()}
+    verbs |= set().union(*(offered_verbs(e.steps) for e in episodes)) if episodes else set()
+    directives = directive_verbs(verbs, (task_text_lines(e.goal, e.steps) for e in episodes))
     seen: set[Mistake] = set()
     out: list[bool] = []
     for episode in episodes:
-        mistake = mistake_signature(episode.goal, episode.steps, config, verbs, episode.observation)
+        mistake = mistake_signature(episode.goal, episode.steps, config, verbs, episode.observation, directives)
         out.append(mistake is not None and mistake in seen)
         if mistake is not None and episode.shown:
             seen.add(mistake)
     return out
 
 
-__all__ = ["Episode", "Mistake", "fatal_step", "mistake_signature", "repeated_losses"]
+__all__ = ["Episode", "Mistake", "directive_verbs", "fatal_step", "mistake_signature", "repeated_losses"]

@@ -48,6 +48,13 @@ from langmem_plus.learning.textmatch import (
 
 STOP_WORDS = frozenset(["in", "on", "to", "of", "for", "and", "or", "with", "at", "from", "into", "is", "are", "it"])
 """Words that are never a placeholder's whole content (and that join a verb to its object: ``focus on``)."""
+FUNCTION_WORDS = STOP_WORDS | frozenset(
+    "about above across after along around away back behind below beside between by down inside near off out "
+    "outside over through under up upon within".split()
+)
+"""English prepositions and adverbs: an object made only of them (``look around``) names no thing."""
+PREPOSITIONS = FUNCTION_WORDS - frozenset(["and", "or", "is", "are", "it"])
+"""Words that open a phrase saying how or where an action is done (``with oven``, ``in pot``)."""
 GOAL_ROLE_WORDS = 2
 """Goal words before a goal-named phrase that state its role (``around <X>``, ``it to <X>``)."""
 
@@ -121,8 +128,8 @@ def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: 
     """
     head, obj = split_object(action)
     goal_words = set(norm_words(goal))
-    if not obj or all(w in goal_words or w in STOP_WORDS for w in obj):
-        return None
+    if not obj or all(w in goal_words or w in STOP_WORDS for w in obj) or all(w in FUNCTION_WORDS for w in obj):
+        return None  # the goal's own things, or no thing at all ("look around")
     head, obj = _past_named_object(head, obj, goal_words)
     shown = [" ".join(norm_words(line)) for o in observations for line in o.splitlines()]
     if not any(_occurs(obj[0], line) for line in shown if line):
@@ -131,14 +138,15 @@ def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: 
 
 
 def _past_named_object(head: list[str], obj: list[str], goal_words: set[str]) -> tuple[list[str], list[str]]:
-    """``(head, object)`` moved past an object the goal names to what follows its preposition (the instrument):
+    """``(head, object)`` moved past an object the goal names to what follows its preposition (the instrument,
+    ``PREPOSITIONS``; not a co-object after "and"):
     ``cook meal with oven`` becomes ``cook meal with`` and ``oven``, so the unnamed thing is the oven the meal was
     cooked with, not "meal with oven", which a reader would take for the goal's meal. Unchanged when the object's
     first words (up to a preposition) are not all goal words."""
     for i in range(1, len(obj)):
-        if obj[i] in STOP_WORDS and all(w in goal_words for w in obj[:i]):
+        if obj[i] in PREPOSITIONS and all(w in goal_words for w in obj[:i]):
             j = i
-            while j < len(obj) and obj[j] in STOP_WORDS:
+            while j < len(obj) and obj[j] in PREPOSITIONS:
                 j += 1
             if j < len(obj):
                 return [*head, *obj[:j]], obj[j:]
@@ -200,4 +208,4 @@ def unasked_head(pattern: str, conds: Sequence[str]) -> str:
     return " ".join(words[:2])
 
 
-__all__ = ["GOAL_ROLE_WORDS", "STOP_WORDS", "goal_directed", "goal_entity", "split_object", "unasked_head", "unnamed_entity"]
+__all__ = ["FUNCTION_WORDS", "GOAL_ROLE_WORDS", "PREPOSITIONS", "STOP_WORDS", "goal_directed", "goal_entity", "split_object", "unasked_head", "unnamed_entity"]

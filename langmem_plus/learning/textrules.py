@@ -64,7 +64,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
-from langmem_plus.learning.textentities import GOAL_ROLE_WORDS, STOP_WORDS, goal_directed, goal_entity, unasked_head, unnamed_entity
+from langmem_plus.learning.textentities import (
+    FUNCTION_WORDS,
+    GOAL_ROLE_WORDS,
+    STOP_WORDS,
+    goal_directed,
+    goal_entity,
+    unasked_head,
+    unnamed_entity,
+)
 from langmem_plus.learning.textmatch import UNNAMED, directing_lines, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
@@ -84,11 +92,6 @@ def applies_to_text_envs(steps: Sequence[Step]) -> bool:
     return any("valid_actions" in s.info for s in steps)
 
 
-FUNCTION_WORDS = STOP_WORDS | frozenset(
-    "about above across after along around away back behind below beside between by down inside near off out "
-    "outside over through under up upon within".split()
-)
-"""English prepositions and adverbs: an object made only of them (``look around``) names no thing."""
 
 
 def moved(step: Step) -> bool:
@@ -263,7 +266,7 @@ def offered_verbs(steps: Sequence[Step], task: TaskSpec | None = None) -> set[st
     """
     offered = [a for s in steps for a in s.info.get("valid_actions") or []]
     offered += list((task.context.get("valid_actions") or []) if task is not None else [])
-    return {str(a).split()[0] for a in offered if str(a).split()}
+    return {str(a).split()[0].lower() for a in offered if str(a).split()}
 
 
 def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
@@ -284,11 +287,11 @@ def learn_text_rules(
     existing: Mapping[str, Lesson],
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
-    commands: Collection[str] = (),
+    offered_before: Collection[str] = (),
 ) -> dict[str, Lesson]:
     """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
 
-    ``commands`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
+    ``offered_before`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
     that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
     Returns an empty dict for a run whose environment does not enumerate actions.
@@ -308,7 +311,7 @@ def learn_text_rules(
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
     stored = live_text_rules([l for l in existing.values() if l.scope.tool == task.tool])
     memory_verbs = known_verbs(stored)
-    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs, commands)
+    verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs, offered_before)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
         known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
         return known is not None and f"{v} <X>" in (known.applies_when or ())

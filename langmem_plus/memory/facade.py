@@ -478,7 +478,7 @@ class LearningMemory:
             content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
             content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
                                             existing=ChainMap(judged.updated, content, self.lessons),
-                                            config=self.config, now=now, commands=self.view.tool_commands(task.tool)))
+                                            config=self.config, now=now, offered_before=self.view.tool_commands(task.tool)))
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())

@@ -187,6 +187,14 @@ class MemoryView:
         if run.commands:
             self.commands.setdefault(run.tool or "", set()).update(run.commands)
 
+    def _recount_commands(self, tools: set[str]) -> None:
+        for tool in tools:
+            verbs = {v for r in self.runs if (r.tool or "") == tool for v in r.commands}
+            if verbs:
+                self.commands[tool] = verbs
+            else:
+                self.commands.pop(tool, None)
+
     def tool_commands(self, tool: str | None) -> frozenset[str]:
         """The verbs ``tool``'s stored runs were offered as commands."""
         return frozenset(self.commands.get(tool or "", ()))
@@ -291,11 +299,12 @@ class MemoryView:
                 self.index.put(lesson.id, *entry)
 
     def add_run(self, run: RunRecord) -> None:
-        self._add_commands(run)  # a grow-only set: a run written again offers the same verbs
         for i, known in enumerate(self.runs):
             if known.run_id == run.run_id:
                 self.runs[i] = run
+                self._recount_commands({known.tool or "", run.tool or ""})  # the run's verbs as now stored
                 return
+        self._add_commands(run)
         self.runs.append(run)
         if len(self.runs) > 1 and run_order(self.runs[-2]) > run_order(run):
             self.runs.sort(key=run_order)
