@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from fixed_executor import Fixed
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.bench.mistakes import Episode, Mistake, mistake_signature, repeated_losses
 from langmem_plus.envs.textgame import TextGameEnv
@@ -22,18 +23,6 @@ ROAST = "dev-10001"
 """Recipe: roast the chicken wing."""
 FRY = "train-10"
 """Recipe: fry the pork chop."""
-
-
-class Fixed:
-    """Plays a fixed list of actions, then stops."""
-
-    def __init__(self, actions: Sequence[str]) -> None:
-        self.actions = list(actions)
-
-    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
-        if len(history) < len(self.actions):
-            return Decision(kind="command", action=self.actions[len(history)])
-        return Decision(kind="done")
 
 
 def _lose(env: TextGameEnv, task_id: str, actions: Sequence[str], *, shown: bool = True) -> Episode:

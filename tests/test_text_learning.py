@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.envs.textgame import TextGameEnv
@@ -32,18 +33,6 @@ FRY_TRAIN = "train-10"
 def _task(env: TextGameEnv, task_id: str) -> TaskSpec:
     env.reset(task_id)
     return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name, domain=env.domain, family=env.family)
-
-
-class Fixed:
-    """Test-only executor: plays a fixed list of actions, then stops."""
-
-    def __init__(self, actions: Sequence[str]) -> None:
-        self.actions = list(actions)
-
-    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
-        if len(history) < len(self.actions):
-            return Decision(kind="command", action=self.actions[len(history)])
-        return Decision(kind="done")
 
 
 def _play(env: TextGameEnv, task_id: str, actions: Sequence[str], run_id: str) -> Trajectory:

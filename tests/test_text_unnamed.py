@@ -3,13 +3,12 @@ names teaches "avoid <verb> <X> when the task does not name X", which then appli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import pytest
 
+from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
-from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import TextGameExecutor, read_hint
 from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.learning.textrules import is_read, learn_text_rules, live_text_rules
@@ -163,18 +162,6 @@ def test_a_condition_that_names_another_command_leaves_the_rule_once_that_comman
     assert [h.source_id for h in hints if h.text == "Avoid `cook red apple in toaster`"] == [toaster.id]
 
 
-class _Fixed:
-    """Plays a fixed list of actions, then stops."""
-
-    def __init__(self, actions: list[str]) -> None:
-        self.actions = actions
-
-    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
-        if len(history) < len(self.actions):
-            return Decision(kind="command", action=self.actions[len(history)])
-        return Decision(kind="done")
-
-
 def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_real_textworld_game(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     pytest.importorskip("textworld")
@@ -185,7 +172,7 @@ def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_
             env.reset(task_id)
             return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name)
 
-        burnt = run_episode(env, _Fixed(["prepare meal", "cook meal with stove", "cook meal with oven"]), task("train-0"),
+        burnt = run_episode(env, Fixed(["prepare meal", "cook meal with stove", "cook meal with oven"]), task("train-0"),
                             Context(), run_id="c1", max_steps=3)
         assert burnt.steps[-1].feedback.constraint_failure and "meal" in burnt.task.goal  # the goal's meal, burnt
         memory = LearningMemory.open(tmp_path_factory.mktemp("m"), namespace=("t", "instrument"))
@@ -193,7 +180,7 @@ def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_
         rules = {(l.wrong, tuple(l.applies_when or ())) for l in live_text_rules(memory.list_lessons()) if l.wrong}
         assert rules == {("cook meal with <X>", ("!<X>",))}  # not "cook <X>" with X = "meal with oven"
         other = task("test-20000")
-        prepared = run_episode(env, _Fixed(["prepare meal"]), other, Context(), run_id="d1", max_steps=1)
+        prepared = run_episode(env, Fixed(["prepare meal"]), other, Context(), run_id="d1", max_steps=1)
         cook_meal = [a for a in prepared.steps[-1].info["valid_actions"] if a.startswith("cook meal with")]
         assert cook_meal  # the game offers to cook the meal it just made, with each appliance
         hints = [Hint.model_validate(h) for h in memory.general_retrieve(Trajectory(task=prepared.task, run_id="d2"))["hints"]]

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
-from langmem_plus.executors.base import Decision
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.retrieval.triggered import StepDelivery, StepView, firings, rule_pattern, rule_utility
 
@@ -169,20 +169,6 @@ def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> N
 
 
 # --------------------------------------------------------------------------- a real game
-
-
-class Fixed:
-    """Test-only executor: plays a fixed list of actions and records the hints it was handed at each step."""
-
-    def __init__(self, actions: Sequence[str]) -> None:
-        self.actions = list(actions)
-        self.seen: list[list[str]] = []
-
-    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
-        self.seen.append([h.text for h in hints])
-        if len(history) < len(self.actions):
-            return Decision(kind="command", action=self.actions[len(history)])
-        return Decision(kind="done")
 
 
 def _task(env: TextGameEnv, task_id: str) -> TaskSpec:
