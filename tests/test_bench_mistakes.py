@@ -48,9 +48,10 @@ def test_a_directive_another_command_carries_out_is_no_part_of_the_situation(coo
     # alone, the run never offered `chop`, so its own reading keeps the recipe's chop line
     assert mistake_signature(no_knife.goal, no_knife.steps) == Mistake("cook <X> in stove", ("chop <X>", "roast <X>"))
     assert repeated_losses([no_knife, chicken]) == [False, False]
-    # another episode of the sequence offered `chop`: the game's commands are the sequence's
+    # once an episode of the sequence offered `chop`, the earlier loss reads as the same mistake; never before it
     knife = _lose(cooking, CHOP_ROAST, ["read cookbook", "open cutlery drawer", "take knife", "take yellow potato", "cook yellow potato in stove"])
-    assert repeated_losses([no_knife, chicken, knife]) == [False, True, True]
+    assert repeated_losses([no_knife, knife, chicken]) == [False, True, True]
+    assert repeated_losses([no_knife, chicken, knife]) == [False, False, True]
 
 
 def _lost(action: str, line: str) -> list[Step]:

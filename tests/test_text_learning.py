@@ -18,7 +18,14 @@ from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
-from langmem_plus.learning.textrules import abstract_action, conditions_for, learn_text_rules, live_text_rules, offered_verbs
+from langmem_plus.learning.textrules import (
+    abstract_action,
+    conditions_for,
+    directed_verbs,
+    learn_text_rules,
+    live_text_rules,
+    offered_verbs,
+)
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Hint, Lesson, Step, TaskSpec
 
@@ -200,6 +207,27 @@ def test_a_stored_avoidance_is_read_again_once_a_later_run_offers_its_other_line
     assert _live_avoidances(memory, "cook <X> in stove") == [["roast <X>"]]
     (new,) = [l for l in live_text_rules(memory.list_lessons()) if l.wrong == "cook <X> in stove"]
     assert old.id in new.supersedes and "r1" in new.provenance.run_ids  # the old rule's evidence moves with it
+    memory.close()
+
+
+WRONG_CUT = ["read cookbook", "open cutlery drawer", "take knife", "take yellow potato", "slice yellow potato"]
+"""ROAST_TRAIN's recipe says chop the yellow potato: slicing it loses the game, and no line of it says slice."""
+
+
+def test_a_command_an_earlier_recipe_directed_is_avoided_wherever_a_task_does_not_say_it(
+        cooking: TextGameEnv, tmp_path: Path) -> None:
+    wrong_cut = _play(cooking, ROAST_TRAIN, WRONG_CUT, "w1")
+    assert wrong_cut.steps[-1].feedback.constraint_failure and "slice" not in directed_verbs(wrong_cut.task.goal, wrong_cut.steps)
+    alone = LearningMemory.open(tmp_path / "alone", namespace=("t", "directed"))
+    alone.general_update(wrong_cut)  # nothing says slicing is a directed command: the fatal situation is kept
+    assert _live_avoidances(alone, "slice <X>") == [["roast <X>"]]
+    alone.close()
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "directed"))
+    sliced = _play(cooking, SLICE_ROAST, [*WITH_KNIFE, "slice orange bell pepper"], "s1")  # a recipe that says slice it
+    assert "slice" in directed_verbs(sliced.task.goal, sliced.steps)
+    memory.general_update(sliced)
+    memory.general_update(wrong_cut)
+    assert _live_avoidances(memory, "slice <X>") == [["!slice <X>"]]  # wherever the task does not say `slice <X>`
     memory.close()
 
 

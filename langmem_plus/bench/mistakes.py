@@ -124,20 +124,24 @@ def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_
     """Per episode of a sequence, in order: whether it was lost to a mistake memory had been shown losing an earlier
     episode (module docstring).
 
-    Every episode is read with the game's commands as the whole sequence shows them (the verbs
-    offered anywhere in it, and those that open a line of some task's text): a fact about the game,
-    not about what any design knew, so a flag may change when the sequence grows.
+    Each comparison reads both losses with the game's commands as the sequence had shown them by
+    that episode (the verbs offered so far, and those of them that opened a line of a task's text):
+    what the game had shown, not what any design knew, and nothing from later episodes.
     """
-    verbs = {str(a).split()[0].lower() for e in episodes for a in e.opening if str(a).split()}
-    verbs |= set().union(*(offered_verbs(e.steps) for e in episodes)) if episodes else set()
-    directives = directive_verbs(verbs, (task_text_lines(e.goal, e.steps) for e in episodes))
-    seen: set[Mistake] = set()
+    verbs: set[str] = set()
+    texts: list[list[str]] = []
     out: list[bool] = []
-    for episode in episodes:
-        mistake = mistake_signature(episode.goal, episode.steps, config, verbs, episode.observation, directives)
-        out.append(mistake is not None and mistake in seen)
-        if mistake is not None and episode.shown:
-            seen.add(mistake)
+    for i, episode in enumerate(episodes):
+        verbs |= {str(a).split()[0].lower() for a in episode.opening if str(a).split()} | offered_verbs(episode.steps)
+        texts.append(task_text_lines(episode.goal, episode.steps))
+        directives = directive_verbs(verbs, texts)
+
+        def signature(e: Episode) -> Mistake | None:
+            return mistake_signature(e.goal, e.steps, config, verbs, e.observation, directives)
+
+        mistake = signature(episode)
+        shown = (signature(e) for e in episodes[:i] if e.shown and fatal_step(e.steps) is not None)
+        out.append(mistake is not None and mistake in set(shown))
     return out
 
 

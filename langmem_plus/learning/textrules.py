@@ -269,6 +269,19 @@ def offered_verbs(steps: Sequence[Step], task: TaskSpec | None = None) -> set[st
     return {str(a).split()[0].lower() for a in offered if str(a).split()}
 
 
+def directed_verbs(goal: str, steps: Sequence[Step], task: TaskSpec | None = None) -> set[str]:
+    """The commands a run's task text directed: verbs it offered (``offered_verbs``) that open a line of what the agent
+    read in things the goal names (``task_text_lines``: ``chop the red apple``).
+
+    Example:
+        >>> read = Step(index=0, action="read recipe", observation="chop the apple\\nroast the apple",
+        ...             info={"valid_actions": ["chop apple", "cook apple in oven"]})
+        >>> sorted(directed_verbs("Read the recipe.", [read]))
+        ['chop']
+    """
+    return {line.split()[0] for line in task_text_lines(goal, steps) if line.split()} & offered_verbs(steps, task)
+
+
 def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
                    known: Callable[[str], bool], offered_before: Collection[str] = ()) -> set[str]:
     """Verbs that name commands: offered in this run or in the tool's earlier runs, used by what it teaches, or
@@ -288,12 +301,15 @@ def learn_text_rules(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
     offered_before: Collection[str] = (),
+    directed_before: Collection[str] = (),
 ) -> dict[str, Lesson]:
     """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
 
     ``offered_before`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
     that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
+    ``directed_before`` are the commands their task texts directed (``RunRecord.directed``): directive verbs
+    even in a run whose own text directs none of them.
     Returns an empty dict for a run whose environment does not enumerate actions.
     """
     if not applies_to_text_envs(steps):
@@ -317,7 +333,8 @@ def learn_text_rules(
         return known is not None and f"{v} <X>" in (known.applies_when or ())
 
     commands = verbs | memory_verbs  # every command known, this run's or memory's
-    directives = {v for v in commands if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)) & commands
+    directives = {v for v in commands if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)
+                                                         | set(directed_before)) & commands
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
@@ -423,6 +440,7 @@ __all__ = [
     "abstract_action",
     "applies_to_text_envs",
     "conditions_for",
+    "directed_verbs",
     "enabling_step",
     "goal_entity",
     "is_read",

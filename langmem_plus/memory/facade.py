@@ -37,7 +37,7 @@ from langmem_plus.learning.lifecycle import (
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
-from langmem_plus.learning.textrules import applies_to_text_envs, learn_text_rules, offered_verbs
+from langmem_plus.learning.textrules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
 from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
@@ -439,6 +439,7 @@ class LearningMemory:
                 activated=sorted(activated),
                 applied=outcome.applied,
                 commands=sorted(offered_verbs(steps, task)),
+                directed=sorted(directed_verbs(str(task.context.get("goal") or task.goal or ""), steps, task)),
                 ts=now,
             )
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.
@@ -478,7 +479,8 @@ class LearningMemory:
             content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
             content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
                                             existing=ChainMap(judged.updated, content, self.lessons),
-                                            config=self.config, now=now, offered_before=self.view.tool_commands(task.tool)))
+                                            config=self.config, now=now, offered_before=self.view.tool_commands(task.tool),
+                                            directed_before=self.view.tool_directed(task.tool)))
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())

@@ -95,6 +95,8 @@ class MemoryView:
         """How many runs each fingerprint appeared in."""
         self.commands: dict[str, set[str]] = {}
         """Per tool, the verbs its runs were offered as commands (``RunRecord.commands``)."""
+        self.directed: dict[str, set[str]] = {}
+        """Per tool, the commands its runs' task texts directed (``RunRecord.directed``)."""
         self.graph = LessonGraph()
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
@@ -179,25 +181,30 @@ class MemoryView:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
         self.runs = sorted(runs, key=run_order)
         self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
-        self.commands = {}
+        self.commands, self.directed = {}, {}
         for r in self.runs:
-            self._add_commands(r)
+            self._add_vocabulary(r)
 
-    def _add_commands(self, run: RunRecord) -> None:
-        if run.commands:
-            self.commands.setdefault(run.tool or "", set()).update(run.commands)
-
-    def _recount_commands(self, tools: set[str]) -> None:
-        for tool in tools:
-            verbs = {v for r in self.runs if (r.tool or "") == tool for v in r.commands}
+    def _add_vocabulary(self, run: RunRecord) -> None:
+        for table, verbs in ((self.commands, run.commands), (self.directed, run.directed)):
             if verbs:
-                self.commands[tool] = verbs
-            else:
-                self.commands.pop(tool, None)
+                table.setdefault(run.tool or "", set()).update(verbs)
+
+    def _recount_vocabulary(self, tools: set[str]) -> None:
+        for tool in tools:
+            for table in (self.commands, self.directed):
+                table.pop(tool, None)
+        for r in self.runs:
+            if (r.tool or "") in tools:
+                self._add_vocabulary(r)
 
     def tool_commands(self, tool: str | None) -> frozenset[str]:
         """The verbs ``tool``'s stored runs were offered as commands."""
         return frozenset(self.commands.get(tool or "", ()))
+
+    def tool_directed(self, tool: str | None) -> frozenset[str]:
+        """The commands ``tool``'s stored runs' task texts directed."""
+        return frozenset(self.directed.get(tool or "", ()))
 
     # ------------------------------------------------------------------ the lesson index
     def new_index(self) -> LessonIndex:
@@ -302,9 +309,9 @@ class MemoryView:
         for i, known in enumerate(self.runs):
             if known.run_id == run.run_id:
                 self.runs[i] = run
-                self._recount_commands({known.tool or "", run.tool or ""})  # the run's verbs as now stored
+                self._recount_vocabulary({known.tool or "", run.tool or ""})  # the run's verbs as now stored
                 return
-        self._add_commands(run)
+        self._add_vocabulary(run)
         self.runs.append(run)
         if len(self.runs) > 1 and run_order(self.runs[-2]) > run_order(run):
             self.runs.sort(key=run_order)
