@@ -59,6 +59,14 @@ def _lost(action: str, line: str) -> list[Step]:
             Step(index=1, action=action, info={"valid_actions": []}, feedback=Feedback(constraint_failure=True, error_text="lost"))]
 
 
+def test_what_memory_was_not_shown_does_not_change_how_losses_read(cooking: TextGameEnv) -> None:
+    no_knife = _lose(cooking, CHOP_ROAST, ["read cookbook", "take yellow potato", "cook yellow potato in stove"])
+    chicken = _lose(cooking, ROAST, ["read cookbook", "open fridge", "take chicken wing", "cook chicken wing in stove"])
+    knife = _lose(cooking, CHOP_ROAST, ["read cookbook", "open cutlery drawer", "take knife", "take yellow potato",
+                                        "cook yellow potato in stove"], shown=False)  # a static deployment game offered `chop`
+    assert repeated_losses([no_knife, knife, chicken]) == [False, True, False]
+
+
 def test_only_losses_memory_was_shown_make_later_ones_repeats() -> None:
     goal = "Read the recipe."
     first, again = _lost("bake red apple", "grill the red apple"), _lost("bake milk", "grill the milk")

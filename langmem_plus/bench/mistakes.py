@@ -124,17 +124,19 @@ def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_
     """Per episode of a sequence, in order: whether it was lost to a mistake memory had been shown losing an earlier
     episode (module docstring).
 
-    Each comparison reads both losses with the game's commands as the sequence had shown them by
-    that episode (the verbs offered so far, and those of them that opened a line of a task's text):
-    what the game had shown, not what any design knew, and nothing from later episodes.
+    Each comparison reads both losses with the game's commands as memory could know them then: the
+    verbs offered in the episodes it had been shown and in this one, and those of them that opened a
+    line of one of their task texts. An episode memory was not shown (static deployment) adds nothing
+    to what later ones are read with.
     """
-    verbs: set[str] = set()
+    known: set[str] = set()
     texts: list[list[str]] = []
     out: list[bool] = []
     for i, episode in enumerate(episodes):
-        verbs |= {str(a).split()[0].lower() for a in episode.opening if str(a).split()} | offered_verbs(episode.steps)
-        texts.append(task_text_lines(episode.goal, episode.steps))
-        directives = directive_verbs(verbs, texts)
+        own = {str(a).split()[0].lower() for a in episode.opening if str(a).split()} | offered_verbs(episode.steps)
+        own_text = task_text_lines(episode.goal, episode.steps)
+        verbs = known | own
+        directives = directive_verbs(verbs, [*texts, own_text])
 
         def signature(e: Episode) -> Mistake | None:
             return mistake_signature(e.goal, e.steps, config, verbs, e.observation, directives)
@@ -142,6 +144,9 @@ def repeated_losses(episodes: Sequence[Episode], config: MemoryConfig = DEFAULT_
         mistake = signature(episode)
         shown = (signature(e) for e in episodes[:i] if e.shown and fatal_step(e.steps) is not None)
         out.append(mistake is not None and mistake in set(shown))
+        if episode.shown:
+            known |= own
+            texts.append(own_text)
     return out
 
 
