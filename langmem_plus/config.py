@@ -205,8 +205,8 @@ class MemoryConfig(BaseModel):
     that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits (issue 15)."""
     end_run_indexes: bool = True
     """``end_run`` reads its indexes (SimHash bands and fingerprints for dedup and conflicts,
-    the sweep's due runs, the status counts): its cost follows the run's change, not the store
-    (~1 s -> tens of ms at 100k lessons, docs/PERFORMANCE.md). False scans every lesson as
+    the sweep's due runs, the status counts, a text game's rules by tool): its cost follows the run's change, not
+    the store (~1 s -> tens of ms at 100k lessons, docs/PERFORMANCE.md). False scans every lesson as
     before: the reference the indexes are tested against, and the bench's comparison."""
     shared_refresh_s: float = Field(0.0, ge=0.0)
     """Least seconds between two reads of what other writers appended (lessons, runs, evidence) at a

@@ -257,10 +257,24 @@ def test_a_crash_inside_the_group_before_the_journal_means_a_full_read(
 def test_bench_endrun_times_both_paths_and_chromas_share_on_a_small_store() -> None:
     from langmem_plus.bench.endrun import bench_size, targets_met
 
-    row = bench_size(400, runs=3, reference_runs=2)
+    row = bench_size(400, runs=3, reference_runs=2, text_runs=2)
     assert row["lessons"] == 400 and (row["runs"], row["reference_runs"]) == (3, 2)
+    assert row["text_end_run_p50_ms"] > 0 and row["text_scan_p50_ms"] > 0
     assert 0 < row["end_run_chroma_p50_ms"] <= row["end_run_p50_ms"]  # each run's Chroma time is part of it
     assert 0.0 < row["imports_chroma_share"] < 1.0 and row["scan_p50_ms"] > 0
     assert row["raw_chroma_upserts_per_s"] > 0
     assert row["imports_over_raw_chroma"] == round(row["imports_per_s"] / row["raw_chroma_upserts_per_s"], 2)
     assert set(targets_met(row)) == {"end_run_p50<=100ms", "end_run_p95<=300ms", "imports>=5000/s", "close<=1s"}
+
+
+def test_the_benchs_text_run_teaches_text_rules_over_a_new_entity_each_time(tmp_path: Path) -> None:
+    from langmem_plus.bench.endrun import TEXT_TOOL, _text_run
+
+    memory = LearningMemory.open(tmp_path / "m", namespace=NS)
+    for n in range(2):
+        task, steps = _text_run(n)
+        memory.end_run(run_id=f"t{n}", task=task, steps=steps, events=memory.capture_steps(steps, run_id=f"t{n}", task=task))
+    rules = {(l.wrong, l.correct): l.applies_when for l in memory.text_rules(TEXT_TOOL)}
+    assert rules[("cook <X> in stove", None)] == ["roast <X>"]  # one rule over both runs' ingredients
+    assert rules[(None, "take <X>")] is not None
+    memory.close()

@@ -14,7 +14,8 @@ the same process it reports:
 - ``close`` after the import, and the open after it;
 - ``end_run`` p50/p95 with the indexes (the default) and with the full scan
   (``end_run_indexes=False``, the reference: what every run cost before issue 15),
-  alternating on the same store, and their ratio; and how much of ``end_run`` is
+  alternating on the same store, and their ratio; likewise for a text game's run (``_text_run``:
+  its steps enumerate valid actions, so it learns text rules, which read the tool's rules); and how much of ``end_run`` is
   Chroma's own writes (upserts and the snapshot's generation token), which no index
   removes, and the rest (p50/p95 of each run's time outside Chroma);
 - the machine's load average while it ran (the machine may be shared).
@@ -45,6 +46,10 @@ RUNS = 30
 """Timed ``end_run`` calls with the indexes, per size."""
 REFERENCE_RUNS = 6
 """Timed ``end_run`` calls with the full scan, interleaved with the others."""
+TEXT_RUNS = 6
+"""Timed ``end_run`` calls of a text game's run (``_text_run``) with the indexes, and as many with the scan."""
+TEXT_TOOL = "textgame-bench"
+"""The text game's tool: none of the synthetic lessons is scoped to it."""
 EVENTS_PER_RUN = 3
 """Labelled queries whose failing action each run repeats and then fixes."""
 NOW = 2_000_000.0
@@ -112,6 +117,34 @@ def _run_inputs(mem: Any, queries: list[Query], run_id: str) -> tuple[TaskSpec, 
     return task, steps, events, shown
 
 
+def _text_run(n: int) -> tuple[TaskSpec, list[Step]]:
+    """A text game's run (its steps enumerate valid actions): read the recipe, take the ingredient (scored), cook it
+    on the wrong appliance (fatal); each run's ingredient is new, so it teaches the same rules over a new entity."""
+    thing = f"item{n} apple"
+    offered = [f"take {thing}", f"cook {thing} in stove", f"cook {thing} in oven", f"eat {thing}", "read cookbook"]
+    steps = [
+        Step(index=0, action="read cookbook", observation=f"Ingredients:\n  {thing}\nDirections:\n  roast the {thing}",
+             info={"valid_actions": offered}),
+        Step(index=1, action=f"take {thing}", observation=f"You take the {thing}.", feedback=Feedback(reward=1.0),
+             info={"valid_actions": offered}),
+        Step(index=2, action=f"cook {thing} in stove", observation="You burn it. You lost!",
+             feedback=Feedback(constraint_failure=True, error_text="taskfailure"), info={"valid_actions": offered}),
+    ]
+    task = TaskSpec(task_id=f"text-{n}", goal="Read the cookbook and prepare the meal.", tool=TEXT_TOOL,
+                    context={"goal": "Read the cookbook and prepare the meal.", "valid_actions": ["read cookbook"]})
+    return task, steps
+
+
+def _timed_text_end_run(mem: Any, n: int) -> float:
+    """Seconds of ``end_run`` for one text game's run (``_text_run``)."""
+    task, steps = _text_run(n)
+    run_id = f"text{n}"
+    events = mem.capture_steps(steps, run_id=run_id, task=task)
+    started = time.perf_counter()
+    mem.end_run(run_id=run_id, task=task, steps=steps, events=events, now=NOW)
+    return time.perf_counter() - started
+
+
 def _timed_end_run(mem: Any, queries: list[Query], run_id: str, clock: ChromaClock) -> tuple[float, float]:
     """(end_run seconds, of which inside Chroma)."""
     task, steps, events, shown = _run_inputs(mem, queries, run_id)
@@ -159,7 +192,8 @@ def _raw_chroma_rate(path: str, payload: tuple[list[str], Any, list[str], list[A
             close()
 
 
-def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS, seed: int = 0) -> dict[str, Any]:
+def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS, text_runs: int = TEXT_RUNS,
+               seed: int = 0) -> dict[str, Any]:
     """All measurements for one memory size."""
     from langmem_plus.config import MemoryConfig
     from langmem_plus.memory import LearningMemory
@@ -196,6 +230,12 @@ def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS
             q += EVENTS_PER_RUN
             (ref if use_ref else ours).append(sample)
             _log(f"{n}: end_run {i + 1}/{runs + reference_runs} ({'scan' if use_ref else 'indexes'}) {sample[0] * 1000:.0f} ms")
+        text_ours: list[float] = []
+        text_ref: list[float] = []
+        for i in range(2 * text_runs):  # alternating, the index first
+            mem.config = scan if i % 2 else indexed
+            (text_ref if i % 2 else text_ours).append(_timed_text_end_run(mem, i) * 1000)
+            _log(f"{n}: text end_run {i + 1}/{2 * text_runs} ({'scan' if i % 2 else 'indexes'}) {(text_ref if i % 2 else text_ours)[-1]:.0f} ms")
         mem.config = indexed
         started = time.perf_counter()
         mem.close()
@@ -222,6 +262,8 @@ def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS
         "scan_p50_ms": round(ref50, 1),
         "scan_p95_ms": round(_pct(ref_ms, 0.95), 1),
         "scan_over_ours_p50": round(ref50 / p50, 1) if p50 else 0.0,
+        "text_end_run_p50_ms": round(statistics.median(text_ours), 1) if text_ours else 0.0,
+        "text_scan_p50_ms": round(statistics.median(text_ref), 1) if text_ref else 0.0,
         "close_s": round(final_close_s, 2),
         "runs": len(ours),
         "reference_runs": len(ref),
@@ -245,11 +287,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=RUNS, help=f"timed end_run calls with the indexes (default {RUNS})")
     parser.add_argument("--reference-runs", type=int, default=REFERENCE_RUNS,
                         help=f"timed end_run calls with the full scan, interleaved (default {REFERENCE_RUNS})")
+    parser.add_argument("--text-runs", type=int, default=TEXT_RUNS,
+                        help=f"timed end_run calls of a text game's run with the indexes, and as many with the scan (default {TEXT_RUNS})")
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench endrun``."""
-    rows = [bench_size(n, runs=args.runs, reference_runs=args.reference_runs, seed=args.seed) for n in args.lessons]
+    rows = [bench_size(n, runs=args.runs, reference_runs=args.reference_runs, text_runs=args.text_runs, seed=args.seed)
+            for n in args.lessons]
     for row in rows:
         row["targets_met"] = targets_met(row)
     if args.json:
@@ -262,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
               f" {r['end_run_outside_chroma_p50_ms']:>6.1f}/{r['end_run_outside_chroma_p95_ms']:<6.1f}"
               f" {r['scan_p50_ms']:>8.1f}/{r['scan_p95_ms']:<8.1f} {r['scan_over_ours_p50']:>6.1f} {r['imports_per_s']:>10.0f}"
               f" {r['raw_chroma_upserts_per_s']:>7.0f} {r['close_after_import_s']:>8.2f} {r['open_s']:>7.2f} {r['load_avg_1m'][0]:>5.1f}-{r['load_avg_1m'][1]:<5.1f}")
+        print(f"  a text game's run: end_run p50 {r['text_end_run_p50_ms']:.1f} ms, with the scan {r['text_scan_p50_ms']:.1f} ms")
         print("  targets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in r["targets_met"].items()))
     return 0
 

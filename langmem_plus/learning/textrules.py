@@ -302,8 +302,12 @@ def learn_text_rules(
     now: float,
     offered_before: Collection[str] = (),
     directed_before: Collection[str] = (),
+    tool_rules: Sequence[Lesson] | None = None,
 ) -> dict[str, Lesson]:
     """Avoid / prefer lessons this run teaches, merged with the stored ones of the same id (module docstring).
+
+    ``tool_rules`` are the text rules of the task's tool among ``existing`` (the caller's index,
+    ``MemoryView.tool_text_rules``); None reads them off every lesson of ``existing``.
 
     ``offered_before`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
@@ -325,7 +329,7 @@ def learn_text_rules(
     out: dict[str, Lesson] = {}
     seen = [str(task.context.get("observation") or ""), *(s.observation for s in ordered)]
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
-    stored = live_text_rules([l for l in existing.values() if l.scope.tool == task.tool])
+    stored = live_text_rules(tool_rules if tool_rules is not None else [l for l in existing.values() if l.scope.tool == task.tool])
     memory_verbs = known_verbs(stored)
     verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs, offered_before)
     def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`

@@ -477,10 +477,13 @@ class LearningMemory:
                 if added is not None:
                     judged.add_evidence(RunEvidence(lesson_id=lesson_id, run_id=run_id, run_seq=seq, at=now, added=added))
             content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
-            content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
-                                            existing=ChainMap(judged.updated, content, self.lessons),
-                                            config=self.config, now=now, offered_before=self.view.tool_commands(task.tool),
-                                            directed_before=self.view.tool_directed(task.tool)))
+            if applies_to_text_envs(steps):
+                content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
+                                                existing=ChainMap(judged.updated, content, self.lessons),
+                                                config=self.config, now=now, offered_before=self.view.tool_commands(task.tool),
+                                                directed_before=self.view.tool_directed(task.tool),
+                                                tool_rules=self.view.tool_text_rules(task.tool, [judged.updated, content])
+                                                if self.config.end_run_indexes else None))
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
@@ -624,6 +627,13 @@ class LearningMemory:
         """What each run said about a lesson, in the order its stats and status fold from (``learning.ledger``)."""
         with self._lock:
             return self.view.ledger.evidence(lesson_id)
+
+    def text_rules(self, tool: str | None) -> list[Lesson]:
+        """The text rules (``Lesson.applies_when`` set; ``learning.textrules``) scoped to ``tool``, whatever their status:
+        what ``retrieval.triggered.StepDelivery`` delivers from (it keeps the live ones). Costs the tool's lessons,
+        not the store's."""
+        with self._lock:
+            return self.view.tool_text_rules(tool)
 
     def list_lessons(self, status: str | None = None) -> list[Lesson]:
         """All lessons of this namespace, optionally of one status, newest first."""

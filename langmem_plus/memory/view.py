@@ -55,7 +55,7 @@ from langmem_plus.records import (
 from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.columns import release_pages
-from langmem_plus.store.graph import LessonGraph
+from langmem_plus.store.graph import LessonGraph, tool_node
 from langmem_plus.store.journal import Entry
 from langmem_plus.store.lesson_index import LessonIndex
 from langmem_plus.store.mapping import KIND_SPECS
@@ -405,6 +405,22 @@ class MemoryView:
             return self.index.counts()
         counts = Counter(l.status for l in self.lessons.values())
         return {s: counts.get(s, 0) for s in LESSON_STATUSES}
+
+    def tool_text_rules(self, tool: str | None, changed: Iterable[Mapping[str, Lesson]] = ()) -> list[Lesson]:
+        """The text rules (``Lesson.applies_when`` set) scoped to ``tool``, read through the graph's tool node, so the
+        cost is the tool's lessons, not the store's; ``changed`` are maps of lessons written since (they win over the
+        table). Without a tool, every lesson is read."""
+        maps = [*changed, self.lessons]
+        if tool:
+            ids = set(self.graph.lessons_for(tool_node(tool))).union(*(m.keys() for m in maps[:-1]))
+        else:
+            ids = set(self.lessons).union(*(m.keys() for m in maps[:-1]))
+        out = []
+        for lesson_id in sorted(ids):
+            lesson = next((m[lesson_id] for m in maps if lesson_id in m), None)
+            if lesson is not None and lesson.applies_when is not None and (lesson.scope.tool or None) == (tool or None):
+                out.append(lesson)
+        return out
 
     def lessons_for_fp(self, fp: str) -> list[Lesson]:
         return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]

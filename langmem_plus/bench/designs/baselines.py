@@ -286,7 +286,7 @@ class LangmemPlus:
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
         block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line,
                          header=TRIGGERED_HEADER)
-        rules = [l for l in self.memory.list_lessons() if is_text_rule(l) and l.scope.tool == task.tool]
+        rules = self.memory.text_rules(task.tool)
         stepper = StepDelivery(rules, [r for r in self.memory.runs if r.tool == task.tool], cfg,
                                header="" if block.text else TRIGGERED_HEADER)  # delivered lines join the pre-run block
         self._triggered[run_id] = (block.shown, stepper)
