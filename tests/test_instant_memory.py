@@ -221,7 +221,7 @@ def test_assemble_budget_header_quoting_and_compression() -> None:
     for budget in (60, 100, 130):
         block = assemble(items, budget=budget)
         assert block.tokens == _n(block.text) <= budget and 0 < len(block.shown) < len(items)
-        assert all(f"les_" in line for line in block.text.splitlines()[1:])
+        assert all("les_" in line for line in block.text.splitlines()[1:])
     tight = assemble(items, budget=130)
     assert any(line == compact_line(i) for i in tight.shown for line in tight.text.splitlines())  # compressed, not cut
     cheapest_full = min(_n(l) for l in full.text.splitlines()[1:])
