@@ -275,3 +275,44 @@ def test_avoidances_withheld_while_a_recommendation_is_unfollowed_would_not_chan
         if any(h.text.startswith("Prefer") for h in cut):
             assert not any(h.text.startswith("Avoid") for h in cut)
         assert ex.act(task([]), steps, cut).action == ex.act(task([]), steps, every).action
+
+
+FRY = "Ingredients:\n  red apple\nDirections:\n  fry the red apple\n  prepare meal"
+
+
+def test_an_avoidance_of_a_command_never_seen_right_holds_beyond_the_situation_it_was_learned_in() -> None:
+    """Rule 5: ``eat <X>`` was fatal when the task said ``roast <X>``; nothing ever recommended eating anything and no
+    task directs it, so it holds where the recipe fries the thing instead; a command memory knows to be right
+    somewhere (``cook <X> in oven`` when roasting) keeps its avoidance to the situation it killed in."""
+    eat = rule("eat", wrong="eat <X>", when=["roast <X>"])
+    stove = rule("stove", wrong="cook <X> in stove", when=["roast <X>"])
+    oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
+    offered = ["eat red apple", "cook red apple in stove", "look"]
+    shown = {h.text for h in StepDelivery([eat, stove, oven], runs=[])(task([]), taken(offered, "look", FRY))}
+    assert shown == {"Avoid `eat red apple`"}
+    # once memory recommends the command over a placeholder somewhere, its avoidance keeps its situation again
+    eat_right = rule("eat-right", correct="eat <X>", when=["dessert <X>"])
+    assert StepDelivery([eat, eat_right], runs=[])(task([]), taken(offered, "look", FRY)) == []
+    # so does a command a task's text directs: a rule's condition line starts with it, or a run's text directed it
+    assert all(h.text != "Avoid `eat red apple`" for h in
+               StepDelivery([eat, rule("eat-line", wrong="look", when=["eat <X>"])], runs=[])(task([]), taken(offered, "look", FRY)))
+    directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", directed=["eat"])
+    assert StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look", FRY)) == []
+    # and in its own situation it holds as before
+    assert {h.text for h in StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look"))} == {"Avoid `eat red apple`"}
+
+
+def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_recipes_one(cooking: TextGameEnv,
+                                                                                            tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "eat"))
+    lost = run_episode(cooking, Fixed(["read cookbook", "take red hot pepper", "eat red hot pepper"]), _task(cooking, "train-14"),
+                       Context(), run_id="e1", max_steps=3)  # train-14: slice the red hot pepper
+    assert lost.steps[-1].feedback.constraint_failure
+    memory.general_update(lost)
+    learned = [l.applies_when for l in memory.text_rules(cooking.name) if l.wrong and l.wrong.startswith("eat")]
+    assert learned and all(learned)  # learned in its situation (the recipe's line)
+    deliver = StepDelivery(memory.text_rules(cooking.name), memory.runs, memory.config)
+    agent = Fixed(["read cookbook", "take salt", "look"])  # train-2: salt, which no line of the recipe slices
+    run_episode(cooking, agent, _task(cooking, "train-2"), Context(step_hints=deliver), max_steps=3)
+    assert "Avoid `eat salt`" in agent.seen[2]  # another situation; nothing ever said eating is right
+    memory.close()

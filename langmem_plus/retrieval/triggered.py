@@ -58,6 +58,18 @@ valid actions and the lines its condition names have been read. So at each step:
 4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
    within ``max_context_tokens``, highest utility first, one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
 
+5. **Never seen right**: an avoidance is kept to the situation it was fatal in (``cook <X> in
+   stove`` when the task says ``roast <X>``) because the same command may be right elsewhere. Where
+   memory knows no such place, the situation does not narrow it: an avoidance whose command (the
+   pattern's first word) no recommendation over a placeholder uses, that no rule's condition line
+   starts with and that no run's task text directed (``RunRecord.directed``) fires whatever the
+   task's text says of the thing (``situation_line``: its lines with a word the goal lacks are
+   not checked; a role in the goal, a bare placeholder and negative lines still are). So one game
+   lost to eating an ingredient its recipe roasted warns against eating the next recipe's fried
+   one (``twx-cooking:rooms3``, dynamic, dev fold: games lost 10 -> 4, 7 -> 2 of them to eating).
+   The rule itself is unchanged; once memory learns the command is right somewhere, it is
+   narrowed again.
+
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
 (their tokens are the attempt's cost, each line counted once however many steps showed it,
@@ -80,7 +92,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
@@ -101,6 +113,7 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
+from langmem_plus.learning.textdirect import condition_verbs
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -162,20 +175,43 @@ def rule_pattern(lesson: Lesson) -> Pattern | None:
     return Pattern.parse(raw) if raw else None
 
 
-def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG) -> list[str]:
-    """The valid actions the rule fires on at this step (module docstring, rule 1)."""
+def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG, *,
+            unconditioned: bool = False) -> list[str]:
+    """The valid actions the rule fires on at this step (module docstring, rule 1); ``unconditioned``: an avoidance
+    whose situation lines are not checked (rule 5, ``situation_line``)."""
     loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
-    negated = {s for s in map(unnamed_slot, lesson.applies_when or ()) if s is not None}
+    conditions = [c for c in lesson.applies_when or () if not (unconditioned and situation_line(c, view.goal_words))]
+    negated = {s for s in map(unnamed_slot, conditions) if s is not None}
     if lesson.wrong:  # an avoidance's placeholder in a stated condition is bound by that condition (a goal role)
-        negated |= {s for c in lesson.applies_when or () if unnamed_slot(c) is None for s in SLOT.findall(c)}
+        negated |= {s for c in conditions if unnamed_slot(c) is None for s in SLOT.findall(c)}
     out = []
     for action in view.valid:
         binding = pattern.match(action)
         if binding is None or not all(_bound(view, s, p, loose, s in negated) for s, p in binding.items()):
             continue
-        if all(_holds(cond, binding, view) for cond in lesson.applies_when or ()):
+        if all(_holds(cond, binding, view) for cond in conditions):
             out.append(action)
     return out
+
+
+def situation_line(cond: str, goal_words: Collection[str]) -> bool:
+    """Whether a condition is a line of the task's text that sets the action's situation (``roast <X>``): stated, not
+    a bare placeholder, and with a word the goal lacks. A line of the goal's own words (``it to <X>``) is the thing's
+    role in the goal, the same in every task of the family; a negative one says what the task lacks.
+
+    Example:
+        >>> [situation_line(c, {"move", "it", "to", "box"}) for c in ("roast <X>", "it to <X>", "<X>", "!chop <X>")]
+        [True, False, False, False]
+    """
+    if is_negative(cond) or SLOT.fullmatch(cond.strip()):
+        return False
+    return any(w not in goal_words for w in norm(SLOT.sub(" ", cond)).split())
+
+
+def head_verb(pattern: Pattern) -> str:
+    """A pattern's command: its first word (``cook`` of ``cook <X> in stove``)."""
+    words = norm(pattern.text).split()
+    return words[0] if words else ""
 
 
 def _bound(view: StepView, slot: str, phrase: str, loose: int | None, negated: bool) -> bool:
@@ -337,6 +373,9 @@ class StepDelivery:
     lines: dict[str, None] = field(default_factory=dict)
     """Every distinct line shown, in order of first delivery."""
     _ranked: list[tuple[ScoredItem, Pattern]] = field(default_factory=list, init=False)
+    _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
+    """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
+    starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
 
     def __post_init__(self) -> None:
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
@@ -352,6 +391,9 @@ class StepDelivery:
                               why="fires on this step's valid actions")
             ranked.append((-score, lesson.id, item, pattern))
         self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
+        live = live_text_rules(self.rules)
+        recommended = {head_verb(p) for l in live if not l.wrong for p in [rule_pattern(l)] if p is not None and p.slots}
+        self._right_somewhere = frozenset(recommended | condition_verbs(live) | set().union(*(r.directed for r in self.runs)))
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
@@ -365,7 +407,8 @@ class StepDelivery:
         """The hints of the rules that fire before the next step, within the budget, best first."""
         view = StepView.of(task, history)
         fired = [(it, a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
-                 for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
+                 for a in firings(it.item, p, view, self.config,  # type: ignore[arg-type]
+                                  unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere)]  # type: ignore[union-attr]
         winners = _verdicts(fired)
         taken = {norm(s.action) for s in history}
         alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
