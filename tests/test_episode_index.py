@@ -108,22 +108,24 @@ def test_indexed_plan_and_consolidation_equal_the_scan(
     assert subset == reference
 
 
-def test_bands_find_every_hash_within_the_radius_and_a_spent_avoidance_comes_back_with_a_sighting() -> None:
-    cfg = MemoryConfig()
+def test_bands_find_exactly_the_hashes_within_the_radius_and_a_spent_avoidance_comes_back_with_a_sighting() -> None:
     rng = random.Random(5)
-    stored = []
-    for k in range(300):
-        h = rng.getrandbits(64)
-        stored.append(Episode(episode_id=f"e{k}", namespace=NS, kind="success", goal_signature="g", simhash=format(h, "x")))
-    index = _index(cfg, stored)
-    for e in stored[:50]:
-        h = int(e.simhash, 16)
-        for bits in (rng.sample(range(64), 3), rng.sample(range(64), 2)):
-            probe = h
-            for b in bits:
-                probe ^= 1 << b
-            assert e.episode_id in index.near("success", probe)
-    assert len(index.near("success", stored[0].simhash and int(stored[0].simhash, 16))) < 20  # candidates, not a scan
+    for cfg in (MemoryConfig(), MemoryConfig(episode_dedup_max_hamming=6, simhash_bits=32)):
+        radius, bits = cfg.episode_dedup_max_hamming, cfg.simhash_bits
+        hashes = [rng.getrandbits(bits) for _ in range(200)]
+        hashes += [h ^ (1 << rng.randrange(bits)) ^ (1 << rng.randrange(bits)) for h in hashes[:100]]
+        stored = [Episode(episode_id=f"e{k}", namespace=NS, kind="success", goal_signature="g", simhash=format(h, "x"))
+                  for k, h in enumerate(hashes)]
+        index = _index(cfg, stored)
+        for h in hashes[:60]:
+            for flips in range(radius + 3):
+                probe = h
+                for b in rng.sample(range(bits), flips):
+                    probe ^= 1 << b
+                brute = [f"e{k}" for k, other in enumerate(hashes) if (probe ^ other).bit_count() <= radius]
+                assert index.near("success", probe) == brute
+                assert index.near("nearmiss", probe) == []
+    index = _index(MemoryConfig(), [])
     av = Episode(episode_id="a", namespace=NS, kind="avoidance", goal_signature="g", ttl_episodes=0,
                  state_fingerprint=["fp:q"])
     index.put(av)

@@ -24,14 +24,14 @@ Example:
     >>> idx = EpisodeIndex(bits=64, max_distance=3, bands=4, min_cluster=3)
     >>> idx.put(Episode(episode_id="a", namespace=("n",), kind="success", goal_signature="g", simhash="f0"))
     >>> idx.put(Episode(episode_id="b", namespace=("n",), kind="success", goal_signature="g", simhash="f" * 16))
-    >>> idx.near("success", 0xF1), idx.near("avoidance", 0xF0), idx.group("", "")
-    (['a'], [], ['a', 'b'])
+    >>> idx.near("success", 0xF1), idx.near("success", 0xFFF), idx.near("avoidance", 0xF0), idx.group("", "")
+    (['a'], [], [], ['a', 'b'])
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, get_args
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.consolidate import FP_PREFIX
@@ -45,10 +45,12 @@ from langmem_plus.learning.episodes import (
     episode_base,
     sighting,
 )
-from langmem_plus.records import Episode, with_fields
+from langmem_plus.records import Episode, EpisodeKind, with_fields
 from langmem_plus.store.lesson_index import plan_bands
 
 _K = TypeVar("_K")
+_KIND_CODES = {kind: code for code, kind in enumerate(get_args(EpisodeKind))}
+"""Two bits below a band's value in its key: one bucket map per band serves every kind."""
 
 def avoidance_fp(ep: Episode) -> str | None:
     """The failure fingerprint an unconsolidated avoidance clusters under in ``consolidate``, else None."""
@@ -82,16 +84,16 @@ class EpisodeIndex:
 
     def __init__(self, *, bits: int, max_distance: int, bands: int, min_cluster: int) -> None:
         self.plan = plan_bands(bits, max_distance, bands)
-        self.bits, self.min_cluster = bits, min_cluster
+        self.bits, self.max_distance, self.min_cluster = bits, max_distance, min_cluster
         self._entries: dict[str, _Entry] = {}
         """Id -> entry, in the table's order (an update keeps its place, as a dict does)."""
         self._next = 0
-        self._bands: list[dict[tuple[str, int], set[str]]] = [{} for _ in self.plan or ()]
-        """Per band: (kind, band value) -> ids."""
+        self._bands: list[dict[int, str | list[str]]] = [{} for _ in self.plan or ()]
+        """Per band: ``_band_key`` -> the id there, or the ids when several (a set per bucket would cost
+        ~4x the memory, and most buckets hold one id)."""
         self._wide: set[str] = set()
         """Ids whose hash is wider than ``bits`` (a corrupt or foreign record): always candidates."""
         self._groups: dict[tuple[str, str, str], set[str]] = {}
-        self._kinds: dict[str, set[str]] = {}
         self._live: set[str] = set()
         """Avoidances whose TTL may still count down: every avoidance until a plan finds it spent."""
         self._members: dict[str, set[str]] = {}
@@ -118,12 +120,17 @@ class EpisodeIndex:
             self._next += 1
         self._entries[i] = entry
         if self.plan is not None and entry.simhash >> self.bits == 0:
-            for band, (shift, width) in zip(self._bands, self.plan):
-                band.setdefault((entry.kind, (entry.simhash >> shift) & ((1 << width) - 1)), set()).add(i)
+            for band, key in zip(self._bands, self._band_keys(entry.kind, entry.simhash)):
+                held = band.get(key)
+                if held is None:
+                    band[key] = i
+                elif isinstance(held, str):
+                    band[key] = [held, i]
+                else:
+                    held.append(i)
         else:
             self._wide.add(i)
         self._groups.setdefault((entry.kind, entry.template, entry.context), set()).add(i)
-        self._kinds.setdefault(entry.kind, set()).add(i)
         if entry.kind == "avoidance":
             self._live.add(i)
         if entry.fp is not None:
@@ -131,12 +138,17 @@ class EpisodeIndex:
             self._dirty.add(i)
 
     def _unlink(self, i: str, entry: _Entry) -> None:
-        if self.plan is not None:
-            for band, (shift, width) in zip(self._bands, self.plan):
-                _discard(band, (entry.kind, (entry.simhash >> shift) & ((1 << width) - 1)), i)
+        if self.plan is not None and entry.simhash >> self.bits == 0:
+            for band, key in zip(self._bands, self._band_keys(entry.kind, entry.simhash)):
+                held = band.get(key)
+                if isinstance(held, list):
+                    held.remove(i)
+                    if len(held) == 1:
+                        band[key] = held[0]
+                elif held == i:
+                    del band[key]
         self._wide.discard(i)
         _discard(self._groups, (entry.kind, entry.template, entry.context), i)
-        _discard(self._kinds, entry.kind, i)
         self._live.discard(i)
         if entry.fp is not None:
             _discard(self._members, entry.fp, i)
@@ -156,7 +168,7 @@ class EpisodeIndex:
 
     def revive_avoidances(self) -> None:
         """Every avoidance may count down again (a stored run was replaced: the ages are no longer monotone)."""
-        self._live = set(self._kinds.get("avoidance", ()))
+        self._live = {i for i, e in self._entries.items() if e.kind == "avoidance"}
 
     def spent(self, ids: Iterable[str]) -> None:
         """Avoidances whose TTL is over or never counts: later runs only age them further (until ``touch``/``put``)."""
@@ -184,14 +196,28 @@ class EpisodeIndex:
         return sorted(ids, key=lambda i: self._entries[i].pos)
 
     def near(self, kind: str, simhash: int) -> list[str]:
-        """Stored ``kind`` episodes that may lie within the radius of ``simhash`` (every one that does), in order."""
+        """Stored ``kind`` episodes within ``max_distance`` bits of ``simhash`` (by their stored hash), in order.
+
+        The band lookups find every one (pigeonhole) and some farther, which the exact
+        distance then drops; without a plan every ``kind`` episode is measured.
+        """
+        entries, radius = self._entries, self.max_distance
         if self.plan is None or simhash >> self.bits:
-            found: set[str] = set(self._kinds.get(kind, ()))
+            found: set[str] = {i for i, e in entries.items() if e.kind == kind}
         else:
-            found = {i for i in self._wide if self._entries[i].kind == kind}
-            for band, (shift, width) in zip(self._bands, self.plan):
-                found.update(band.get((kind, (simhash >> shift) & ((1 << width) - 1)), ()))
-        return self.ordered(found)
+            found = {i for i in self._wide if entries[i].kind == kind}
+            for band, key in zip(self._bands, self._band_keys(kind, simhash)):
+                held = band.get(key)
+                if isinstance(held, str):
+                    found.add(held)
+                elif held is not None:
+                    found.update(held)
+        return self.ordered(i for i in found if hamming(simhash, entries[i].simhash) <= radius)
+
+    def _band_keys(self, kind: str, simhash: int) -> list[int]:
+        """Each band's key for a hash of ``kind``: the band's value with the kind's code below it."""
+        code = _KIND_CODES[kind]
+        return [((simhash >> shift) & ((1 << width) - 1)) << 2 | code for shift, width in self.plan or ()]
 
     def group(self, template: str, context: str, kinds: Sequence[str] = ("success", "nearmiss", "avoidance")) -> list[str]:
         """Stored episodes of ``kinds`` with this (subgoal template, context), in order."""
