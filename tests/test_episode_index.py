@@ -192,7 +192,10 @@ def _check_index(mem: LearningMemory) -> None:
     rebuilt = _index(mem.config, [e for _, e in view.episodes.items()])
     assert list(index._entries) == list(rebuilt._entries)  # table order
     assert {i: e[1:] for i, e in index._entries.items()} == {i: e[1:] for i, e in rebuilt._entries.items()}
-    assert index._groups == rebuilt._groups and index._members == rebuilt._members and index._bands == rebuilt._bands
+    assert index._groups == rebuilt._groups and index._members == rebuilt._members
+    bucket: Callable[[str | list[str]], set[str]] = lambda held: {held} if isinstance(held, str) else set(held)
+    assert [{k: bucket(v) for k, v in band.items()} for band in index._bands] == [
+        {k: bucket(v) for k, v in band.items()} for band in rebuilt._bands]
     count: Callable[[str], int] = lambda i: view.episode(view.episodes[i]).count
     assert index.ripe(count) == rebuilt.ripe(count)
     assert set(rebuilt.live_avoidances()) >= set(index.live_avoidances())
