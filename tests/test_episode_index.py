@@ -25,7 +25,7 @@ from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.episode_index import EpisodeIndex, consolidation_input, plan_indexed_writes
 from langmem_plus.learning.episodes import plan_episode_writes
 from langmem_plus.learning.skills import skill_id
-from langmem_plus.memory.runs import _indexed, _scanned
+from langmem_plus.memory.runs import _Consolidating, _indexed, _scanned
 from langmem_plus.records import Episode, Feedback, RunRecord, Skill, Step, TaskSpec, Verdict
 
 NS = ("epidx",)
@@ -102,7 +102,9 @@ def test_indexed_plan_and_consolidation_equal_the_scan(
     ids = consolidation_input(index, pool.__getitem__, changed, template="t1", context="c",
                               count_of=lambda i: by_id[i].count, covered=covered.__contains__)
     assert ids == [i for i in pool if i in set(ids)]  # pool order
-    first = index.first() or next((i for i in changed if i not in index), None)
+    first = index.first()
+    if first is None:
+        first = next((i for i in changed if i not in index), None)
     subset = consolidate(episodes=[pool[i] for i in ids], skills=skills,
                          namespace=None if first is None else pool[first].namespace, **common)
     assert subset == reference
@@ -199,10 +201,12 @@ def _check_index(mem: LearningMemory) -> None:
     count: Callable[[str], int] = lambda i: view.episode(view.episodes[i]).count
     assert index.ripe(count) == rebuilt.ripe(count)
     assert set(rebuilt.live_avoidances()) >= set(index.live_avoidances())
-    last = view.runs[-1] if view.runs else RunRecord(run_id="none", namespace=NS, task_id="t")
+    last = view.runs[-1] if view.runs else RunRecord(run_id="none", namespace=NS, task_id="t", seq=0)
     probe = [e for _, e in list(view.episodes.items())[-3:]]
-    common: dict[str, Any] = dict(lessons=view.lessons, template="filter", context=TOOL, passed=True, failure_mode=None,
-                                  tool=TOOL, config=mem.config, now=2e6, covered=mem._lookup().covered())
+    lookup = mem._lookup()
+    assert lookup is not None
+    common = _Consolidating(lessons=view.lessons, template="filter", context=TOOL, passed=True, failure_mode=None,
+                            tool=TOOL, config=mem.config, now=2e6, covered=lookup.covered())
     a = _scanned(view, mem.config, probe, run=last, now=2e6, common=common)
     b = _indexed(view, mem.config, probe, run=last, now=2e6, common=common)
     assert a[0].upserts == b[0].upserts and a[0].sightings == b[0].sightings and a[0].folded == b[0].folded

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
-from typing import Any
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import TypedDict
 
 from pydantic import BaseModel
 
@@ -14,7 +14,7 @@ from langmem_plus.learning.episodes import EPISODE_COUNTERS, EpisodeWrites, goal
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView
-from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
+from langmem_plus.records import Episode, ErrorEvent, Lesson, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
 from langmem_plus.store.audit import AuditLog
 
 
@@ -59,9 +59,9 @@ def write_episodes(
     """
     episodes = [e.model_copy(update={"seen_run_seq": run.seq}) for e in episodes]
     template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
-    common = dict(lessons=view.lessons, template=template, context=task.tool or "", passed=run.passed,
-                  failure_mode=events[0].fingerprint if events else None, tool=task.tool, config=config, now=now,
-                  covered=lookup.covered() if lookup is not None else None)
+    common = _Consolidating(lessons=view.lessons, template=template, context=task.tool or "", passed=run.passed,
+                            failure_mode=events[0].fingerprint if events else None, tool=task.tool, config=config,
+                            now=now, covered=lookup.covered() if lookup is not None else None)
     plan_and_consolidate = _indexed if config.end_run_indexes else _scanned
     plan, cons, stored_record = plan_and_consolidate(view, config, episodes, run=run, now=now, common=common)
     writes = {**plan.upserts, **cons.episodes}
@@ -94,8 +94,22 @@ def write_episodes(
                     episodes=sorted(e for e, ep in cons.episodes.items() if ep.consolidated_into == lid))
 
 
+class _Consolidating(TypedDict):
+    """What ``consolidate`` is told about the run, beside the episodes and skills (the same on both paths)."""
+
+    lessons: Mapping[str, Lesson]
+    template: str
+    context: str
+    passed: bool
+    failure_mode: str | None
+    tool: str | None
+    config: MemoryConfig
+    now: float
+    covered: Container[str] | None
+
+
 def _scanned(
-    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: dict[str, Any]
+    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: _Consolidating
 ) -> tuple[EpisodeWrites, Consolidation, Callable[[str], Episode | None]]:
     """The plan and consolidation over every stored episode: the reference the indexed path is tested against."""
     raw = dict(view.episodes.items())  # the view follows every episode write, ours and the other writers' announced ones
@@ -109,7 +123,7 @@ def _scanned(
 
 
 def _indexed(
-    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: dict[str, Any]
+    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: _Consolidating
 ) -> tuple[EpisodeWrites, Consolidation, Callable[[str], Episode | None]]:
     """The same plan and consolidation reading the view's episode index: the episodes the run concerns, not the store."""
     index = view.indexed_episodes()
@@ -128,13 +142,15 @@ def _indexed(
         return plan.upserts[i] if i in plan.upserts else plan.folded[i] if i in plan.folded else known(i)
 
     changed = [i for i in dict.fromkeys([*plan.folded, *plan.upserts]) if i in plan.upserts or i in plan.sightings]
-    covered: Container[str] | None = common["covered"]
+    covered = common["covered"]
     ids = consolidation_input(
         index, pool, changed, template=common["template"], context=common["context"],
         count_of=lambda i: view.episode(view.episodes[i]).count,
         covered=None if covered is None else covered.__contains__,
     )
-    first = index.first() or next((i for i in changed if i not in index), None)
+    first = index.first()  # the namespace consolidate names a skill in is the first pool episode's
+    if first is None:
+        first = next((i for i in changed if i not in index), None)
     cons = consolidate(episodes=[pool(i) for i in ids], skills=view.skills,
                        namespace=None if first is None else pool(first).namespace, **common)
     return plan, cons, view.episodes.get
