@@ -51,6 +51,8 @@ from langmem_plus.store.lesson_index import plan_bands
 _K = TypeVar("_K")
 _KIND_CODES = {kind: code for code, kind in enumerate(get_args(EpisodeKind))}
 """Two bits below a band's value in its key: one bucket map per band serves every kind."""
+_ALL_KINDS: tuple[str, ...] = get_args(EpisodeKind)
+
 
 def avoidance_fp(ep: Episode) -> str | None:
     """The failure fingerprint an unconsolidated avoidance clusters under in ``consolidate``, else None."""
@@ -219,7 +221,7 @@ class EpisodeIndex:
         code = _KIND_CODES[kind]
         return [((simhash >> shift) & ((1 << width) - 1)) << 2 | code for shift, width in self.plan or ()]
 
-    def group(self, template: str, context: str, kinds: Sequence[str] = ("success", "nearmiss", "avoidance")) -> list[str]:
+    def group(self, template: str, context: str, kinds: Sequence[str] = _ALL_KINDS) -> list[str]:
         """Stored episodes of ``kinds`` with this (subgoal template, context), in order."""
         return self.ordered(i for k in kinds for i in self._groups.get((k, template, context), ()))
 
