@@ -267,3 +267,19 @@ def test_the_index_follows_a_second_writers_episodes_and_sightings(chroma_server
     finally:
         first.close()
         second.close()
+
+
+def test_the_index_build_keeps_no_parsed_episode_and_drops_what_the_table_drops(tmp_path: Path) -> None:
+    """Built from the records' JSON without keeping them parsed; a record the table cannot use (unreadable, another
+    namespace) is left to the table, which drops it as the scan's read would."""
+    from langmem_plus.store.snapshot import RecordTable
+
+    mem = _open(tmp_path, True)
+    good = Episode(episode_id="good", namespace=NS, kind="success", goal_signature="g", simhash="ff")
+    other = good.model_copy(update={"episode_id": "other", "namespace": ("elsewhere",)})
+    mem.view.episodes = RecordTable(Episode, NS, {"bad": "{not json", "other": other.model_dump_json(),
+                                                  "good": good.model_dump_json()})
+    index = mem.view.indexed_episodes()
+    assert list(index._entries) == ["good"] and mem.view.episodes.parsed_count() == 0
+    assert list(mem.view.episodes) == ["good"]
+    mem.close()

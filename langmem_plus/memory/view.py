@@ -414,13 +414,26 @@ class MemoryView:
         return age_episode(folded, lambda seq: self.runs_after(seq, excluding=excluding_run))
 
     def indexed_episodes(self) -> EpisodeIndex:
-        """The episode index, built from every stored episode on first use (one parse of each, as a scan's first read)."""
+        """The episode index, built from every stored episode on first use.
+
+        Each record is parsed once for it and not kept (a parsed episode is ~5 KB; the plans
+        read the few they need through the table); one the table could not use is left to
+        the table's own read, which drops it as a scan would.
+        """
         if self.episode_index is None:
             cfg = self.config
             index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
                                  bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
-            for _, record in self.episodes.items():  # the table's order; an unreadable record is dropped here
-                index.put(record)
+            for key in list(self.episodes):  # the table's order
+                record: Episode | None
+                try:
+                    record = Episode.model_validate_json(self.episodes.raw_json(key))
+                    if tuple(record.namespace) != self.namespace:
+                        raise ValueError("another namespace")
+                except (ValueError, IndexError, KeyError):  # ValidationError is a ValueError
+                    record = self.episodes.get(key)
+                if record is not None:
+                    index.put(record)
             self.episode_index = index
         return self.episode_index
 
