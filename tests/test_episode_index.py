@@ -100,7 +100,7 @@ def test_indexed_plan_and_consolidation_equal_the_scan(
     reference = consolidate(episodes=list(pool.values()), skills=skills, **common)
     changed = [i for i in dict.fromkeys([*fast.folded, *fast.upserts]) if i in fast.upserts or i in fast.sightings]
     ids = consolidation_input(index, pool.__getitem__, changed, template="t1", context="c",
-                              count_of=lambda i: by_id[i].count, covered=covered.__contains__)
+                              sighted=lambda i: 0, covered=covered.__contains__)
     assert ids == [i for i in pool if i in set(ids)]  # pool order
     first = index.first()
     if first is None:
@@ -108,6 +108,23 @@ def test_indexed_plan_and_consolidation_equal_the_scan(
     subset = consolidate(episodes=[pool[i] for i in ids], skills=skills,
                          namespace=None if first is None else pool[first].namespace, **common)
     assert subset == reference
+
+
+def test_a_runs_own_episodes_are_met_in_the_order_created_and_by_id_first() -> None:
+    """Within one run: a tie in (distance, created_at) between two new episodes goes to the one created first, and a
+    second episode under a new one's id merges into it whatever its hash (the scan's pool order and same-id rule)."""
+    cfg = MemoryConfig()
+
+    def new(i: str, h: int) -> Episode:
+        return Episode(episode_id=i, namespace=NS, kind="success", goal_signature="g", simhash=format(h, "x"),
+                       created_at=1.0, last_seen_at=1.0, run_id="r", run_ids=["r"], seen_run_seq=1)
+
+    for stored in ([], [new("old", 0xFFFF_0000_0000_0000)]):
+        run = [new("b", 0b0011), new("a", 0b1100), new("c", 0), new("b", 0xFFFF_FFFF)]
+        scan = plan_episode_writes(run, stored, cfg, now=2.0)
+        fast = plan_indexed_writes(run, _index(cfg, stored), {e.episode_id: e for e in stored}.__getitem__, cfg, now=2.0)
+        assert scan.merged == fast.merged == [("b", "c"), ("b", "b")]
+        assert scan.folded == fast.folded and scan.upserts == fast.upserts
 
 
 def test_bands_find_exactly_the_hashes_within_the_radius_and_a_spent_avoidance_comes_back_with_a_sighting() -> None:
@@ -198,8 +215,9 @@ def _check_index(mem: LearningMemory) -> None:
     bucket: Callable[[str | list[str]], set[str]] = lambda held: {held} if isinstance(held, str) else set(held)
     assert [{k: bucket(v) for k, v in band.items()} for band in index._bands] == [
         {k: bucket(v) for k, v in band.items()} for band in rebuilt._bands]
-    count: Callable[[str], int] = lambda i: view.episode(view.episodes[i]).count
-    assert index.ripe(count) == rebuilt.ripe(count)
+    for i, entry in index._entries.items():  # the count the clusters sum is the fold's, read without a parse
+        assert entry.record_count + view.episode_sighted(i) == view.episode(view.episodes[i]).count
+    assert index.ripe(view.episode_sighted) == rebuilt.ripe(view.episode_sighted)
     assert set(rebuilt.live_avoidances()) >= set(index.live_avoidances())
     last = view.runs[-1] if view.runs else RunRecord(run_id="none", namespace=NS, task_id="t", seq=0)
     probe = [e for _, e in list(view.episodes.items())[-3:]]

@@ -70,6 +70,8 @@ class _Entry(NamedTuple):
     template: str
     context: str
     fp: str | None
+    record_count: int
+    """The record's own count (its sightings add to it when folded)."""
 
 
 class EpisodeIndex:
@@ -117,7 +119,7 @@ class EpisodeIndex:
         if old is not None:
             self._unlink(i, old)
         entry = _Entry(old.pos if old is not None else self._next, record.kind, _hash(record, self.bits),
-                       record.subgoal_template, record.context, avoidance_fp(record))
+                       record.subgoal_template, record.context, avoidance_fp(record), record.count)
         if old is None:
             self._next += 1
         self._entries[i] = entry
@@ -233,17 +235,18 @@ class EpisodeIndex:
         """Stored unconsolidated avoidances under fingerprint ``fp``, in order."""
         return self.ordered(self._members.get(fp, ()))
 
-    def ripe(self, count_of: Callable[[str], int]) -> set[str]:
+    def ripe(self, sighted: Callable[[str], int]) -> set[str]:
         """Fingerprints whose unconsolidated avoidances sum to ``min_cluster`` or more (``max(count, 1)`` each).
 
-        ``count_of(id)`` is a member's count as folded now; only members changed since the
-        last call are counted again.
+        A member's count as folded now is its record's plus ``sighted(id)``, what its folded
+        sightings add (``MemoryView.episode_sighted``), so no record is parsed for it; only
+        members changed since the last call are counted again.
         """
         dirty, self._dirty = self._dirty, set()
         for i in dirty:
             entry = self._entries[i]
             if entry.fp is not None:
-                n = max(count_of(i), 1)
+                n = max(entry.record_count + sighted(i), 1)
                 self._recount(entry.fp, n - self._counted.get(i, 0))
                 self._counted[i] = n
         return set(self._ripe)
@@ -378,7 +381,7 @@ def consolidation_input(
     *,
     template: str,
     context: str,
-    count_of: Callable[[str], int],
+    sighted: Callable[[str], int],
     covered: Callable[[str], bool] | None,
 ) -> list[str]:
     """The pool ids ``consolidate`` needs after a run of (``template``, ``context``), in pool order.
@@ -395,11 +398,11 @@ def consolidation_input(
         changed: Ids the run's plan wrote or sighted, stored or new; the new ones in pool order.
         template: The run's subgoal template.
         context: The run's context.
-        count_of: A stored member's count as folded now (``EpisodeIndex.ripe``).
+        sighted: What a stored member's folded sightings add to its record's count (``EpisodeIndex.ripe``).
         covered: Whether some lesson triggers on a fingerprint; None: unknown (no cluster is left out).
     """
     ids = set(index.group(template, context))
-    fps = index.ripe(count_of)
+    fps = index.ripe(sighted)
     for i in changed:
         ep = pool(i)
         if (ep.subgoal_template, ep.context) == (template, context):

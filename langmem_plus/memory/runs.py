@@ -145,7 +145,7 @@ def _indexed(
     covered = common["covered"]
     ids = consolidation_input(
         index, pool, changed, template=common["template"], context=common["context"],
-        count_of=lambda i: view.episode(view.episodes[i]).count,
+        sighted=view.episode_sighted,
         covered=None if covered is None else covered.__contains__,
     )
     first = index.first()  # the namespace consolidate names a skill in is the first pool episode's

@@ -437,6 +437,11 @@ class MemoryView:
             self.episode_index = index
         return self.episode_index
 
+    def episode_sighted(self, episode_id: str) -> int:
+        """What the folded sightings add to a stored episode's count (``apply_episode_evidence`` adds each positive
+        count), read from the ledger without parsing the record."""
+        return sum(ev.count for ev in self.episode_ledger.evidence(episode_id) if ev.count > 0)
+
     def lessons_by_status(self) -> dict[str, int]:
         """Lesson counts per status (every status present, zero included): kept by the lesson index."""
         if self.config.end_run_indexes and self.index is not None:
