@@ -218,6 +218,11 @@ def _check_index(mem: LearningMemory) -> None:
     for i, entry in index._entries.items():  # the count the clusters sum is the fold's, read without a parse
         assert entry.record_count + view.episode_sighted(i) == view.episode(view.episodes[i]).count
     assert index.ripe(view.episode_sighted) == rebuilt.ripe(view.episode_sighted)
+    for i, entry in index._entries.items():  # the TTL pass's test, read without a parse, is the fold's
+        if entry.kind == "avoidance":
+            for run in view.runs[-3:]:
+                aged = view.episode(view.episodes[i], excluding_run=run).ttl_episodes
+                assert view.avoidance_spent(i, excluding_run=run) == (aged is None or aged <= 0)
     assert set(rebuilt.live_avoidances()) >= set(index.live_avoidances())
     last = view.runs[-1] if view.runs else RunRecord(run_id="none", namespace=NS, task_id="t", seq=0)
     probe = [e for _, e in list(view.episodes.items())[-3:]]

@@ -72,6 +72,9 @@ class _Entry(NamedTuple):
     fp: str | None
     record_count: int
     """The record's own count (its sightings add to it when folded)."""
+    ttl: int | None
+    seen: int | None
+    """The record's own ``ttl_episodes`` and ``seen_run_seq`` (for ``MemoryView.avoidance_spent``)."""
 
 
 class EpisodeIndex:
@@ -119,7 +122,8 @@ class EpisodeIndex:
         if old is not None:
             self._unlink(i, old)
         entry = _Entry(old.pos if old is not None else self._next, record.kind, _hash(record, self.bits),
-                       record.subgoal_template, record.context, avoidance_fp(record), record.count)
+                       record.subgoal_template, record.context, avoidance_fp(record), record.count,
+                       record.ttl_episodes, record.seen_run_seq)
         if old is None:
             self._next += 1
         self._entries[i] = entry
@@ -190,6 +194,11 @@ class EpisodeIndex:
         """The record's place in the table's order (what a scan meets first is lower)."""
         entry = self._entries.get(episode_id)
         return None if entry is None else entry.pos
+
+    def ttl_of(self, episode_id: str) -> tuple[int | None, int | None]:
+        """A stored record's own (``ttl_episodes``, ``seen_run_seq``), before its sightings."""
+        entry = self._entries[episode_id]
+        return entry.ttl, entry.seen
 
     def first(self) -> str | None:
         """The id a scan meets first."""
@@ -278,6 +287,7 @@ def plan_indexed_writes(
     config: MemoryConfig = DEFAULT_CONFIG,
     *,
     now: float,
+    spent: Callable[[str], bool] | None = None,
 ) -> EpisodeWrites:
     """``plan_episode_writes`` reading ``index`` instead of scanning every stored episode; the same result.
 
@@ -285,7 +295,9 @@ def plan_indexed_writes(
     ``stored`` holds). The run's pool is the stored episodes with this run's changes over
     them, the new ones after the stored in the order first sighted, and each decision
     visits its candidates in that order. ``EpisodeWrites.spent`` lists the avoidances the
-    TTL pass found over, for ``EpisodeIndex.spent``.
+    TTL pass found over, for ``EpisodeIndex.spent``; ``spent(id)``, when given, says so of a
+    stored avoidance without ``known`` (exactly: ``MemoryView.avoidance_spent``), so the
+    first plan after a build does not fold every avoidance.
     """
     out = EpisodeWrites()
     changed: dict[str, Episode] = {}
@@ -362,6 +374,9 @@ def plan_indexed_writes(
         out.created.append(ep.episode_id)
     for i in index.live_avoidances():
         if i in seen:
+            continue
+        if spent is not None and spent(i):
+            out.spent.append(i)
             continue
         stored = known(i)
         if stored.kind != "avoidance" or stored.ttl_episodes is None or stored.ttl_episodes <= 0:

@@ -135,7 +135,8 @@ def _indexed(
             found = memo[i] = view.episode(view.episodes[i], excluding_run=run)
         return found
 
-    plan = plan_indexed_writes(episodes, index, known, config, now=now)
+    plan = plan_indexed_writes(episodes, index, known, config, now=now,
+                               spent=lambda i: view.avoidance_spent(i, excluding_run=run))
     index.spent(plan.spent)
 
     def pool(i: str) -> Episode:  # the scan's pool: the stored episodes, the plan's folds over them, its writes over those

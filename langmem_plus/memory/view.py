@@ -437,6 +437,21 @@ class MemoryView:
             self.episode_index = index
         return self.episode_index
 
+    def avoidance_spent(self, episode_id: str, *, excluding_run: RunRecord | None = None) -> bool:
+        """Whether a stored avoidance's TTL, folded and aged (``episode``), is over or never counts: read from its
+        indexed record fields and the ledger, without parsing the record.
+
+        A sighting (count > 0) restarts the TTL at ``avoidance_ttl_episodes`` from the newest
+        sighting's run (``apply_episode_evidence``); the runs after it count it down (``age_episode``).
+        """
+        ttl, seen = self.indexed_episodes().ttl_of(episode_id)
+        sightings = [ev.run_seq for ev in self.episode_ledger.evidence(episode_id) if ev.count > 0]
+        if sightings:
+            ttl, seen = self.config.avoidance_ttl_episodes, max([seen or 0, *sightings])
+        if ttl is not None and seen is not None:
+            ttl = max(0, ttl - self.runs_after(seen, excluding=excluding_run))
+        return ttl is None or ttl <= 0
+
     def episode_sighted(self, episode_id: str) -> int:
         """What the folded sightings add to a stored episode's count (``apply_episode_evidence`` adds each positive
         count), read from the ledger without parsing the record."""
