@@ -2,7 +2,7 @@
 
 Lessons (each the fold of its run evidence over its stored record, ``learning.ledger``),
 links, skills, runs and episodes, with what is derived from them: the lesson graph, the lesson
-index, the lessons' relevance vectors. ``apply`` folds written or read records in;
+index, the lessons' relevance vectors, the episode index. ``apply`` folds written or read records in;
 ``fold_evidence`` folds run evidence in. Loading (from Chroma or a snapshot) fills a
 fresh view; nothing here writes to the store.
 """
