@@ -202,7 +202,9 @@ class MemoryConfig(BaseModel):
     (``store.lesson_index``). Two hashes within ``dedup_max_hamming`` bits agree on a whole band
     whenever there are more bands than that (pigeonhole), so the index uses
     ``max(dedup_simhash_bands, dedup_max_hamming + 1)`` bands, and scans every lesson only when
-    that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits (issue 15)."""
+    that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits (issue 15). The
+    episode index (``learning.episode_index``) bands episodes the same way against
+    ``episode_dedup_max_hamming``."""
     end_run_indexes: bool = True
     """``end_run`` reads its indexes (SimHash bands and fingerprints for dedup and conflicts,
     the sweep's due runs, the status counts, a text game's rules by tool): its cost follows the run's change, not

@@ -27,7 +27,7 @@ from langmem_plus.learning.skills import (
     skill_id,
     synthesize_skill,
 )
-from langmem_plus.records import Episode, Lesson, LessonScope, Provenance, Skill
+from langmem_plus.records import Episode, Lesson, LessonScope, Namespace, Provenance, Skill
 
 FP_PREFIX = "fp:"
 """State-fingerprint entry of an avoidance episode that names its failure fingerprint id."""
@@ -61,11 +61,13 @@ def consolidate(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
     covered: Container[str] | None = None,
+    namespace: Namespace | None = None,
 ) -> Consolidation:
     """Consolidate the stored ``episodes`` after a run of ``template`` in ``context`` (see module doc).
 
     Args:
-        episodes: Every stored episode of the namespace, after this run's writes.
+        episodes: Every stored episode of the namespace after this run's writes, in stored order, or
+            the ones that can matter (``learning.episode_index.consolidation_input``).
         skills: Stored skills by id.
         lessons: Stored lessons by id.
         template: The run's subgoal template.
@@ -77,9 +79,11 @@ def consolidate(
         now: Current time, epoch seconds.
         covered: Fingerprint ids some lesson has as a trigger, when the caller indexes them
             (the lesson graph does); None collects them from ``lessons``.
+        namespace: The first stored episode's namespace when ``episodes`` are the part of them that
+            matters (``learning.episode_index.consolidation_input``); None: ``episodes[0]``'s.
     """
     out = Consolidation()
-    ns = episodes[0].namespace if episodes else None
+    ns = namespace if namespace is not None else (episodes[0].namespace if episodes else None)
     sid = skill_id(ns, template, context) if ns is not None else None
     existing = skills.get(sid) if sid else None
     if existing is not None:

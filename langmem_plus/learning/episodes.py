@@ -345,6 +345,8 @@ class EpisodeWrites:
     """New near-misses dropped (or folded into the kept one) by the per-(template, context) cap."""
     expired: list[str] = field(default_factory=list)
     """Avoidances whose TTL reached 0 this run."""
+    spent: list[str] = field(default_factory=list)
+    """Stored avoidances whose TTL was already over (or never counts): the indexed plan's note for its index."""
 
 
 def _hash(ep: Episode, bits: int) -> int:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import TypedDict
 
 from pydantic import BaseModel
 
 from langmem_plus.config import MemoryConfig
-from langmem_plus.learning.consolidate import consolidate
-from langmem_plus.learning.episodes import EPISODE_COUNTERS, goal_template, plan_episode_writes
+from langmem_plus.learning.consolidate import Consolidation, consolidate
+from langmem_plus.learning.episode_index import consolidation_input, plan_indexed_writes
+from langmem_plus.learning.episodes import EPISODE_COUNTERS, EpisodeWrites, goal_template, plan_episode_writes
 from langmem_plus.learning.incremental import StoreLookup
 from langmem_plus.learning.lifecycle import Integration, Judgement
 from langmem_plus.memory.view import MemoryView
-from langmem_plus.records import Episode, ErrorEvent, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
+from langmem_plus.records import Episode, ErrorEvent, Lesson, RunFinding, RunRecord, SkillEvidence, TaskSpec, with_fields
 from langmem_plus.store.audit import AuditLog
 
 
@@ -52,32 +54,21 @@ def write_episodes(
     (``StoreSync.write``). Content goes to the store with the stored record's counters;
     what the run adds to a stored episode's or skill's counters (a sighting, an
     outcome) goes to ``evidence``, appended to the shared log with the run's (issue 13).
+    With ``end_run_indexes`` the plan reads the view's episode index, the episodes the run
+    concerns (issue 15); without, every stored episode (the reference, same decisions).
     """
-    raw = dict(view.episodes.items())  # the view follows every episode write, ours and the other writers' announced ones
-    known = [view.episode(e, excluding_run=run) for e in raw.values()]  # as they were before this run
     episodes = [e.model_copy(update={"seen_run_seq": run.seq}) for e in episodes]
-    plan = plan_episode_writes(episodes, known, config, now=now)
-    pool = {e.episode_id: e for e in known}
-    pool.update(plan.folded)
-    pool.update(plan.upserts)
     template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))
-    cons = consolidate(
-        episodes=list(pool.values()),
-        skills={s.id: s for s in view.skills.values()},
-        lessons=view.lessons,
-        template=template,
-        context=task.tool or "",
-        passed=run.passed,
-        failure_mode=events[0].fingerprint if events else None,
-        tool=task.tool,
-        config=config,
-        now=now,
-        covered=lookup.covered() if lookup is not None else None,
-    )
+    common = _Consolidating(lessons=view.lessons, template=template, context=task.tool or "", passed=run.passed,
+                            failure_mode=events[0].fingerprint if events else None, tool=task.tool, config=config,
+                            now=now, covered=lookup.covered() if lookup is not None else None)
+    plan_and_consolidate = _indexed if config.end_run_indexes else _scanned
+    plan, cons, stored_record = plan_and_consolidate(view, config, episodes, run=run, now=now, common=common)
     writes = {**plan.upserts, **cons.episodes}
     if writes:
         # A new episode's stored counters are its base's (``plan.upserts``): its sightings add the rest.
-        write("episodes", [_episode_record(e, raw.get(e.episode_id) or plan.upserts.get(e.episode_id)) for e in writes.values()])
+        write("episodes", [_episode_record(e, stored_record(e.episode_id) or plan.upserts.get(e.episode_id))
+                           for e in writes.values()])
     evidence.extend(plan.sightings.values())
     if cons.skills:
         write("skills", [view.skill_record(s) for s in cons.skills.values()])
@@ -101,6 +92,69 @@ def write_episodes(
     for lid, lesson in new_lessons.items():
         audit.write("consolidation", lesson_id=lid, into="lesson", run_id=run.run_id, rule=lesson.rule_text,
                     episodes=sorted(e for e, ep in cons.episodes.items() if ep.consolidated_into == lid))
+
+
+class _Consolidating(TypedDict):
+    """What ``consolidate`` is told about the run, beside the episodes and skills (the same on both paths)."""
+
+    lessons: Mapping[str, Lesson]
+    template: str
+    context: str
+    passed: bool
+    failure_mode: str | None
+    tool: str | None
+    config: MemoryConfig
+    now: float
+    covered: Container[str] | None
+
+
+def _scanned(
+    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: _Consolidating
+) -> tuple[EpisodeWrites, Consolidation, Callable[[str], Episode | None]]:
+    """The plan and consolidation over every stored episode: the reference the indexed path is tested against."""
+    raw = dict(view.episodes.items())  # the view follows every episode write, ours and the other writers' announced ones
+    known = [view.episode(e, excluding_run=run) for e in raw.values()]  # as they were before this run
+    plan = plan_episode_writes(episodes, known, config, now=now)
+    pool = {e.episode_id: e for e in known}
+    pool.update(plan.folded)
+    pool.update(plan.upserts)
+    cons = consolidate(episodes=list(pool.values()), skills={s.id: s for s in view.skills.values()}, **common)
+    return plan, cons, raw.get
+
+
+def _indexed(
+    view: MemoryView, config: MemoryConfig, episodes: list[Episode], *, run: RunRecord, now: float, common: _Consolidating
+) -> tuple[EpisodeWrites, Consolidation, Callable[[str], Episode | None]]:
+    """The same plan and consolidation reading the view's episode index: the episodes the run concerns, not the store."""
+    index = view.indexed_episodes()
+    memo: dict[str, Episode] = {}
+
+    def known(i: str) -> Episode:  # as it was before this run, folded and aged once per run
+        found = memo.get(i)
+        if found is None:
+            found = memo[i] = view.episode(view.episodes[i], excluding_run=run)
+        return found
+
+    plan = plan_indexed_writes(episodes, index, known, config, now=now,
+                               spent=lambda i: view.avoidance_spent(i, excluding_run=run))
+    index.spent(plan.spent)
+
+    def pool(i: str) -> Episode:  # the scan's pool: the stored episodes, the plan's folds over them, its writes over those
+        return plan.upserts[i] if i in plan.upserts else plan.folded[i] if i in plan.folded else known(i)
+
+    changed = [i for i in dict.fromkeys([*plan.folded, *plan.upserts]) if i in plan.upserts or i in plan.sightings]
+    covered = common["covered"]
+    ids = consolidation_input(
+        index, pool, changed, template=common["template"], context=common["context"],
+        sighted=view.episode_sighted,
+        covered=None if covered is None else covered.__contains__,
+    )
+    first = index.first()  # the namespace consolidate names a skill in is the first pool episode's
+    if first is None:
+        first = next((i for i in changed if i not in index), None)
+    cons = consolidate(episodes=[pool(i) for i in ids], skills=view.skills,
+                       namespace=None if first is None else pool(first).namespace, **common)
+    return plan, cons, view.episodes.get
 
 
 def _episode_record(episode: Episode, stored_record: Episode | None) -> Episode:

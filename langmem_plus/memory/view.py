@@ -2,7 +2,7 @@
 
 Lessons (each the fold of its run evidence over its stored record, ``learning.ledger``),
 links, skills, runs and episodes, with what is derived from them: the lesson graph, the lesson
-index, the lessons' relevance vectors. ``apply`` folds written or read records in;
+index, the lessons' relevance vectors, the episode index. ``apply`` folds written or read records in;
 ``fold_evidence`` folds run evidence in. Loading (from Chroma or a snapshot) fills a
 fresh view; nothing here writes to the store.
 """
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import MemoryConfig
+from langmem_plus.learning.episode_index import EpisodeIndex
 from langmem_plus.learning.episodes import age_episode
 from langmem_plus.learning.incremental import index_entries, index_key
 from langmem_plus.learning.ledger import (
@@ -89,6 +90,9 @@ class MemoryView:
         self.skills: RecordTable[Skill] = RecordTable(Skill, namespace)
         self.episodes: RecordTable[Episode] = RecordTable(Episode, namespace)
         """Stored episode records by id, as written (``episode`` folds their sightings and ages them when read)."""
+        self.episode_index: EpisodeIndex | None = None
+        """What ``end_run``'s episode plan asks of ``episodes`` (``learning.episode_index``): built on first use
+        (``indexed_episodes``), then kept in step by every write; None again whenever ``episodes`` is reloaded."""
         self.runs: list[RunRecord] = []
         """Stored runs in Lamport order (``run_order``)."""
         self.fp_runs: Counter[str] = Counter()
@@ -137,6 +141,7 @@ class MemoryView:
     def load_episodes(self, store: ChromaStore) -> None:
         """Every episode read from Chroma (an open without a snapshot, or from a base older than episodes in it)."""
         self.episodes = RecordTable(Episode, self.namespace)
+        self.episode_index = None
         for episode in stored(store, "episodes", Episode):
             self.episodes[episode.episode_id] = episode
 
@@ -152,6 +157,7 @@ class MemoryView:
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
         self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
         self.episodes = RecordTable(Episode, ns, loaded.records["episodes"], loaded.raw)
+        self.episode_index = None  # built at the first end_run, not at open: that would parse every episode
         runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
@@ -180,6 +186,8 @@ class MemoryView:
     def set_runs(self, runs: Iterable[RunRecord]) -> None:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
         self.runs = sorted(runs, key=run_order)
+        if self.episode_index is not None:  # other runs: the avoidances' ages may go back
+            self.episode_index.revive_avoidances()
         self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
         self.commands, self.directed = {}, {}
         for r in self.runs:
@@ -283,6 +291,8 @@ class MemoryView:
                 self.add_run(record)
             elif isinstance(record, Episode):
                 self.episodes.put(record.episode_id, record, raw)
+                if self.episode_index is not None:
+                    self.episode_index.put(record)
         if lessons:
             self.put_lessons(lessons, vectors if len(lessons) == len(records) else None)
 
@@ -309,6 +319,8 @@ class MemoryView:
         for i, known in enumerate(self.runs):
             if known.run_id == run.run_id:
                 self.runs[i] = run
+                if self.episode_index is not None and known.seq != run.seq:  # the avoidances' ages may go back
+                    self.episode_index.revive_avoidances()
                 self._recount_vocabulary({known.tool or "", run.tool or ""})  # the run's verbs as now stored
                 return
         self._add_vocabulary(run)
@@ -348,6 +360,8 @@ class MemoryView:
                 self.graph.upsert_skill(skill)
         if found.get("episodes"):
             self.episode_ledger.add(found["episodes"], current=lambda _id: None)  # folded as they are read
+            if self.episode_index is not None:
+                self.episode_index.touch(ev.episode_id for _, ev in found["episodes"] if isinstance(ev, EpisodeEvidence))
         if found.get("facts"):
             self.fact_ledger.add(found["facts"], current=lambda _id: None)  # folded by the semantic memory
             self.facts_touched.update(ev.fact_id for _, ev in found["facts"])
@@ -398,6 +412,50 @@ class MemoryView:
         """
         folded = self.episode_ledger.set_record(record) if record.episode_id in self.episode_ledger else record
         return age_episode(folded, lambda seq: self.runs_after(seq, excluding=excluding_run))
+
+    def indexed_episodes(self) -> EpisodeIndex:
+        """The episode index, built from every stored episode on first use.
+
+        Each record is parsed once for it and not kept (a parsed episode is ~5 KB; the plans
+        read the few they need through the table); one the table could not use is left to
+        the table's own read, which drops it as a scan would.
+        """
+        if self.episode_index is None:
+            cfg = self.config
+            index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
+                                 bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
+            for key in list(self.episodes):  # the table's order
+                record: Episode | None
+                try:
+                    record = Episode.model_validate_json(self.episodes.raw_json(key))
+                    if tuple(record.namespace) != self.namespace:
+                        raise ValueError("another namespace")
+                except (ValueError, IndexError, KeyError):  # ValidationError is a ValueError
+                    record = self.episodes.get(key)
+                if record is not None:
+                    index.put(record)
+            self.episode_index = index
+        return self.episode_index
+
+    def avoidance_spent(self, episode_id: str, *, excluding_run: RunRecord | None = None) -> bool:
+        """Whether a stored avoidance's TTL, folded and aged (``episode``), is over or never counts: read from its
+        indexed record fields and the ledger, without parsing the record.
+
+        A sighting (count > 0) restarts the TTL at ``avoidance_ttl_episodes`` from the newest
+        sighting's run (``apply_episode_evidence``); the runs after it count it down (``age_episode``).
+        """
+        ttl, seen = self.indexed_episodes().ttl_of(episode_id)
+        sightings = [ev.run_seq for ev in self.episode_ledger.evidence(episode_id) if ev.count > 0]
+        if sightings:
+            ttl, seen = self.config.avoidance_ttl_episodes, max([seen or 0, *sightings])
+        if ttl is not None and seen is not None:
+            ttl = max(0, ttl - self.runs_after(seen, excluding=excluding_run))
+        return ttl is None or ttl <= 0
+
+    def episode_sighted(self, episode_id: str) -> int:
+        """What the folded sightings add to a stored episode's count (``apply_episode_evidence`` adds each positive
+        count), read from the ledger without parsing the record."""
+        return sum(ev.count for ev in self.episode_ledger.evidence(episode_id) if ev.count > 0)
 
     def lessons_by_status(self) -> dict[str, int]:
         """Lesson counts per status (every status present, zero included): kept by the lesson index."""
