@@ -39,8 +39,8 @@ from langmem_plus.learning.dedup import hamming
 from langmem_plus.learning.episodes import (
     EPISODE_COUNTERS,
     EpisodeWrites,
-    _add_sighting,
-    _hash,
+    add_sighting,
+    episode_hash,
     apply_episode_evidence,
     episode_base,
     sighting,
@@ -121,7 +121,7 @@ class EpisodeIndex:
         old = self._entries.get(i)
         if old is not None:
             self._unlink(i, old)
-        entry = _Entry(old.pos if old is not None else self._next, record.kind, _hash(record, self.bits),
+        entry = _Entry(old.pos if old is not None else self._next, record.kind, episode_hash(record, self.bits),
                        record.subgoal_template, record.context, avoidance_fp(record), record.count,
                        record.ttl_episodes, record.seen_run_seq)
         if old is None:
@@ -326,19 +326,19 @@ def plan_indexed_writes(
             same_id = pool(ep.episode_id)
             if same_id.kind == ep.kind and tuple(same_id.namespace) == ns:
                 return same_id
-        mine = _hash(ep, bits)
+        mine = episode_hash(ep, bits)
         best: tuple[int, float, Episode] | None = None
         for other in with_changed(index.near(ep.kind, mine), lambda e: e.kind == ep.kind):
             if other.kind != ep.kind or tuple(other.namespace) != ns:
                 continue
-            dist = hamming(mine, _hash(other, bits))
+            dist = hamming(mine, episode_hash(other, bits))
             if dist <= config.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
                 best = (dist, other.created_at, other)
         return None if best is None else best[2]
 
     def sight(kept: Episode, ep: Episode) -> Episode:
         ev = sighting(kept, ep, now)
-        _add_sighting(out, kept, ev)
+        add_sighting(out, kept, ev)
         folded = apply_episode_evidence(kept, ev, config)
         if folded.episode_id not in index and folded.episode_id not in added:
             added[folded.episode_id] = len(added)

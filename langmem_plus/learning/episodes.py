@@ -349,7 +349,8 @@ class EpisodeWrites:
     """Stored avoidances whose TTL was already over (or never counts): the indexed plan's note for its index."""
 
 
-def _hash(ep: Episode, bits: int) -> int:
+def episode_hash(ep: Episode, bits: int) -> int:
+    """The episode's SimHash as an int: its stored one, recomputed when missing or corrupt (dedup compares these)."""
     try:
         return int(ep.simhash, 16) if ep.simhash else episode_simhash(ep.goal_signature, ep.summary, bits)
     except ValueError:  # a corrupt stored hash: recompute rather than fail
@@ -436,7 +437,7 @@ def sighting(kept: Episode, new: Episode, now: float) -> EpisodeEvidence:
     )
 
 
-def _add_sighting(out: EpisodeWrites, kept: Episode, ev: EpisodeEvidence) -> None:
+def add_sighting(out: EpisodeWrites, kept: Episode, ev: EpisodeEvidence) -> None:
     """Two sightings of one episode in one run are one piece of evidence (it is keyed by episode and run)."""
     prev = out.sightings.get(kept.episode_id)
     if prev is not None:
@@ -448,14 +449,14 @@ def _add_sighting(out: EpisodeWrites, kept: Episode, ev: EpisodeEvidence) -> Non
 
 
 def _find_duplicate(ep: Episode, pool: Sequence[Episode], config: MemoryConfig) -> Episode | None:
-    mine = _hash(ep, config.simhash_bits)
+    mine = episode_hash(ep, config.simhash_bits)
     best: tuple[int, float, Episode] | None = None
     for other in pool:
         if other.kind != ep.kind or tuple(other.namespace) != tuple(ep.namespace):
             continue
         if other.episode_id == ep.episode_id:
             return other
-        dist = hamming(mine, _hash(other, config.simhash_bits))
+        dist = hamming(mine, episode_hash(other, config.simhash_bits))
         if dist <= config.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
             best = (dist, other.created_at, other)
     return None if best is None else best[2]
@@ -496,7 +497,7 @@ def plan_episode_writes(
 
     def sight(kept: Episode, ep: Episode) -> Episode:
         ev = sighting(kept, ep, now)
-        _add_sighting(out, kept, ev)
+        add_sighting(out, kept, ev)
         folded = apply_episode_evidence(kept, ev, config)
         pool[folded.episode_id] = out.folded[folded.episode_id] = folded
         seen.add(folded.episode_id)
@@ -546,9 +547,11 @@ __all__ = [
     "SUCCESS_WEIGHT",
     "SUMMARY_MAX_CHARS",
     "EpisodeWrites",
+    "add_sighting",
     "age_episode",
     "apply_episode_evidence",
     "episode_base",
+    "episode_hash",
     "link_evidence",
     "episode_recallable",
     "episode_simhash",
