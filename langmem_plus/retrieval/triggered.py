@@ -57,7 +57,6 @@ valid actions and the lines its condition names have been read. So at each step:
    its action taken in its situation without a loss; no such run is counted here yet.
 4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
    within ``max_context_tokens``, highest utility first, one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
-
 5. **Never seen right**: an avoidance is kept to the situation it was fatal in (``cook <X> in
    stove`` when the task says ``roast <X>``) because the same command may be right elsewhere. Where
    memory knows no such place, the situation does not narrow it: an avoidance whose command (the
