@@ -363,8 +363,9 @@ class MemoryConfig(BaseModel):
     files instead of every record (100k lessons: 46 s from Chroma; see docs/PERFORMANCE.md)."""
     warm_lessons: bool = True
     """After an open from the snapshot, parse the lessons on a background thread (in small chunks,
-    yielding between them), so the first retrievals do not pay the parse; False keeps lessons
-    unparsed until used (least memory: 100k parsed lessons hold a few hundred MB)."""
+    yielding between them), then build the episode index, so the first retrievals and the first
+    ``end_run`` do not pay for them; False keeps lessons unparsed until used (least memory: 100k
+    parsed lessons hold a few hundred MB) and leaves the index to the first ``end_run``."""
     parsed_lessons_max: int | None = Field(100_000, ge=1)
     """Parsed lessons kept in memory whose JSON is also held (the snapshot's file or a write's text):
     beyond it the longest-parsed is dropped and parsed again (~60 us) when next read, and the warm

@@ -11,6 +11,7 @@ beside a second writer), must give the same plans, the same records, skills and 
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,8 @@ def _clock() -> float:
 
 
 def _open(path: Path, indexes: bool, **extra: Any) -> LearningMemory:
-    cfg = MemoryConfig(end_run_indexes=indexes, warm_lessons=False, avoidance_ttl_episodes=3, min_occurrences=6,
-                       nearmiss_cap=1, **extra)
+    cfg = MemoryConfig(**{"end_run_indexes": indexes, "warm_lessons": False, "avoidance_ttl_episodes": 3,
+                          "min_occurrences": 6, "nearmiss_cap": 1, **extra})
     return LearningMemory.open(path, namespace=NS, config=cfg, clock=_clock)
 
 
@@ -306,3 +307,32 @@ def test_the_index_build_keeps_no_parsed_episode_and_drops_what_the_table_drops(
     assert list(index._entries) == ["good"] and mem.view.episodes.parsed_count() == 0
     assert list(mem.view.episodes) == ["good"]
     mem.close()
+
+
+def test_the_warm_thread_builds_the_index_and_one_built_before_a_change_is_refused(tmp_path: Path) -> None:
+    """After an open from the snapshot the warm thread builds the index off the lock (the first run does not pay
+    for it); an index built from a view that moved meanwhile is not installed, and a stopped build gives none."""
+    rng = random.Random(3)
+    runs = [_random_run(rng, n) for n in range(20)]
+    mem = _open(tmp_path / "m", True)
+    for n, run in enumerate(runs[:14]):
+        _run(mem, f"r{n}", run, 100.0 + n)
+    mem.close()
+    warm = _open(tmp_path / "m", True, warm_lessons=True)
+    assert warm.wait_warm(timeout=60) and warm.view.episode_index is not None
+    _check_index(warm)  # as one rebuilt now
+    for n, run in enumerate(runs[14:], start=14):
+        _run(warm, f"r{n}", run, 100.0 + n)
+        _check_index(warm)
+    view = warm.view
+    view.episode_index = None
+    version = view.episodes_version
+    built = view.build_episode_index(threading.Event())
+    assert built is not None
+    view.set_runs(list(view.runs))  # the runs were read again: the avoidances' ages may differ
+    assert not view.offer_episode_index(built, version) and view.episode_index is None
+    assert view.offer_episode_index(built, view.episodes_version) and view.episode_index is built
+    stopped = threading.Event()
+    stopped.set()
+    assert view.build_episode_index(stopped) is None
+    warm.close()

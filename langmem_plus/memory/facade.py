@@ -138,8 +138,8 @@ class LearningMemory:
         self._warm_stop = threading.Event()
         self._warmer: threading.Thread | None = None
         lessons = self.view.lessons
-        if from_snapshot and config.warm_lessons and lessons.parsed_count() < len(lessons):
-            self._warmer = threading.Thread(target=lessons.warm, args=(self._warm_stop,), name="langmem-plus-warm", daemon=True)
+        if from_snapshot and config.warm_lessons and (lessons.parsed_count() < len(lessons) or len(self.view.episodes)):
+            self._warmer = threading.Thread(target=self._warm, name="langmem-plus-warm", daemon=True)
             self._warmer.start()
         self._pending_losses: dict[str, Counter[str]] = {}
         """Run id -> conflict-cluster losses at its retrievals, consumed by that run's ``end_run``; ad-hoc
@@ -217,8 +217,22 @@ class LearningMemory:
                 store.close()
                 raise
 
+    def _warm(self) -> None:
+        """After an open from a snapshot, off the lock: parse the lessons (``RecordTable.warm``), then build the episode
+        index, so neither the first retrieval nor the first ``end_run`` pays for them; the index is installed only if no
+        episode, sighting or run arrived while it was built (``MemoryView.offer_episode_index``)."""
+        stop = self._warm_stop
+        self.view.lessons.warm(stop)
+        if stop.is_set() or self.view.episode_index is not None or not len(self.view.episodes):
+            return
+        version = self.view.episodes_version
+        index = self.view.build_episode_index(stop)
+        if index is not None:
+            with self._lock:
+                self.view.offer_episode_index(index, version)
+
     def wait_warm(self, timeout: float | None = None) -> bool:
-        """Wait until the background parse after an open (``warm_lessons``) is done; True when it is."""
+        """Wait until the background work after an open (``warm_lessons``: the parse, the episode index) is done; True when it is."""
         if self._warmer is not None:
             self._warmer.join(timeout)
             return not self._warmer.is_alive()

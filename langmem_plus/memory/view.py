@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -91,6 +92,9 @@ class MemoryView:
         self.episodes: RecordTable[Episode] = RecordTable(Episode, namespace)
         """Stored episode records by id, as written (``episode`` folds their sightings and ages them when read)."""
         self.episode_index: EpisodeIndex | None = None
+        self.episodes_version = 0
+        """Bumped whenever what the episode index reflects may change (an episode written or read, a sighting, the
+        runs): an index built off the lock is installed only if it did not move meanwhile (``offer_episode_index``)."""
         """What ``end_run``'s episode plan asks of ``episodes`` (``learning.episode_index``): built on first use
         (``indexed_episodes``), then kept in step by every write; None again whenever ``episodes`` is reloaded."""
         self.runs: list[RunRecord] = []
@@ -142,6 +146,7 @@ class MemoryView:
         """Every episode read from Chroma (an open without a snapshot, or from a base older than episodes in it)."""
         self.episodes = RecordTable(Episode, self.namespace)
         self.episode_index = None
+        self.episodes_version += 1
         for episode in stored(store, "episodes", Episode):
             self.episodes[episode.episode_id] = episode
 
@@ -157,7 +162,8 @@ class MemoryView:
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
         self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
         self.episodes = RecordTable(Episode, ns, loaded.records["episodes"], loaded.raw)
-        self.episode_index = None  # built at the first end_run, not at open: that would parse every episode
+        self.episode_index = None  # built at the first end_run or on the warm thread, not at open: it parses every episode
+        self.episodes_version += 1
         runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
@@ -186,6 +192,7 @@ class MemoryView:
     def set_runs(self, runs: Iterable[RunRecord]) -> None:
         """The stored runs in Lamport order, and how many runs each fingerprint appeared in."""
         self.runs = sorted(runs, key=run_order)
+        self.episodes_version += 1
         if self.episode_index is not None:  # other runs: the avoidances' ages may go back
             self.episode_index.revive_avoidances()
         self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
@@ -291,6 +298,7 @@ class MemoryView:
                 self.add_run(record)
             elif isinstance(record, Episode):
                 self.episodes.put(record.episode_id, record, raw)
+                self.episodes_version += 1
                 if self.episode_index is not None:
                     self.episode_index.put(record)
         if lessons:
@@ -319,6 +327,7 @@ class MemoryView:
         for i, known in enumerate(self.runs):
             if known.run_id == run.run_id:
                 self.runs[i] = run
+                self.episodes_version += 1
                 if self.episode_index is not None and known.seq != run.seq:  # the avoidances' ages may go back
                     self.episode_index.revive_avoidances()
                 self._recount_vocabulary({known.tool or "", run.tool or ""})  # the run's verbs as now stored
@@ -360,6 +369,7 @@ class MemoryView:
                 self.graph.upsert_skill(skill)
         if found.get("episodes"):
             self.episode_ledger.add(found["episodes"], current=lambda _id: None)  # folded as they are read
+            self.episodes_version += 1
             if self.episode_index is not None:
                 self.episode_index.touch(ev.episode_id for _, ev in found["episodes"] if isinstance(ev, EpisodeEvidence))
         if found.get("facts"):
@@ -414,28 +424,48 @@ class MemoryView:
         return age_episode(folded, lambda seq: self.runs_after(seq, excluding=excluding_run))
 
     def indexed_episodes(self) -> EpisodeIndex:
-        """The episode index, built from every stored episode on first use.
+        """The episode index, built from every stored episode on first use (``build_episode_index``)."""
+        if self.episode_index is None:
+            built = self.build_episode_index()
+            assert built is not None  # without ``stop`` it always completes
+            self.episode_index = built
+        return self.episode_index
+
+    def build_episode_index(self, stop: threading.Event | None = None) -> EpisodeIndex | None:
+        """A new episode index over every stored episode; None when ``stop`` was set before it was done.
 
         Each record is parsed once for it and not kept (a parsed episode is ~5 KB; the plans
         read the few they need through the table); one the table could not use is left to
-        the table's own read, which drops it as a scan would.
+        the table's own read, which drops it as a scan would. With ``stop`` (the warm thread,
+        off the lock) a record that cannot be read directly ends the build instead: the table's
+        own read would change the table under the lock's holder.
         """
-        if self.episode_index is None:
-            cfg = self.config
-            index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
-                                 bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
-            for key in list(self.episodes):  # the table's order
-                record: Episode | None
-                try:
-                    record = Episode.model_validate_json(self.episodes.raw_json(key))
-                    if tuple(record.namespace) != self.namespace:
-                        raise ValueError("another namespace")
-                except (ValueError, IndexError, KeyError):  # ValidationError is a ValueError
-                    record = self.episodes.get(key)
-                if record is not None:
-                    index.put(record)
-            self.episode_index = index
-        return self.episode_index
+        cfg = self.config
+        index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
+                             bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
+        for n, key in enumerate(list(self.episodes)):  # the table's order
+            if stop is not None and n % 256 == 0 and stop.is_set():
+                return None
+            record: Episode | None
+            try:
+                record = Episode.model_validate_json(self.episodes.raw_json(key))
+                if tuple(record.namespace) != self.namespace:
+                    raise ValueError("another namespace")
+            except (ValueError, IndexError, KeyError):  # ValidationError is a ValueError
+                if stop is not None:
+                    return None
+                record = self.episodes.get(key)
+            if record is not None:
+                index.put(record)
+        return index
+
+    def offer_episode_index(self, index: EpisodeIndex, version: int) -> bool:
+        """Install an index built off the lock from ``version`` (``episodes_version`` then); refused when one is
+        installed already or what it reflects moved since (it would be stale). Call under the memory's lock."""
+        if self.episode_index is not None or version != self.episodes_version:
+            return False
+        self.episode_index = index
+        return True
 
     def avoidance_spent(self, episode_id: str, *, excluding_run: RunRecord | None = None) -> bool:
         """Whether a stored avoidance's TTL, folded and aged (``episode``), is over or never counts: read from its
