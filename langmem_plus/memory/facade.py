@@ -226,7 +226,10 @@ class LearningMemory:
         if stop.is_set() or self.view.episode_index is not None or not len(self.view.episodes):
             return
         version = self.view.episodes_version
-        index = self.view.build_episode_index(stop)
+        try:
+            index = self.view.build_episode_index(stop)
+        except RuntimeError:  # the table changed size while it was listed: the first end_run builds the index
+            return
         if index is not None:
             with self._lock:
                 self.view.offer_episode_index(index, version)
