@@ -37,15 +37,14 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.consolidate import FP_PREFIX
 from langmem_plus.learning.dedup import hamming
 from langmem_plus.learning.episodes import (
-    EPISODE_COUNTERS,
     EpisodeWrites,
     add_sighting,
     episode_hash,
     apply_episode_evidence,
-    episode_base,
     sighting,
+    write_new,
 )
-from langmem_plus.records import Episode, EpisodeKind, with_fields
+from langmem_plus.records import Episode, EpisodeKind
 from langmem_plus.store.lesson_index import plan_bands
 
 _K = TypeVar("_K")
@@ -352,26 +351,12 @@ def plan_indexed_writes(
             sight(dup, ep)
             out.merged.append((dup.episode_id, ep.episode_id))
             continue
+        same = None
         if ep.kind == "nearmiss":
             key = (ep.subgoal_template, ep.context)
             same = [e for e in with_changed(index.group(*key, kinds=("nearmiss",)), lambda e: e.kind == "nearmiss")
                     if e.kind == "nearmiss" and (e.subgoal_template, e.context) == key]
-            if len(same) >= config.nearmiss_cap:
-                out.capped.append(ep.episode_id)
-                if not same:  # cap 0: near-misses are off
-                    continue
-                weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
-                if ep.success_weight > weakest.success_weight:
-                    content = ep.model_copy(update={"episode_id": weakest.episode_id})
-                    out.upserts[weakest.episode_id] = content if weakest.episode_id in index else episode_base(content)
-                    sight(with_fields(content, weakest, EPISODE_COUNTERS), ep)
-                else:
-                    sight(max(same, key=lambda e: e.success_weight), ep)
-                continue
-        base = episode_base(ep)
-        out.upserts[ep.episode_id] = base
-        sight(base, ep)
-        out.created.append(ep.episode_id)
+        write_new(ep, out, same, index, config, sight)
     for i in index.live_avoidances():
         if i in seen:
             continue

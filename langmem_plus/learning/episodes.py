@@ -37,7 +37,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus._text import stable_id
@@ -462,6 +462,29 @@ def _find_duplicate(ep: Episode, pool: Sequence[Episode], config: MemoryConfig) 
     return None if best is None else best[2]
 
 
+def write_new(ep: Episode, out: EpisodeWrites, same: Sequence[Episode] | None, stored: Container[str],
+              config: MemoryConfig, sight: Callable[[Episode, Episode], Episode]) -> None:
+    """Steps 3 and 4 of ``plan_episode_writes`` for a new episode that duplicates none: ``same`` are the near-misses
+    its (template, context) holds when it is a near-miss (None otherwise), ``stored`` the ids already stored, and
+    ``sight(kept, ep)`` records ``ep`` as a sighting of ``kept``."""
+    if same is not None and len(same) >= config.nearmiss_cap:
+        out.capped.append(ep.episode_id)
+        if not same:  # cap 0: near-misses are off
+            return
+        weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
+        if ep.success_weight > weakest.success_weight:
+            content = ep.model_copy(update={"episode_id": weakest.episode_id})
+            out.upserts[weakest.episode_id] = content if weakest.episode_id in stored else episode_base(content)
+            sight(with_fields(content, weakest, EPISODE_COUNTERS), ep)
+        else:
+            sight(max(same, key=lambda e: e.success_weight), ep)
+        return
+    base = episode_base(ep)
+    out.upserts[ep.episode_id] = base
+    sight(base, ep)  # created: its own first sighting, so two writers creating it both count
+    out.created.append(ep.episode_id)
+
+
 def plan_episode_writes(
     new: Sequence[Episode], stored: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG, *, now: float
 ) -> EpisodeWrites:
@@ -509,27 +532,11 @@ def plan_episode_writes(
             sight(dup, ep)
             out.merged.append((dup.episode_id, ep.episode_id))
             continue
-        if ep.kind == "nearmiss":
-            same = [
-                e for e in pool.values()
-                if e.kind == "nearmiss" and (e.subgoal_template, e.context) == (ep.subgoal_template, ep.context)
-            ]
-            if len(same) >= config.nearmiss_cap:
-                out.capped.append(ep.episode_id)
-                if not same:  # cap 0: near-misses are off
-                    continue
-                weakest = min(same, key=lambda e: (e.success_weight, e.last_seen_at))
-                if ep.success_weight > weakest.success_weight:
-                    content = ep.model_copy(update={"episode_id": weakest.episode_id})
-                    out.upserts[weakest.episode_id] = content if weakest.episode_id in known else episode_base(content)
-                    sight(with_fields(content, weakest, EPISODE_COUNTERS), ep)
-                else:
-                    sight(max(same, key=lambda e: e.success_weight), ep)
-                continue
-        base = episode_base(ep)
-        out.upserts[ep.episode_id] = base
-        sight(base, ep)  # created: its own first sighting, so two writers creating it both count
-        out.created.append(ep.episode_id)
+        same = [
+            e for e in pool.values()
+            if e.kind == "nearmiss" and (e.subgoal_template, e.context) == (ep.subgoal_template, ep.context)
+        ] if ep.kind == "nearmiss" else None
+        write_new(ep, out, same, known, config, sight)
     for ep in stored:
         if ep.kind != "avoidance" or ep.episode_id in seen or ep.ttl_episodes is None or ep.ttl_episodes <= 0:
             continue
@@ -560,4 +567,5 @@ __all__ = [
     "goal_template",
     "plan_episode_writes",
     "sighting",
+    "write_new",
 ]
