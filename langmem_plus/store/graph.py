@@ -78,6 +78,21 @@ def lesson_node(lesson_id: str) -> str:
     return f"lesson:{lesson_id}"
 
 
+_LESSON_PREFIX = len(lesson_node(""))
+
+
+class _LessonRows(dict[str, int]):
+    """Lesson id -> the adjacency's node id, giving one (``Adjacency.intern``) to a lesson not met yet."""
+
+    def __init__(self, adjacency: Adjacency, known: Iterable[tuple[str, int]]) -> None:
+        super().__init__(known)
+        self._adjacency = adjacency
+
+    def __missing__(self, lesson_id: str) -> int:
+        gid = self[lesson_id] = self._adjacency.intern(lesson_node(lesson_id))
+        return gid
+
+
 def fp_node(fingerprint_id: str) -> str:
     """Node id of a fingerprint id."""
     return f"fp:{fingerprint_id}"
@@ -204,12 +219,13 @@ class LessonGraph:
         the adjacency's names; the plain data holds only short tables (statuses, tools, link kinds, skills).
         """
         adj = self.adjacency
-        gids = [adj.intern(node) for node in self._status]
-        tool_rows = [(adj.intern(lesson_node(i)), t) for i, t in self._tool.items()]
-        rewrite_rows = [(adj.intern(lesson_node(i)), p) for i, p in self._rewrite.items()]
-        def member_row(lesson_id: str) -> int:
-            return adj.intern(lesson_node(lesson_id))
-
+        gids = adj.intern_many(self._status)
+        # Lesson id -> node id, built once from the statuses (every indexed lesson has one): the lookups below are
+        # a dictionary's, not a function call and a string join per lesson (0.4 s of a close after a 100k import).
+        lesson_rows = _LessonRows(adj, zip([node[_LESSON_PREFIX:] for node in self._status], gids))
+        tool_rows = [(lesson_rows[i], t) for i, t in self._tool.items()]
+        rewrite_rows = [(lesson_rows[i], p) for i, p in self._rewrite.items()]
+        member_row = lesson_rows.__getitem__
         fp_rows = self._fp_index.changed_rows(lambda fp: adj.intern(fp_node(fp)), member_row)
         words, word_rows = list(self._wrong_words), dict(self._wrong_rows)
 
