@@ -222,11 +222,11 @@ def test_vector_runs_equal_the_rows_one_by_one(tmp_path: Path) -> None:
     np.save(tmp_path / "v.npy", base)
     ids = [f"l{i}" for i in range(40)]
     vectors = LessonVectors(ids, np.load(tmp_path / "v.npy", mmap_mode="r"))
-    batch = rng.standard_normal((6, 8)).astype(np.float32)
-    for n, i in enumerate(["l3", "l4", "new1", "l20", "new2", "l39"]):
-        vectors.put_row(i, batch, n)
+    vectors.put_rows(["l3", "l4", "new1", "l20", "new2", "l39"], rng.standard_normal((6, 8)).astype(np.float32))
+    vectors.put_rows(["l5", "new3"], rng.standard_normal((2, 8)).astype(np.float32))
+    vectors.put("l4", rng.standard_normal(8).astype(np.float32))  # written again: its latest vector
     vectors.forget("l7")
-    order = ["new2", *ids, "new1", "missing"]
+    order = ["new2", *ids, "new1", "new3", "missing"]
     runs, found = vectors.runs_of(order)
     known = vectors.get_many(order)
     assert found.tolist() == [i in known for i in order]

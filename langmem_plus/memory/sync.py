@@ -261,12 +261,11 @@ class StoreSync:
         lesson_ids = list(view.lessons)
         # Each record's text or its row in the loaded base: what the journal or that base holds is pointed at.
         records: dict[str, Iterable[tuple[str, RecordSource]]] = {
-            "lessons": ((i, view.lessons.source(i)) for i in lesson_ids),
-            "links": ((i, view.links.source(i)) for i in view.links),
-            "skills": ((i, view.skills.source(i)) for i in view.skills),
-            "runs": ((r.run_id, r.model_dump_json()) for r in view.runs),
-            "episodes": ((i, view.episodes.source(i)) for i in view.episodes),
+            kind: zip(ids, table.sources(ids))
+            for kind, table, ids in (("lessons", view.lessons, lesson_ids), ("links", view.links, list(view.links)),
+                                     ("skills", view.skills, list(view.skills)), ("episodes", view.episodes, list(view.episodes)))
         }
+        records["runs"] = ((r.run_id, r.model_dump_json()) for r in view.runs)
         try:
             self.snapshot.write_base(
                 self.generation, records, view.graph.to_state(), view.base_vectors(self.store), view.index_state(lesson_ids),

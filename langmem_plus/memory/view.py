@@ -292,13 +292,13 @@ class MemoryView:
     def put_lessons(self, lessons: Sequence[tuple[Lesson, str | None]], vectors: np.ndarray | None) -> None:
         """Put lessons (with their JSON when known) into the table, graph, vector caches and index."""
         document = KIND_SPECS["lessons"].document
-        matrix = None if vectors is None else np.asarray(vectors, dtype=np.float32).reshape(len(lessons), -1)
-        for n, (lesson, raw) in enumerate(lessons):
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(lessons), -1)
+            self.lesson_vectors.put_rows([lesson.id for lesson, _ in lessons], matrix)
+        for lesson, raw in lessons:
             old = self.lessons.get(lesson.id)
             embedded_text_changed = old is None or document(old) != document(lesson)
-            if matrix is not None:
-                self.lesson_vectors.put_row(lesson.id, matrix, n)
-            elif embedded_text_changed:
+            if vectors is None and embedded_text_changed:
                 self.lesson_vectors.forget(lesson.id)
             if old is None or embedded_text_changed or rule_core(old) != rule_core(lesson):
                 self.vectors.drop(lesson.id)

@@ -37,7 +37,8 @@ def pack_strings(strings: Sequence[str], prefix: str = "") -> dict[str, np.ndarr
 
     The keys start with ``prefix``, so several lists fit in one ``.npz``.
     """
-    sep = next((s for s in SEPARATORS if not any(s in text for text in strings)), None)
+    whole = "".join(strings)  # a separator no string holds is one the joined text does not hold: one search each
+    sep = next((s for s in SEPARATORS if s not in whole), None)
     joined = (sep or "").join(strings)
     out: dict[str, np.ndarray] = {
         f"{prefix}utf8": np.frombuffer(joined.encode("utf-8"), dtype=np.uint8),
@@ -288,6 +289,17 @@ class LayeredMap(Generic[V]):
         if key in self._removed:
             raise KeyError(key)
         return self._base[key]
+
+    def values_of(self, keys: Sequence[str]) -> list[V]:
+        """``self[key]`` of each key, in one pass.
+
+        Raises:
+            KeyError: a key is not here.
+        """
+        over, base, removed = self._set, self._base, self._removed
+        if removed and any(k in removed and k not in over for k in keys):
+            raise KeyError(next(k for k in keys if k in removed and k not in over))
+        return [over[k] if k in over else base[k] for k in keys]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._set or (key not in self._removed and key in self._base))

@@ -149,34 +149,44 @@ def place_records(
     pending: dict[int, tuple[BaseRows, list[int], list[int]]] = {}
     out = _OwnFile(folder / own)
     try:
+        seg_append, start_append, end_append = segment.append, starts.append, ends.append
+        last_name, last_seg = "", 0  # consecutive records mostly lie in one journal: its segment number, cached
         for kind, entries in records.items():
-            kind_ids = ids.setdefault(kind, [])
-            found = located.get(kind, {})
-            for rid, src in entries:
-                kind_ids.append(rid)
-                if isinstance(src, str):
-                    hit = found.get(rid)
+            pairs = list(entries)
+            ids[kind] = [rid for rid, _ in pairs]
+            found = located.get(kind, {}).get
+            for rid, src in pairs:
+                if src.__class__ is str:
+                    hit = found(rid)
                     if hit is not None and hit[0] is src:
-                        seg = seg_of.get(hit[1])
-                        if seg is None:
-                            seg = seg_of[hit[1]] = len(names)
-                            names.append(hit[1])
-                        segment.append(seg)
-                        starts.append(hit[2])
-                        ends.append(hit[3])
+                        if hit[1] != last_name:
+                            last_name = hit[1]
+                            seg = seg_of.get(last_name)
+                            if seg is None:
+                                seg = seg_of[last_name] = len(names)
+                                names.append(last_name)
+                            last_seg = seg
+                        seg_append(last_seg)
+                        start_append(hit[2])
+                        end_append(hit[3])
                         continue
-                    start, end = out.add(kind, quote(rid), src)
-                    segment.append(0)
-                    starts.append(start)
-                    ends.append(end)
+                    start, end = out.add(kind, quote(rid), src)  # type: ignore[arg-type]
+                    seg_append(0)
+                    start_append(start)
+                    end_append(end)
+                elif isinstance(src, str):  # a str subclass: its text, written
+                    start, end = out.add(kind, quote(rid), str(src))
+                    seg_append(0)
+                    start_append(start)
+                    end_append(end)
                 else:
                     base, row = src
                     group = pending.setdefault(id(base), (base, [], []))
                     group[1].append(len(segment))
                     group[2].append(row)
-                    segment.append(-1)
-                    starts.append(0)
-                    ends.append(0)
+                    seg_append(-1)
+                    start_append(0)
+                    end_append(0)
         placed = Placed(names, [], np.frombuffer(segment, dtype=np.int64).copy(),
                         np.frombuffer(starts, dtype=np.int64).copy(), np.frombuffer(ends, dtype=np.int64).copy(), ids)
         kinds = list(ids)

@@ -323,6 +323,14 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
             return self._base, raw
         return raw if raw is not None else self._parsed[key].model_dump_json()
 
+    def sources(self, keys: Sequence[str]) -> list[RecordSource]:
+        """``source`` of each of ``keys`` (one pass: a new base asks it of every record)."""
+        raws, base, parsed = self._raw.values_of(keys), self._base, self._parsed
+        return [
+            (base, raw) if raw.__class__ is int else (raw if raw is not None else parsed[key].model_dump_json())  # type: ignore[misc]
+            for key, raw in zip(keys, raws)
+        ]
+
     def parsed_count(self) -> int:
         """How many records are parsed now."""
         return len(self._parsed)
@@ -383,8 +391,10 @@ class LessonVectors:
         self._matrix = matrix
         base = (rows if rows is not None else dict(zip(ids, range(len(ids))))) if matrix is not None else {}
         self._rows = LayeredMap[int](base)
-        self._new: dict[str, tuple[np.ndarray, int]] = {}
-        """Vectors written since the open: (the write's matrix, row), so a new base gathers them a batch at a time."""
+        self._new: dict[str, tuple[np.ndarray, int, int]] = {}
+        """Vectors written since the open: (the write's matrix, row, the write's number), so a new base writes them
+        a batch at a time."""
+        self._writes = 0
         self._reader = _RowReader.of(matrix)
 
     def get(self, lesson_id: str) -> np.ndarray | None:
@@ -415,30 +425,31 @@ class LessonVectors:
 
         Example:
             >>> v = LessonVectors()
-            >>> v.put_row("a", np.eye(3, dtype=np.float32), 1); v.put_row("b", np.eye(3, dtype=np.float32), 2)
+            >>> v.put_rows(["x0", "a", "b"], np.eye(3, dtype=np.float32)); v.forget("x0")
             >>> runs, found = v.runs_of(["a", "x", "b"]); runs.matrix().tolist(), found.tolist()
             ([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [True, False, True])
         """
         new = self._new
         base = self._rows if self._matrix is not None else LayeredMap[int]({})
-        batch_of: dict[int, int] = {}
-        batches: list[np.ndarray] = []
+        hits = list(map(new.get, lesson_ids))
+        batches = {hit[2]: hit[0] for hit in hits if hit is not None}  # one entry per write (its batch number)
+        batch_of = {b: k for k, b in enumerate(batches)}
+        stacked = list(batches.values())
         which: list[int] = []  # the batch; -1: a base row; -2: not known here
         rows: list[int] = []
-        for i in lesson_ids:
-            hit = new.get(i)
-            if hit is not None:
-                k = batch_of.get(id(hit[0]))
-                if k is None:
-                    k = batch_of[id(hit[0])] = len(batches)
-                    batches.append(hit[0])
-                which.append(k)
-                rows.append(hit[1])
-            else:
-                row = base.get(i)
-                which.append(-2 if row is None else -1)
-                rows.append(0 if row is None else row)
-        width = batches[0].shape[1] if batches else (self._matrix.shape[1] if self._matrix is not None else 0)
+        if None not in hits:  # the usual close after writes: every vector known, no base lookups
+            which = [batch_of[hit[2]] for hit in hits]  # type: ignore[index]
+            rows = [hit[1] for hit in hits]  # type: ignore[index]
+        else:
+            for i, hit in zip(lesson_ids, hits):
+                if hit is not None:
+                    which.append(batch_of[hit[2]])
+                    rows.append(hit[1])
+                else:
+                    row = base.get(i)
+                    which.append(-2 if row is None else -1)
+                    rows.append(0 if row is None else row)
+        width = stacked[0].shape[1] if stacked else (self._matrix.shape[1] if self._matrix is not None else 0)
         source, at = np.asarray(which, dtype=np.int64), np.asarray(rows, dtype=np.int64)
         found = source > -2
         source, at = source[found], at[found]
@@ -448,18 +459,20 @@ class LessonVectors:
         for lo, hi in zip([0, *breaks], [*breaks, len(source)]):
             if hi > lo:
                 k, first = int(source[lo]), int(at[lo])
-                origin = batches[k] if k >= 0 else base_source
+                origin = stacked[k] if k >= 0 else base_source
                 if origin is not None:
                     runs.append((origin, first, first + hi - lo))
         return VectorRuns(width, runs), found
 
     def put(self, lesson_id: str, vector: np.ndarray) -> None:
         """The vector a write just stored."""
-        self._new[lesson_id] = (np.asarray(vector, dtype=np.float32).reshape(1, -1), 0)
+        self.put_rows([lesson_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
 
-    def put_row(self, lesson_id: str, matrix: np.ndarray, row: int) -> None:
-        """The vector a write just stored, row ``row`` of its float32 matrix (kept, not copied)."""
-        self._new[lesson_id] = (matrix, row)
+    def put_rows(self, lesson_ids: Sequence[str], matrix: np.ndarray) -> None:
+        """The vectors a write just stored: row ``n`` of the float32 ``matrix`` (kept, not copied) is ``lesson_ids[n]``'s."""
+        self._writes += 1
+        for n, lesson_id in enumerate(lesson_ids):
+            self._new[lesson_id] = (matrix, n, self._writes)
 
     def forget(self, lesson_id: str) -> None:
         """The lesson was rewritten and its vector is not known here."""
