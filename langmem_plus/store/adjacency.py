@@ -343,18 +343,34 @@ class Adjacency:
         if len(self._overlay) > max(REBUILD_MIN, REBUILD_SHARE * max(1, len(self._names))):
             self.compact()
 
-    def to_state(self) -> tuple[list[str], dict[str, np.ndarray]]:
+    def csr_from_log(self) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
+        """(node count, CSR arrays) as ``compact`` would make them, from the edge log and without changing anything
+        (safe on another thread while nodes are only interned); None when the log does not describe the overlay."""
+        found = self._csr_from_log() if self._overlay else None
+        return None if found is None else (len(found[0]) - 1, found)
+
+    def to_state(
+        self, from_log: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
+    ) -> tuple[list[str], dict[str, np.ndarray]]:
         """Node names and the compacted CSR arrays (what a snapshot saves).
 
-        From the edge log the arrays are computed and the adjacency is left as it is: a save at close would
-        otherwise spend 0.2 s of a 100k import's close freeing the overlay's million cells, which the process
-        frees with the rest of the memory anyway. Else the adjacency is compacted first.
+        From the edge log (``from_log``: ``csr_from_log``'s result, nodes interned since get empty rows) the
+        arrays are computed and the adjacency is left as it is: a save at close would otherwise spend 0.2 s of a
+        100k import's close freeing the overlay's million cells, which the process frees with the rest of the
+        memory anyway. Else the adjacency is compacted first.
         """
-        found = self._csr_from_log() if self._overlay else None
-        if found is None:
+        if from_log is None:
+            from_log = self.csr_from_log()
+        names = list(self._names)
+        if from_log is None:
             self.compact()
             found = self._indptr, self._neighbours, self._counts, self._weights
-        return list(self._names), dict(zip(("indptr", "neighbours", "counts", "weights"), found))
+        else:
+            counted, found = from_log
+            if len(names) > counted:  # nodes given an id since, without neighbours
+                indptr = np.concatenate([found[0], np.full(len(names) - counted, found[0][-1], dtype=np.int64)])
+                found = (indptr, *found[1:])
+        return names, dict(zip(("indptr", "neighbours", "counts", "weights"), found))
 
     @classmethod
     def from_state(cls, names: Sequence[str], arrays: Mapping[str, Any]) -> Adjacency:

@@ -7,9 +7,14 @@ only when a record is first used (``RecordTable``), and the lesson graph's flat 
 
 Layout of a snapshot folder (one per namespace):
 
-* ``meta.json``: format, the Chroma write generation the base reflects, and the names
-  of the current base and journal. Replaced atomically last, so it is the commit point.
-* ``base-<id>.records.tsv``: ``kind \\t json(id) \\t record_json`` per record.
+* ``meta.json``: format, the Chroma write generation the base reflects, the names
+  of the current base and journal, and the files its records lie in (``segments``).
+  Replaced atomically last, so it is the commit point.
+* ``base-<id>.records.tsv``: ``kind \\t json(id) \\t record_json`` per record that lies in
+  no earlier file; since format 5 the others stay where they are, as byte ranges of
+  earlier journals or bases' records files (``store.segments``).
+* ``base-<id>.rows.npz``: every record's kind, id, file and byte range (required when the
+  records lie in more than the base's own file; else an open may scan that file instead).
 * ``base-<id>.graph.json`` / ``base-<id>.graph.npz``: the graph state (no pickle).
 * ``base-<id>.vectors.npy``: the lessons' relevance vectors (the ones Chroma stores),
   memory-mapped on open, so text similarity of any candidate is a dot product and not
