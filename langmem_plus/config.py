@@ -375,6 +375,15 @@ class MemoryConfig(BaseModel):
     snapshot_rebase_share: float = Field(0.05, ge=0.0)
     """On close, the snapshot's journal is folded into a new base once it holds more records
     than this share of the stored ones (replaying a long journal would slow the next open)."""
+    snapshot_segment_live_min: float = Field(0.5, ge=0.0)
+    """A new base keeps its records where they already are, as byte ranges of earlier files (the journal
+    the import wrote, the previous base's records: ``store.snapshot``, format 5) instead of writing 100 MB
+    again at a 100k import's close. Such a segment whose live records fill less than this share of the
+    file is copied into the new base's own file instead, so dead bytes (replaced records, journal end
+    lines) stay under about half the folder; above 1 every record is rewritten (the format 4 way)."""
+    snapshot_segments_max: int = Field(8, ge=1)
+    """Files a base's records may lie in besides its own: beyond it the segments with the fewest live
+    bytes are copied into the new base's own file (each rebase adds at most one, its journal)."""
 
     # ---- text environments (issue 11) ------------------------------------------
     text_prefer_bonus: float = Field(100.0, ge=0.0)

@@ -63,3 +63,47 @@ def test_compact_keeps_untouched_rows_and_places_changed_ones() -> None:
         "d": {"c": [1.0, 1.0], "b": [2.0, 0.5]},
     }
     assert adj.fanout("b") == 3 and adj.weight("d", "b") == 0.5
+
+
+# Writes that never remove a cell (edges >= 0 only where the cell exists): the edge log describes them.
+growing = st.lists(
+    st.tuples(st.sampled_from(NODES), st.sampled_from(NODES), st.integers(1, 3), st.floats(-2, 5, allow_nan=False)),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rounds=st.lists(st.tuples(growing, growing), min_size=1, max_size=4))
+def test_compact_from_the_edge_log_equals_reference(rounds: list[tuple[list[tuple[str, str, int, float]], ...]]) -> None:
+    """Adds, then weight changes of existing cells (edges 0), compacted from the log: the reference's arrays exactly."""
+    fast = Adjacency()
+    for adds, changes in rounds:
+        for u, v, edges, weight in adds:
+            fast.adjust(u, v, edges, weight)
+        for u, v, _, weight in changes:
+            if fast.weight(u, v) is not None:  # an existing cell: no removal, the log stays valid
+                fast.adjust(u, v, 0, weight)
+        assert fast._log.ok
+        slow = copy.deepcopy(fast)
+        before = fast.as_dict()
+        assert fast._compact_log()
+        slow._compact_reference()
+        names_f, arr_f = _arrays(fast)
+        names_s, arr_s = _arrays(slow)
+        assert names_f == names_s
+        for key in arr_f:
+            assert arr_f[key].dtype == arr_s[key].dtype, key
+            np.testing.assert_array_equal(arr_f[key], arr_s[key], err_msg=key)
+        assert fast.as_dict() == before and not fast._overlay
+
+
+def test_a_removed_cell_sends_compact_to_the_overlay() -> None:
+    """Once a cell is removed the log no longer describes the rows; compaction still gives the reference's rows."""
+    adj = Adjacency()
+    adj.adjust("a", "b", 1, 1.0)
+    adj.adjust("a", "c", 1, 2.0)
+    adj.adjust("a", "b", -1, -1.0)
+    adj.adjust("a", "b", 1, 0.25)  # back, now after c in the row
+    assert not adj._log.ok
+    adj.compact()
+    assert adj.row("a") == {"c": [1.0, 2.0], "b": [1.0, 0.25]} and adj._log.ok

@@ -210,7 +210,9 @@ class LearningMemory:
             store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
             local = Path(audit_dir) if audit_dir else root
             audit = AuditLog(audit_path(local, ns), ns, clock=clock)
-            snapshot = SnapshotDir(snapshot_dir(local, ns)) if cfg.snapshot else None
+            snapshot = SnapshotDir(
+                snapshot_dir(local, ns), segment_live_min=cfg.snapshot_segment_live_min, segments_max=cfg.snapshot_segments_max
+            ) if cfg.snapshot else None
             try:
                 return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock, snapshot=snapshot)
             except BaseException:

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,6 +34,7 @@ from langmem_plus.records import RunFinding
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.journal import Entry, SharedLog
 from langmem_plus.store.mapping import KIND_SPECS
+from langmem_plus.store.segments import RecordSource
 from langmem_plus.store.snapshot import Loaded, SnapshotDir
 
 logger = logging.getLogger(__name__)
@@ -258,13 +259,13 @@ class StoreSync:
             return
         view = self.view
         lesson_ids = list(view.lessons)
-        records = {
-            "lessons": ((i, view.lessons.raw_json(i)) for i in lesson_ids),
-            "links": ((i, view.links.raw_json(i)) for i in view.links),
-            "skills": ((i, view.skills.raw_json(i)) for i in view.skills),
-            "runs": ((r.run_id, r.model_dump_json()) for r in view.runs),
-            "episodes": ((i, view.episodes.raw_json(i)) for i in view.episodes),
+        # Each record's text or its row in the loaded base: what the journal or that base holds is pointed at.
+        records: dict[str, Iterable[tuple[str, RecordSource]]] = {
+            kind: zip(ids, table.sources(ids))
+            for kind, table, ids in (("lessons", view.lessons, lesson_ids), ("links", view.links, list(view.links)),
+                                     ("skills", view.skills, list(view.skills)), ("episodes", view.episodes, list(view.episodes)))
         }
+        records["runs"] = ((r.run_id, r.model_dump_json()) for r in view.runs)
         try:
             self.snapshot.write_base(
                 self.generation, records, view.graph.to_state(), view.base_vectors(self.store), view.index_state(lesson_ids),

@@ -61,7 +61,7 @@ from langmem_plus.store.graph import LessonGraph, tool_node
 from langmem_plus.store.journal import Entry
 from langmem_plus.store.lesson_index import LessonIndex
 from langmem_plus.store.mapping import KIND_SPECS
-from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable
+from langmem_plus.store.snapshot import LessonVectors, Loaded, RecordTable, VectorRuns
 
 logger = logging.getLogger(__name__)
 
@@ -267,9 +267,12 @@ class MemoryView:
             return None
         return {"key": index_key(self.config), "count": len(ids)}, arrays
 
-    def base_vectors(self, store: ChromaStore) -> tuple[list[str], np.ndarray] | None:
+    def base_vectors(self, store: ChromaStore) -> tuple[list[str], np.ndarray | VectorRuns] | None:
         """Every lesson's relevance vector, for a new base: known here, else read from Chroma in pages."""
         ids = list(self.lessons)
+        runs, known = self.lesson_vectors.runs_of(ids)
+        if bool(known.all()):  # the usual case: written as runs of the writes' matrices and the base's file
+            return (ids, runs) if ids else None
         found = self.lesson_vectors.get_many(ids)
         missing = [i for i in ids if i not in found]
         for start in range(0, len(missing), PAGE_SIZE):
@@ -307,12 +310,13 @@ class MemoryView:
     def put_lessons(self, lessons: Sequence[tuple[Lesson, str | None]], vectors: np.ndarray | None) -> None:
         """Put lessons (with their JSON when known) into the table, graph, vector caches and index."""
         document = KIND_SPECS["lessons"].document
-        for n, (lesson, raw) in enumerate(lessons):
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(lessons), -1)
+            self.lesson_vectors.put_rows([lesson.id for lesson, _ in lessons], matrix)
+        for lesson, raw in lessons:
             old = self.lessons.get(lesson.id)
             embedded_text_changed = old is None or document(old) != document(lesson)
-            if vectors is not None:
-                self.lesson_vectors.put(lesson.id, vectors[n])
-            elif embedded_text_changed:
+            if vectors is None and embedded_text_changed:
                 self.lesson_vectors.forget(lesson.id)
             if old is None or embedded_text_changed or rule_core(old) != rule_core(lesson):
                 self.vectors.drop(lesson.id)

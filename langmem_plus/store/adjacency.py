@@ -20,7 +20,8 @@ a hub is found from its other end, whose adjacency is short.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -61,6 +62,8 @@ class Adjacency:
         self._weights = np.zeros(0, dtype=np.float64)
         self._snapshot_n = 0
         self._pos = np.zeros(0, dtype=np.int64)
+        self._log = _EdgeLog()
+        """Every ``adjust`` since the snapshot, as arrays: ``compact`` folds it with numpy instead of walking the overlay."""
 
     # ---- reads ----------------------------------------------------------------
 
@@ -157,6 +160,14 @@ class Adjacency:
             self._names.append(node)
         return gid
 
+    def intern_many(self, nodes: Collection[str]) -> list[int]:
+        """``intern`` of each node, in order (one dictionary lookup each for the known ones)."""
+        get = self._ids.get
+        found = [get(node) for node in nodes]
+        if None in found:
+            found = [self.intern(node) for node in nodes]
+        return found  # type: ignore[return-value]
+
     def _editable(self, node: str) -> Row:
         row = self._overlay.get(node)
         if row is None:
@@ -175,6 +186,9 @@ class Adjacency:
             cell[1] += weight
             if cell[0] <= 0:
                 del row[b]
+                self._log.ok = False  # a removed cell starts again from zero: only the overlay has that right
+        if self._log.ok:
+            self._log.note(self._ids[u], self._ids[v], edges, weight)
 
     # ---- snapshot -------------------------------------------------------------
 
@@ -185,6 +199,8 @@ class Adjacency:
         then placed by one gather over both sources (``_compact_reference`` is the plain
         row-by-row version: 1.5-1.9 -> 0.7-0.9 s for a 1M-cell overlay after a 100k import).
         """
+        if self._log.ok and self._compact_log():
+            return
         n = len(self._names)
         ids = self._ids
         changed = [(ids[node], row) for node, row in self._overlay.items()]
@@ -214,6 +230,74 @@ class Adjacency:
             np.concatenate([self._weights, new_cells[:, 1]])[gather],
         )
         self._overlay.clear()
+
+    def _compact_log(self) -> bool:
+        """``compact`` from the edge log (``_csr_from_log``); False (nothing done) when the log does not describe the overlay."""
+        found = self._csr_from_log()
+        if found is None:
+            return False
+        self._set_csr(*found)
+        self._overlay.clear()
+        return True
+
+    def _csr_from_log(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The CSR arrays ``compact`` would make, from the edge log instead of the overlay's dictionaries (state unchanged);
+        None when the log does not describe the overlay.
+
+        Every cell of a changed row is its old CSR value (if any) plus the log's deltas for it, summed in the order
+        they were made (``np.bincount`` adds sequentially, so the floats equal the overlay's), and its place in the
+        row is its first appearance: the old CSR cells in their order, then new cells as the log met them, which is
+        the overlay dictionary's insertion order. Valid while no cell was removed (``adjust`` marks the log then).
+        A 1M-cell overlay (a 100k import): 1.1 s walking the dictionaries, 0.4 s this way.
+        """
+        if not self._log.ok:
+            return None
+        u, v, d_counts, d_weights = self._log.arrays()
+        n, old_n, old_total = len(self._names), self._snapshot_n, len(self._neighbours)
+        touched = np.flatnonzero(np.bincount(np.concatenate([u, v]), minlength=n))
+        if len(touched) != len(self._overlay):
+            return None
+        # The old CSR cells of the touched rows, in CSR order (their place is their CSR position).
+        old_rows = touched[touched < old_n]
+        spans = self._indptr[old_rows + 1] - self._indptr[old_rows]
+        at = np.repeat(self._indptr[old_rows] - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+        # Entries in the order they were made: the old cells, then each call's two directions (a call's two entries
+        # lie in different rows), so a stable sort by cell keeps every cell's entries in that order.
+        step = np.repeat(np.arange(len(u), dtype=np.int64) + old_total, 2)
+        cell_row = np.concatenate([np.repeat(old_rows, spans), np.stack([u, v], axis=1).ravel()])
+        cell_col = np.concatenate([self._neighbours[at], np.stack([v, u], axis=1).ravel()])
+        place = np.concatenate([at, step])
+        counts = np.concatenate([self._counts[at].astype(np.float64), np.repeat(d_counts, 2)])
+        weights = np.concatenate([self._weights[at], np.repeat(d_weights, 2)])
+        order = np.argsort(cell_row * max(n, 1) + cell_col, kind="stable")
+        cell_row, cell_col, place = cell_row[order], cell_col[order], place[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (cell_row[1:] != cell_row[:-1]) | (cell_col[1:] != cell_col[:-1])
+        cell = np.cumsum(first) - 1
+        cells = int(cell[-1]) + 1 if len(cell) else 0
+        summed_counts = np.bincount(cell, weights=counts[order], minlength=cells)
+        summed_weights = np.bincount(cell, weights=weights[order], minlength=cells)
+        c_row, c_col, c_place = cell_row[first], cell_col[first], place[first]
+        # Each row's cells by first appearance: (row, place) pairs are distinct, one sort by a combined key.
+        span = old_total + len(u)
+        by_row = np.argsort(c_row * span + c_place) if n * span < 2**62 else np.lexsort((c_place, c_row))
+        c_row, c_col = c_row[by_row], c_col[by_row]
+        summed_counts, summed_weights = summed_counts[by_row], summed_weights[by_row]
+        lens = np.zeros(n, dtype=np.int64)
+        lens[:old_n] = np.diff(self._indptr)
+        starts = np.zeros(n, dtype=np.int64)
+        starts[:old_n] = self._indptr[:-1]
+        row_lens = np.bincount(c_row, minlength=n)[touched]
+        lens[touched] = row_lens
+        starts[touched] = old_total + np.cumsum(row_lens) - row_lens
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
+        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
+        return (
+            indptr,
+            np.concatenate([self._neighbours, c_col])[gather],
+            np.concatenate([self._counts, summed_counts.astype(np.int64)])[gather],
+            np.concatenate([self._weights, summed_weights])[gather],
+        )
 
     def _compact_reference(self) -> None:
         """``compact`` row by row: the plain version it is tested against."""
@@ -253,16 +337,40 @@ class Adjacency:
         self._weights = weights.astype(np.float64, copy=False)
         self._snapshot_n = len(self._indptr) - 1
         self._pos = np.full(self._snapshot_n, -1, dtype=np.int64)
+        self._log = _EdgeLog()  # every caller empties the overlay with it
 
     def _fresh(self) -> None:
         if len(self._overlay) > max(REBUILD_MIN, REBUILD_SHARE * max(1, len(self._names))):
             self.compact()
 
-    def to_state(self) -> tuple[list[str], dict[str, np.ndarray]]:
-        """Node names and CSR arrays, compacted first (what a snapshot saves)."""
-        self.compact()
-        arrays = {"indptr": self._indptr, "neighbours": self._neighbours, "counts": self._counts, "weights": self._weights}
-        return list(self._names), arrays
+    def csr_from_log(self) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
+        """(node count, CSR arrays) as ``compact`` would make them, from the edge log and without changing anything
+        (safe on another thread while nodes are only interned); None when the log does not describe the overlay."""
+        found = self._csr_from_log() if self._overlay else None
+        return None if found is None else (len(found[0]) - 1, found)
+
+    def to_state(
+        self, from_log: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
+    ) -> tuple[list[str], dict[str, np.ndarray]]:
+        """Node names and the compacted CSR arrays (what a snapshot saves).
+
+        From the edge log (``from_log``: ``csr_from_log``'s result, nodes interned since get empty rows) the
+        arrays are computed and the adjacency is left as it is: a save at close would otherwise spend 0.2 s of a
+        100k import's close freeing the overlay's million cells, which the process frees with the rest of the
+        memory anyway. Else the adjacency is compacted first.
+        """
+        if from_log is None:
+            from_log = self.csr_from_log()
+        names = list(self._names)
+        if from_log is None:
+            self.compact()
+            found = self._indptr, self._neighbours, self._counts, self._weights
+        else:
+            counted, found = from_log
+            if len(names) > counted:  # nodes given an id since, without neighbours
+                indptr = np.concatenate([found[0], np.full(len(names) - counted, found[0][-1], dtype=np.int64)])
+                found = (indptr, *found[1:])
+        return names, dict(zip(("indptr", "neighbours", "counts", "weights"), found))
 
     @classmethod
     def from_state(cls, names: Sequence[str], arrays: Mapping[str, Any]) -> Adjacency:
@@ -401,6 +509,31 @@ class Adjacency:
                     cols.append(index[v])
                     vals.append(cell[1])
         return np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64)
+
+
+class _EdgeLog:
+    """The ``adjust`` calls since the last compaction: (node id, node id, edges, weight), appended to typed arrays.
+
+    ``ok`` turns False for good (until the next compaction) once a call removed a cell: from then on the
+    overlay alone knows where each cell restarted, and ``compact`` walks it.
+    """
+
+    def __init__(self) -> None:
+        self.ok = True
+        self._u, self._v = array("q"), array("q")
+        self._counts, self._weights = array("d"), array("d")
+
+    def note(self, u: int, v: int, edges: float, weight: float) -> None:
+        """One ``adjust`` between node ids ``u`` and ``v``."""
+        self._u.append(u)
+        self._v.append(v)
+        self._counts.append(edges)
+        self._weights.append(weight)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(u, v, edges, weight) as numpy arrays (copies: the log may grow again)."""
+        return (np.array(self._u, dtype=np.int64), np.array(self._v, dtype=np.int64),
+                np.array(self._counts, dtype=np.float64), np.array(self._weights, dtype=np.float64))
 
 
 __all__ = ["REBUILD_MIN", "REBUILD_SHARE", "Adjacency"]

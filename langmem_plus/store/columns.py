@@ -37,7 +37,8 @@ def pack_strings(strings: Sequence[str], prefix: str = "") -> dict[str, np.ndarr
 
     The keys start with ``prefix``, so several lists fit in one ``.npz``.
     """
-    sep = next((s for s in SEPARATORS if not any(s in text for text in strings)), None)
+    whole = "".join(strings)  # a separator no string holds is one the joined text does not hold: one search each
+    sep = next((s for s in SEPARATORS if s not in whole), None)
     joined = (sep or "").join(strings)
     out: dict[str, np.ndarray] = {
         f"{prefix}utf8": np.frombuffer(joined.encode("utf-8"), dtype=np.uint8),
@@ -137,25 +138,35 @@ class CsrIndex:
         if member in self.get(key):
             self._editable(key).discard(member)
 
-    def changed_rows(self, key_row: Callable[[str], int], member_row: Callable[[str], int]) -> list[tuple[int, list[int]]]:
-        """The overlay's keys as (row, member rows), for ``to_csr`` (``key_row`` and ``member_row`` may assign new rows)."""
-        return [(key_row(key), sorted(map(member_row, found))) for key, found in self._overlay.items()]
+    def changed_rows(
+        self, key_row: Callable[[str], int], member_row: Callable[[str], int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The overlay's keys for ``to_csr``: (their rows, their sizes, their member rows sorted within each key, flat).
 
-    def to_csr(self, n_rows: int, changed: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray]:
+        ``key_row`` and ``member_row`` may assign new rows (keys first, then members). The members are sorted as
+        arrays (one sort for every key: a sorted list per key took 0.1-0.2 s after a 100k import).
+        """
+        keys = list(self._overlay)
+        sets = list(self._overlay.values())
+        rows = np.fromiter(map(key_row, keys), dtype=np.int64, count=len(keys))
+        lens = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+        flat = np.fromiter(map(member_row, chain.from_iterable(sets)), dtype=np.int64, count=int(lens.sum()))
+        owner = np.repeat(np.arange(len(keys), dtype=np.int64), lens)
+        return rows, lens, flat[np.lexsort((flat, owner))]
+
+    def to_csr(self, n_rows: int, changed: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """CSR arrays of ``n_rows`` rows: the base's rows as they are, gathered as arrays, and the ``changed`` rows
         (``changed_rows``) in their place. Saving thus costs what changed since the base, not the whole index."""
         base = self.keys_in_base()
         if base > n_rows:
             raise ValueError("fewer rows than the base has")
+        rows, row_lens, flat = changed
         lens = np.zeros(n_rows, dtype=np.int64)
         starts = np.zeros(n_rows, dtype=np.int64)
         lens[:base] = np.diff(self._indptr)
         starts[:base] = self._indptr[:-1]
-        rows = np.asarray([row for row, _ in changed], dtype=np.int64)
-        row_lens = np.asarray([len(found) for _, found in changed], dtype=np.int64)
         lens[rows] = row_lens
         starts[rows] = len(self._members) + np.cumsum(row_lens) - row_lens
-        flat = np.asarray([m for _, found in changed for m in found], dtype=np.int64)
         indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
         gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
         return indptr, np.concatenate([self._members, flat])[gather]
@@ -278,6 +289,17 @@ class LayeredMap(Generic[V]):
         if key in self._removed:
             raise KeyError(key)
         return self._base[key]
+
+    def values_of(self, keys: Sequence[str]) -> list[V]:
+        """``self[key]`` of each key, in one pass.
+
+        Raises:
+            KeyError: a key is not here.
+        """
+        over, base, removed = self._set, self._base, self._removed
+        if removed and any(k in removed and k not in over for k in keys):
+            raise KeyError(next(k for k in keys if k in removed and k not in over))
+        return [over[k] if k in over else base[k] for k in keys]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._set or (key not in self._removed and key in self._base))
