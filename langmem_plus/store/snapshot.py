@@ -836,17 +836,8 @@ def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, in
     n = len(starts)
     if int(arrays["size"][0]) != size or len(ends) != n:
         raise ValueError("the row index is for another file")
-    out: dict[str, dict[str, int]] = {}
-    placed = np.zeros(n, dtype=np.int64)
-    for kind in SNAPSHOT_KINDS:
-        rows = arrays[f"{kind}_rows"].astype(np.int64, copy=False)
-        ids = unpack_strings(arrays, f"{kind}_ids_")
-        if len(ids) != len(rows) or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n)):
-            raise ValueError("the row index's rows do not fit")
-        placed += np.bincount(rows, minlength=n)[:n] if len(rows) else 0
-        out[kind] = dict(zip(ids, rows.tolist()))
-    if n and (np.any(placed != 1) or int(starts.min()) < 1 or np.any(starts > ends) or int(ends[-1]) != size - 1
-              or np.any(ends[:-1] >= starts[1:])):
+    out = _kind_rows(arrays, n)  # every row placed once
+    if n and (int(starts.min()) < 1 or np.any(starts > ends) or int(ends[-1]) != size - 1 or np.any(ends[:-1] >= starts[1:])):
         raise ValueError("the row index's lines do not fit")
     if n:
         data = np.frombuffer(buffer, dtype=np.uint8)
