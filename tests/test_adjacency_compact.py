@@ -26,6 +26,16 @@ def _arrays(adj: Adjacency) -> tuple[list[str], dict[str, np.ndarray]]:
     }
 
 
+def _assert_same_layout(fast: Adjacency, slow: Adjacency) -> None:
+    """The same names and CSR arrays, values and dtypes."""
+    names_f, arr_f = _arrays(fast)
+    names_s, arr_s = _arrays(slow)
+    assert names_f == names_s
+    for key in arr_f:
+        assert arr_f[key].dtype == arr_s[key].dtype, key
+        np.testing.assert_array_equal(arr_f[key], arr_s[key], err_msg=key)
+
+
 @settings(max_examples=150, deadline=None)
 @given(rounds=st.lists(writes, min_size=1, max_size=4))
 def test_compact_equals_reference_through_rounds(rounds: list[list[tuple[str, str, int, float]]]) -> None:
@@ -38,12 +48,7 @@ def test_compact_equals_reference_through_rounds(rounds: list[list[tuple[str, st
         before = fast.as_dict()
         fast.compact()
         slow._compact_reference()
-        names_f, arr_f = _arrays(fast)
-        names_s, arr_s = _arrays(slow)
-        assert names_f == names_s
-        for key in arr_f:
-            assert arr_f[key].dtype == arr_s[key].dtype, key
-            np.testing.assert_array_equal(arr_f[key], arr_s[key], err_msg=key)
+        _assert_same_layout(fast, slow)
         assert fast.as_dict() == before  # compaction changes the layout, never the adjacency
         assert not fast._overlay
 
@@ -88,12 +93,7 @@ def test_compact_from_the_edge_log_equals_reference(rounds: list[tuple[list[tupl
         before = fast.as_dict()
         assert fast._compact_log()
         slow._compact_reference()
-        names_f, arr_f = _arrays(fast)
-        names_s, arr_s = _arrays(slow)
-        assert names_f == names_s
-        for key in arr_f:
-            assert arr_f[key].dtype == arr_s[key].dtype, key
-            np.testing.assert_array_equal(arr_f[key], arr_s[key], err_msg=key)
+        _assert_same_layout(fast, slow)
         assert fast.as_dict() == before and not fast._overlay
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langmem_plus import LearningMemory
+from memory_state import memory_state
 from langmem_plus.bench.foundation import synthetic_lessons
 from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import run_demo
@@ -23,15 +24,7 @@ LAZY = MemoryConfig(warm_lessons=False)
 """No background parse, so the tests can see what an open itself parsed."""
 
 
-def _state(mem: LearningMemory) -> tuple[Any, ...]:
-    return (
-        mem.graph.snapshot(),
-        {i: l.model_dump() for i, l in mem.lessons.items()},
-        {i: l.model_dump() for i, l in mem.view.links.items()},
-        {i: s.model_dump() for i, s in mem.view.skills.items()},
-        [r.model_dump() for r in mem.runs],
-        dict(mem.view.fp_runs),
-    )
+_state = memory_state
 
 
 def _from_chroma(path: Path, ns: tuple[str, ...] = NS) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from langmem_plus import LearningMemory
+from memory_state import memory_state
 from langmem_plus.bench.foundation import synthetic_lessons
 from langmem_plus.config import MemoryConfig
 from langmem_plus.records import Link
@@ -32,14 +33,7 @@ COPY_ALL = MemoryConfig(warm_lessons=False, snapshot_rebase_share=0.0, snapshot_
 NO_SNAPSHOT = MemoryConfig(snapshot=False)
 
 
-def _state(mem: LearningMemory) -> tuple[Any, ...]:
-    return (
-        mem.graph.snapshot(),
-        {i: l.model_dump() for i, l in mem.lessons.items()},
-        {i: l.model_dump() for i, l in mem.view.links.items()},
-        {i: s.model_dump() for i, s in mem.view.skills.items()},
-        [r.model_dump() for r in mem.runs],
-    )
+_state = memory_state
 
 
 def _vectors(mem: LearningMemory) -> dict[str, list[float]]:
