@@ -233,9 +233,11 @@ def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS
         text_ours: list[float] = []
         text_ref: list[float] = []
         for i in range(2 * text_runs):  # alternating, the index first
-            mem.config = scan if i % 2 else indexed
-            (text_ref if i % 2 else text_ours).append(_timed_text_end_run(mem, i) * 1000)
-            _log(f"{n}: text end_run {i + 1}/{2 * text_runs} ({'scan' if i % 2 else 'indexes'}) {(text_ref if i % 2 else text_ours)[-1]:.0f} ms")
+            use_ref = bool(i % 2)
+            mem.config = scan if use_ref else indexed
+            ms = _timed_text_end_run(mem, i) * 1000
+            (text_ref if use_ref else text_ours).append(ms)
+            _log(f"{n}: text end_run {i + 1}/{2 * text_runs} ({'scan' if use_ref else 'indexes'}) {ms:.0f} ms")
         mem.config = indexed
         started = time.perf_counter()
         mem.close()

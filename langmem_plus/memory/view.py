@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -502,17 +502,11 @@ class MemoryView:
         """The text rules (``Lesson.applies_when`` set) scoped to ``tool``, read through the graph's tool node, so the
         cost is the tool's lessons, not the store's; ``changed`` are maps of lessons written since (they win over the
         table). Without a tool, every lesson is read."""
-        maps = [*changed, self.lessons]
-        if tool:
-            ids = set(self.graph.lessons_for(tool_node(tool))).union(*(m.keys() for m in maps[:-1]))
-        else:
-            ids = set(self.lessons).union(*(m.keys() for m in maps[:-1]))
-        out = []
-        for lesson_id in sorted(ids):
-            lesson = next((m[lesson_id] for m in maps if lesson_id in m), None)
-            if lesson is not None and lesson.applies_when is not None and (lesson.scope.tool or None) == (tool or None):
-                out.append(lesson)
-        return out
+        changed = list(changed)
+        pool: ChainMap[str, Lesson] = ChainMap(*changed, self.lessons)  # type: ignore[arg-type]  # read only
+        ids = set(self.graph.lessons_for(tool_node(tool)) if tool else self.lessons).union(*changed)
+        rules = (pool.get(i) for i in sorted(ids))
+        return [l for l in rules if l is not None and l.applies_when is not None and (l.scope.tool or None) == (tool or None)]
 
     def lessons_for_fp(self, fp: str) -> list[Lesson]:
         return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]
