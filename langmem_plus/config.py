@@ -403,8 +403,12 @@ class MemoryConfig(BaseModel):
     """``TextGameExecutor``: weight of a word seen only outside the task's text (descriptions that
     name everything in a room), relative to a word of the goal or of what the goal points at."""
     text_new_verb_bonus: float = Field(0.1, ge=0.0)
-    """``TextGameExecutor``: score added to an action whose verb was not used yet in the attempt, so
-    the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
+    """``TextGameExecutor``: score added to an action whose verb has not succeeded yet in the attempt,
+    so the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
+    text_explore_bonus: float = Field(0.3, ge=0.0)
+    """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
+    whose verb changed the state's ``location`` earlier in the attempt), so the agent leaves a room it
+    has looked through rather than rearranging it; above a room description's words, below the task's."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

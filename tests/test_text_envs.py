@@ -250,6 +250,8 @@ def test_sciworld_channels_on_real_messages(sciworld: TextGameEnv) -> None:
 
 
 def test_sciworld_win_passes_and_progress_follows_the_score(sciworld: TextGameEnv) -> None:
+    steps = _play(sciworld, SCI_TEST, ["teleport to outside"])
+    assert sciworld.state["location"] == "outside"  # type: ignore[index]  # "This outside location is called the outside."
     steps = _play(sciworld, SCI_TEST, [
         "teleport to outside",
         "focus on baby baby wolf",

@@ -27,7 +27,7 @@ from langmem_plus.learning.textrules import (
     offered_verbs,
 )
 from langmem_plus.memory import Trajectory
-from langmem_plus.records import Hint, Lesson, Step, TaskSpec
+from langmem_plus.records import Feedback, Hint, Lesson, Step, TaskSpec
 
 ROAST_TRAIN = "train-18"
 """Recipe: chop the yellow potato, roast the yellow potato, prepare meal."""
@@ -114,6 +114,64 @@ def test_executor_ignores_malformed_hints(cooking: TextGameEnv, hint: Hint) -> N
     plain = TextGameExecutor(seed=0).act(traj.task, traj.steps, [])
     with_hint = TextGameExecutor(seed=0).act(traj.task, traj.steps, [hint])
     assert with_hint.action == plain.action and hint.source_id not in with_hint.applied_hints
+
+
+ROOMS = "You are hungry! Let's cook a delicious meal. Check the cookbook in the kitchen for the recipe."
+
+
+def _room_step(i: int, action: str, before: str, after: str, valid: list[str], *, failed: bool = False,
+               held: Sequence[str] = ()) -> Step:
+    """A step of a made-up game of rooms: ``action`` taken in ``before``, leaving the agent in ``after`` holding ``held``."""
+    return Step(index=i, action=action, observation="You can't." if failed else "Done.",
+                feedback=Feedback(hard_failure=failed, error_text="You can't." if failed else ""),
+                state_before={"location": before, "inventory": []}, state_after={"location": after, "inventory": list(held)},
+                info={"valid_actions": valid})
+
+
+def test_a_failed_action_is_tried_again_only_after_an_action_on_its_object_succeeds() -> None:
+    start = ["move north", "examine chair", "open door to north", "take apple"]
+    after = ["move north", "examine table"]
+    task = TaskSpec(task_id="t", goal=ROOMS, context={"valid_actions": start, "state": {"location": "kitchen"}})
+    looked = _room_step(0, "examine chair", "kitchen", "kitchen", start)
+    failed = _room_step(1, "move north", "kitchen", "kitchen", start, failed=True)
+    took = _room_step(2, "take apple", "kitchen", "kitchen", after, held=["apple"])
+    opened = _room_step(2, "open door to north", "kitchen", "kitchen", after)
+    ex = TextGameExecutor(seed=0)
+    assert ex.act(task, [looked, failed, took], []).action == "examine table"  # nothing changed about the north
+    assert ex.act(task, [looked, failed, opened], []).action == "move north"  # the door on its way was opened
+
+
+def test_a_way_out_not_taken_from_here_outranks_looking_around_once_moving_is_known() -> None:
+    hall = ["move south", "move east", "examine chair", "examine lamp"]
+    task = TaskSpec(task_id="t", goal=ROOMS, context={"valid_actions": ["move north", "examine table"],
+                                                      "state": {"location": "kitchen"}})
+    moved = _room_step(0, "move north", "kitchen", "hall", hall)
+    ex = TextGameExecutor(seed=0)
+    first = ex.act(task, [moved], [])
+    assert first.action in {"move south", "move east"}  # "move" changed the room: its untaken ways out draw the agent
+    looked = _room_step(1, "examine chair", "hall", "hall", hall)
+    back = _room_step(2, "move south", "hall", "kitchen", ["move north", "examine table"])
+    again = _room_step(3, "move north", "kitchen", "hall", hall)
+    assert ex.act(task, [moved, looked, back, again], []).action == "move east"  # south was taken from here already
+
+
+def test_the_executor_leaves_its_first_room_in_a_real_three_room_game() -> None:
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+
+    env = make_env("twx-cooking:rooms3")
+    assert isinstance(env, TextGameEnv)
+    try:
+        rooms = []
+        for task_id in ("train-1", "train-2", "train-4"):
+            traj = run_episode(env, TextGameExecutor(seed=0), _task(env, task_id), Context(), max_steps=50)
+            rooms.append({s.state_after["location"] for s in traj.steps})
+            for i, step in enumerate(traj.steps):  # a failed action is never repeated before its state changed
+                if i and traj.steps[i - 1].feedback.failed and traj.steps[i - 1].action == step.action:
+                    assert traj.steps[i - 1].state_after != step.state_before or step.info != traj.steps[i - 1].info
+    finally:
+        env.close()
+    assert all(len(r) >= 2 for r in rooms), rooms
 
 
 def test_hint_reader_parses_patterns_and_conditions() -> None:

@@ -70,7 +70,8 @@ REJECTIONS: tuple[str, ...] = (
 """ScienceWorld's rejection lines (read from its jar and from random play): the command parsed
 but could not be done, or did nothing."""
 
-_LOCATION = re.compile(r"This room is called the ([^.]+)\.")
+_LOCATION = re.compile(r"This (?:room|[a-z]+ location) is called the ([^.]+)\.")
+"""The location line of `look around`: "This room is called the kitchen.", "This outside location is called the outside."."""
 
 
 class SciWorldBackend:

@@ -24,13 +24,18 @@ Policy, per step:
    the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
    and a named thing much); words naming what the agent already holds or where it is
    (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
-   To that it adds ``text_new_verb_bonus`` when its verb (first word) was not used yet in
+   To that it adds ``text_new_verb_bonus`` when its verb (first word) has not succeeded yet in
    this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
-   in this attempt (open / close loops die out), and adds ``text_prefer_bonus`` for every
+   from this location in this attempt (open / close loops die out; a failed action counts
+   until a later action on one of its objects succeeds: ``move north`` after
+   ``open door to north``), adds ``text_explore_bonus`` to a move not taken from here yet (an
+   action whose verb changed the state's ``location`` earlier in this attempt: a way out of a
+   room that has been looked through), and adds ``text_prefer_bonus`` for every
    prefer hint that matches it (plus ``text_condition_bonus`` per precondition it checked)
    and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
    episode's or a skill's steps) that this attempt has followed so far; a recommendation
-   counts only for an action not yet taken in this attempt (it is followed once).
+   counts only for an action not yet taken from this location in this attempt (it is
+   followed once per room).
 4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
 
 How hints are read (the public contract, so any agent can do the same):
@@ -44,8 +49,8 @@ How hints are read (the public contract, so any agent can do the same):
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
   the same words wherever it recurs; an avoidance's placeholder that its precondition
   names is bound by that precondition alone (the precondition does the checking);
-- a recommendation's bonus goes to an action not yet taken in this attempt (it is
-  followed once);
+- a recommendation's bonus goes to an action not yet taken from the current location in
+  this attempt (it is followed once per room; a failed try counts as above);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
@@ -221,6 +226,31 @@ def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
     return _View(goal, observations, valid, key, ctx.get("state"))
 
 
+def _location(state: Any) -> str | None:
+    """The state's ``location`` (None when the env reports none)."""
+    loc = state.get("location") if isinstance(state, dict) else None
+    return loc if isinstance(loc, str) else None
+
+
+def _names_place(action: str, location: str | None) -> bool:
+    """Whether ``action`` names ``location`` (every content word of it), as ``teleport to kitchen`` names the kitchen."""
+    words = content_words(location) if location else set()
+    return bool(words) and words <= content_words(action)
+
+
+def _retryable(history: Sequence[Step]) -> set[str]:
+    """Failed actions worth trying again: a later action on one of their objects succeeded (``open door to north`` after
+    ``move north`` failed), so what stood in their way may have changed."""
+    out: set[str] = set()
+    for i, step in enumerate(history):
+        if not step.feedback.failed:
+            continue
+        objects = content_words(" ".join(step.action.split()[1:]))
+        if any(not later.feedback.failed and objects & content_words(" ".join(later.action.split()[1:])) for later in history[i + 1:]):
+            out.add(step.action)
+    return out
+
+
 class TextGameExecutor:
     """Picks among a text game's valid actions by word overlap and hints (module docstring).
 
@@ -302,10 +332,19 @@ class TextGameExecutor:
         for a in view.valid:
             for w in content_words(a):
                 df[w] = df.get(w, 0) + 1
+        here = _location(history[-1].state_after if history else view.start_state)
+        done = [s for s in history if not s.feedback.failed]
+        retry = _retryable(history)
+        visited = {loc for loc in (_location(view.start_state), *(_location(s.state_after) for s in history)) if loc}
+        verbs_used = {s.action.split()[0] for s in done if s.action.split()}
+        moving = {s.action.split()[0] for s in done if s.action.split() and _location(s.state_before) != _location(s.state_after)}
         taken: dict[str, int] = {}
         for s in history:
-            taken[s.action] = taken.get(s.action, 0) + 1
-        verbs_used = {s.action.split()[0] for s in history if s.action.split()}
+            if s.feedback.failed and s.action in retry:
+                continue
+            local = s.action.split()[:1] and s.action.split()[0] in moving and not _names_place(s.action, _location(s.state_after))
+            if not local or _location(s.state_before) == here:
+                taken[s.action] = taken.get(s.action, 0) + 1  # a move leads elsewhere from each room; the rest count anywhere
         scored: list[tuple[float, str, tuple[str, ...]]] = []
         for action in options:
             judged = self._hint_bonus(action, read, view, history)
@@ -313,10 +352,13 @@ class TextGameExecutor:
                 continue  # avoided
             bonus, sources = judged
             if taken.get(action):
-                bonus = 0.0  # a recommendation is followed once per attempt
+                bonus = 0.0  # a recommendation is followed once per attempt and room
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
-            novel = self.config.text_new_verb_bonus if action.split()[:1] and action.split()[0] not in verbs_used else 0.0
+            verb = action.split()[0] if action.split() else ""
+            novel = self.config.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
+            if verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
+                novel += self.config.text_explore_bonus  # a way out of here to somewhere not seen yet
             scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
