@@ -289,6 +289,29 @@ def test_a_command_an_earlier_recipe_directed_is_avoided_wherever_a_task_does_no
     memory.close()
 
 
+def _entered_and_took(move: str) -> dict[str, Lesson]:
+    """The rules of a run that took ``move`` from the kitchen into the pantry, then scored taking the carrot there."""
+    kitchen, pantry = ["move east", "teleport to pantry", "examine stove"], ["move west", "take carrot", "examine shelf"]
+    task = TaskSpec(task_id="r", goal=ROOMS, tool="twx-cooking", context={"valid_actions": kitchen, "observation": "Kitchen."})
+    steps = [
+        Step(index=0, action="read cookbook", observation="Ingredients:\n  carrot\nDirections:\n  prepare meal",
+             state_before={"location": "kitchen"}, state_after={"location": "kitchen"}, info={"valid_actions": kitchen}),
+        Step(index=1, action=move, observation="You are in the pantry.", state_before={"location": "kitchen"},
+             state_after={"location": "pantry"}, info={"valid_actions": pantry}),
+        Step(index=2, action="take carrot", observation="You take the carrot.", feedback=Feedback(reward=1.0),
+             state_before={"location": "pantry"}, state_after={"location": "pantry"}, info={"valid_actions": pantry}),
+    ]
+    return learn_text_rules(namespace=("ns",), run_id="r", task=task, steps=steps, existing={}, now=0.0)
+
+
+def test_a_move_that_does_not_name_where_it_leads_is_no_recommendation() -> None:
+    by_direction = {l.rule_text for l in _entered_and_took("move east").values()}
+    by_name = {l.rule_text for l in _entered_and_took("teleport to pantry").values()}
+    assert not any("move east" in t for t in by_direction)  # east of the kitchen is this game's map
+    assert any(t.startswith("PREFER: take") for t in by_direction)  # what it did there is still taught
+    assert "PREFER: teleport to pantry" in by_name  # the pantry is wherever it is offered
+
+
 def test_text_rule_abstraction_is_general_over_the_task_text() -> None:
     lines = ["ingredients", "milk", "directions", "roast milk", "prepare meal"]
     assert abstract_action("cook milk in oven", lines, "cook a meal") == ("cook <X> in oven", {"X": "milk"})

@@ -103,6 +103,15 @@ def moved(step: Step) -> bool:
     return before.get("location") != after.get("location")
 
 
+def moved_by_layout(step: Step) -> bool:
+    """Whether the step took the agent somewhere its action does not name (``move east`` into the pantry): where
+    it leads is this game's map, a fact of the task, where ``teleport to kitchen`` leads anywhere it is offered."""
+    if not moved(step):
+        return False
+    place = _words(str((step.state_after or {}).get("location") or ""))
+    return not place or not set(place) <= set(_words(step.action))
+
+
 def is_read(step: Step, goal_words: Collection[str]) -> bool:
     """Whether the step read something the goal names: its object words all occur in the goal and are not
     only prepositions (``FUNCTION_WORDS``), it did not fail, and it did not take the agent elsewhere (``moved``)."""
@@ -242,7 +251,7 @@ def _rule_text(avoid: bool, pattern: str, conditions: Sequence[str]) -> str:
 
 def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
     """(step, avoid?) pairs a run teaches: each fatal or score-lowering step, each score-raising step and the
-    step that enabled it."""
+    step that enabled it (unless that was a move its action does not name the end of, ``moved_by_layout``)."""
     teach: list[tuple[Step, bool]] = []
     for i, step in enumerate(ordered):
         fb = step.feedback
@@ -250,7 +259,7 @@ def teaching_steps(ordered: Sequence[Step]) -> list[tuple[Step, bool]]:
             teach.append((step, True))
         elif not fb.failed and fb.reward > 0:
             j = enabling_step(ordered, i)
-            if j is not None:
+            if j is not None and not moved_by_layout(ordered[j]):  # not "go east": the next game's map differs
                 teach.append((ordered[j], False))
             teach.append((step, False))
     return teach
