@@ -407,8 +407,8 @@ class MemoryConfig(BaseModel):
     so the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
     text_explore_bonus: float = Field(0.3, ge=0.0)
     """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
-    whose verb changed the state's ``location`` earlier in the attempt), so the agent leaves a room it
-    has looked through rather than rearranging it; above a room description's words, below the task's."""
+    whose verb changed the state's ``location`` earlier in the attempt) once nothing the task's text
+    names is left to do there, so the agent leaves a room it has looked through rather than rearranging it."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

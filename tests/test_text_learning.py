@@ -15,6 +15,7 @@ import pytest
 from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
@@ -153,6 +154,11 @@ def test_a_way_out_not_taken_from_here_outranks_looking_around_once_moving_is_kn
     back = _room_step(2, "move south", "hall", "kitchen", ["move north", "examine table"])
     again = _room_step(3, "move north", "kitchen", "hall", hall)
     assert ex.act(task, [moved, looked, back, again], []).action == "move east"  # south was taken from here already
+    with_task_thing = ["move south", "move east", "examine chair", "take cookbook"]  # the goal names the cookbook
+    arrived = _room_step(0, "move north", "kitchen", "hall", with_task_thing)
+    eager = TextGameExecutor(seed=0, config=DEFAULT_CONFIG.model_copy(update={"text_explore_bonus": 5.0}))
+    assert eager.act(task, [arrived], []).action == "take cookbook"  # a room is left once nothing the task names is left in it
+    assert eager.act(task, [moved], []).action in {"move south", "move east"}
 
 
 def test_the_executor_leaves_its_first_room_in_a_real_three_room_game() -> None:

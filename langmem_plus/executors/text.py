@@ -26,16 +26,18 @@ Policy, per step:
    (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
    To that it adds ``text_new_verb_bonus`` when its verb (first word) has not succeeded yet in
    this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
-   from this location in this attempt (open / close loops die out; a failed action counts
-   until a later action on one of its objects succeeds: ``move north`` after
-   ``open door to north``), adds ``text_explore_bonus`` to a move not taken from here yet (an
-   action whose verb changed the state's ``location`` earlier in this attempt: a way out of a
-   room that has been looked through), and adds ``text_prefer_bonus`` for every
+   in this attempt (open / close loops die out; a move that does not name where it leads
+   counts from this location only, since ``move north`` goes elsewhere from each room; a
+   failed action counts until a later action on one of its objects succeeds: ``move north``
+   after ``open door to north``), adds ``text_explore_bonus`` to a move not taken from here yet
+   (an action whose verb changed the state's ``location`` earlier in this attempt) that does
+   not name a place already visited, once the room is looked through (no action left here
+   that is not a move, not avoided, not taken, and has a word of the task's text), and adds
+   ``text_prefer_bonus`` for every
    prefer hint that matches it (plus ``text_condition_bonus`` per precondition it checked)
    and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
    episode's or a skill's steps) that this attempt has followed so far; a recommendation
-   counts only for an action not yet taken from this location in this attempt (it is
-   followed once per room).
+   counts only for an action not yet taken, as counted above (it is followed once).
 4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
 
 How hints are read (the public contract, so any agent can do the same):
@@ -49,8 +51,8 @@ How hints are read (the public contract, so any agent can do the same):
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
   the same words wherever it recurs; an avoidance's placeholder that its precondition
   names is bound by that precondition alone (the precondition does the checking);
-- a recommendation's bonus goes to an action not yet taken from the current location in
-  this attempt (it is followed once per room; a failed try counts as above);
+- a recommendation's bonus goes to an action not yet taken in this attempt, as step 3 counts
+  takes (it is followed once);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
@@ -345,19 +347,19 @@ class TextGameExecutor:
             local = s.action.split()[:1] and s.action.split()[0] in moving and not _names_place(s.action, _location(s.state_after))
             if not local or _location(s.state_before) == here:
                 taken[s.action] = taken.get(s.action, 0) + 1  # a move leads elsewhere from each room; the rest count anywhere
+        judged_all = {a: j for a in options if (j := self._hint_bonus(a, read, view, history)) is not None}  # None: avoided
+        task_words = {w for w, x in weight.items() if x >= 1.0}
+        looked_through = not any(  # nothing left here that the task's text names: leaving is worth a step
+            content_words(a) & task_words for a in judged_all if not taken.get(a) and a.split()[:1] and a.split()[0] not in moving)
         scored: list[tuple[float, str, tuple[str, ...]]] = []
-        for action in options:
-            judged = self._hint_bonus(action, read, view, history)
-            if judged is None:
-                continue  # avoided
-            bonus, sources = judged
+        for action, (bonus, sources) in judged_all.items():
             if taken.get(action):
-                bonus = 0.0  # a recommendation is followed once per attempt and room
+                bonus = 0.0  # a recommendation is followed once (step 3's count)
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             verb = action.split()[0] if action.split() else ""
             novel = self.config.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
-            if verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
+            if looked_through and verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
                 novel += self.config.text_explore_bonus  # a way out of here to somewhere not seen yet
             scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
