@@ -240,6 +240,26 @@ def _names_place(action: str, location: str | None) -> bool:
     return bool(words) and words <= content_words(action)
 
 
+def _verb(action: str) -> str:
+    """The action's first word ("" for an empty action)."""
+    words = action.split()
+    return words[0] if words else ""
+
+
+def _takes(history: Sequence[Step], here: str | None, moving: set[str]) -> dict[str, int]:
+    """How often each action was taken in the attempt, as the repeat penalty counts it (module docstring, step 3):
+    a move that does not name where it leads only from ``here``; a failed action not once it is ``_retryable``."""
+    retry = _retryable(history)
+    out: dict[str, int] = {}
+    for s in history:
+        if s.feedback.failed and s.action in retry:
+            continue
+        local = _verb(s.action) in moving and not _names_place(s.action, _location(s.state_after))
+        if not local or _location(s.state_before) == here:
+            out[s.action] = out.get(s.action, 0) + 1
+    return out
+
+
 def _retryable(history: Sequence[Step]) -> set[str]:
     """Failed actions worth trying again: a later action on one of their objects succeeded (``open door to north`` after
     ``move north`` failed), so what stood in their way may have changed."""
@@ -335,29 +355,22 @@ class TextGameExecutor:
             for w in content_words(a):
                 df[w] = df.get(w, 0) + 1
         here = _location(history[-1].state_after if history else view.start_state)
-        done = [s for s in history if not s.feedback.failed]
-        retry = _retryable(history)
         visited = {loc for loc in (_location(view.start_state), *(_location(s.state_after) for s in history)) if loc}
-        verbs_used = {s.action.split()[0] for s in done if s.action.split()}
-        moving = {s.action.split()[0] for s in done if s.action.split() and _location(s.state_before) != _location(s.state_after)}
-        taken: dict[str, int] = {}
-        for s in history:
-            if s.feedback.failed and s.action in retry:
-                continue
-            local = s.action.split()[:1] and s.action.split()[0] in moving and not _names_place(s.action, _location(s.state_after))
-            if not local or _location(s.state_before) == here:
-                taken[s.action] = taken.get(s.action, 0) + 1  # a move leads elsewhere from each room; the rest count anywhere
+        done = [s for s in history if not s.feedback.failed]
+        verbs_used = {_verb(s.action) for s in done} - {""}
+        moving = {_verb(s.action) for s in done if _location(s.state_before) != _location(s.state_after)} - {""}
+        taken = _takes(history, here, moving)
         judged_all = {a: j for a in options if (j := self._hint_bonus(a, read, view, history)) is not None}  # None: avoided
         task_words = {w for w, x in weight.items() if x >= 1.0}
         looked_through = not any(  # nothing left here that the task's text names: leaving is worth a step
-            content_words(a) & task_words for a in judged_all if not taken.get(a) and a.split()[:1] and a.split()[0] not in moving)
+            content_words(a) & task_words for a in judged_all if not taken.get(a) and _verb(a) not in moving)
         scored: list[tuple[float, str, tuple[str, ...]]] = []
         for action, (bonus, sources) in judged_all.items():
             if taken.get(action):
                 bonus = 0.0  # a recommendation is followed once (step 3's count)
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
-            verb = action.split()[0] if action.split() else ""
+            verb = _verb(action)
             novel = self.config.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
             if looked_through and verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
                 novel += self.config.text_explore_bonus  # a way out of here to somewhere not seen yet
