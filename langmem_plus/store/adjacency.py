@@ -105,7 +105,7 @@ class Adjacency:
         start, end = self._span(node)
         names = self._names
         for lo in range(start, end, size):
-            yield [names[j] for j in self._neighbours[lo : min(end, lo + size)].tolist()]
+            yield list(map(names.__getitem__, self._neighbours[lo : min(end, lo + size)].tolist()))
 
     def fanout(self, node: str) -> int:
         """Distinct neighbours of ``node``, in O(1)."""
