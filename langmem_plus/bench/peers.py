@@ -199,7 +199,7 @@ def bench_size(
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
         say(f"[peers] {n}: ours")
         with _ours(synth.lessons, synth.links, a) as ours_ask:
-            say(f"[peers] {n}: langchain-chroma retriever, then both, interleaved query by query")
+            say(f"[peers] {n}: langchain-chroma retriever, then both, interleaved in rounds of {ROUND} queries")
             plain_ask = _chroma_retriever(live, b)
             row.update(_interleaved(timed, {"ours": ours_ask, "chroma_retriever": plain_ask}, warm))
     say(f"[peers] {n}: LangMem search over InMemoryStore ({langmem_queries} queries)")
