@@ -14,8 +14,9 @@ A peer is asked with what an agent has at the moment of an error: the error text
 failing action. For each: p50 / p95 latency and hit@3 (the fixing lesson among the first
 three). Ours and the retriever are timed interleaved, in alternating rounds of ``ROUND``
 queries after the same warm-up (``--warmup``), so a drift of load on a shared machine falls
-on both; LangMem's path, a hundred times slower, is timed on its own afterwards. Targets (issue 15): ours >= 20x faster than LangMem's path with hit@3 >= +0.2, and
-hit@3 at least the plain retriever's at <= 1.5x its latency. LangMem needs the ``peers``
+on both; LangMem's path, a hundred times slower, is timed on its own afterwards. Targets
+(issue 15): ours >= 20x faster than LangMem's path with hit@3 >= +0.2, and hit@3 at least
+the plain retriever's at <= 1.5x its latency. LangMem needs the ``peers``
 extra (``pip install -e ".[peers]"``); without it that column is reported as skipped.
 """
 
@@ -72,7 +73,7 @@ def _interleaved(queries: Sequence[Query], asks: Mapping[str, Ask], warmup: Sequ
     """Each path of ``asks`` on the queries in rounds of ``ROUND`` queries, path after path, the order
     rotating per round: a drift of this shared machine's load falls on every path alike, while each
     path mostly follows itself (run query by query, the other path's work left the caches cold for
-    it: the retriever's p50 went from ~1.2 to ~1.4-2.2 ms at 10k)."""
+    it: the retriever's p50 went from 1.2-1.9 to 1.4-2.3 ms at 10k; docs/PERFORMANCE.md)."""
     names = list(asks)
     for q in warmup:
         for name in names:
