@@ -148,3 +148,25 @@ def test_cosines_reject_mismatched_lengths() -> None:
         cosines(np.ones(3), np.ones((2, 4)))
     with pytest.raises(ValueError):
         cosines(np.ones(3), np.ones(3))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_scored_lesson_equals_model_construct(seed: int) -> None:
+    """``scored_lesson`` leaves the instance as ``ScoredItem.model_construct`` does: a field added to
+    ``ScoredItem`` (or a default, a post-init, extra fields) makes them differ and this fail."""
+    from langmem_plus.records import ScoredItem
+    from langmem_plus.retrieval.fast_scoring import scored_lesson
+
+    rng = random.Random(seed)
+    for lesson in (_lesson(rng, i) for i in range(10)):
+        comps = {"fingerprint_match": rng.random(), "recency": rng.random()}
+        reasons = [f"source:{rng.choice(['vector', 'graph', 'action'])}"]
+        score = rng.random()
+        fast = scored_lesson(lesson, score, comps, reasons)
+        ref = ScoredItem.model_construct(kind="lesson", item=lesson, score=score, components=comps, reasons=reasons)
+        assert type(fast) is type(ref) and fast == ref
+        assert list(fast.__dict__.items()) == list(ref.__dict__.items())
+        assert fast.model_fields_set == ref.model_fields_set
+        assert (fast.__pydantic_extra__, fast.__pydantic_private__) == (ref.__pydantic_extra__, ref.__pydantic_private__)
+        assert fast.model_dump() == ref.model_dump() and fast.item_id == lesson.id
+        assert fast.model_copy(update={"reasons": ["x"]}) == ref.model_copy(update={"reasons": ["x"]})

@@ -48,3 +48,30 @@ def test_langmem_batches_never_repeat_a_text_and_keep_every_lesson() -> None:
     batches = unique_text_batches(lessons, 5)
     assert all(len(b) <= 5 and len({l.rule_text for l in b}) == len(b) for b in batches)
     assert sorted(l.id for b in batches for l in b) == sorted(l.id for l in lessons)
+
+
+def test_paths_are_timed_in_alternating_rounds_and_hits_stay_in_query_order() -> None:
+    """``_interleaved``: every path answers every query once, ``ROUND`` in a row, the first path of a round
+    rotating; each path's hits line up with the queries (a path that answers only odd queries scores them)."""
+    from langmem_plus.bench.synthetic import build_memory
+
+    queries = build_memory(60, ("b",), queries=25, seed=0).queries
+    calls: list[tuple[str, int]] = []
+
+    def asker(name: str, right: set[int]) -> peers.Ask:
+        def ask(q: object) -> list[str]:
+            i = next(n for n, x in enumerate(queries) if x is q)
+            calls.append((name, i))
+            return [queries[i].target] if i in right else ["nothing"]
+        return ask
+
+    odd = {i for i in range(len(queries)) if i % 2}
+    out = peers._interleaved(queries, {"a": asker("a", odd), "b": asker("b", set(range(len(queries))))}, [])
+    expected: list[tuple[str, int]] = []
+    for r, start in enumerate(range(0, len(queries), peers.ROUND)):
+        block = range(start, min(len(queries), start + peers.ROUND))
+        for name in (["a", "b"] if r % 2 == 0 else ["b", "a"]):
+            expected += [(name, i) for i in block]
+    assert calls == expected
+    assert out["a"]["hits"] == [i in odd for i in range(len(queries))] and out["b"]["hit3"] == 1.0
+    assert out["a"]["queries"] == out["b"]["queries"] == len(queries)

@@ -57,6 +57,7 @@ from langmem_plus.retrieval.fast_scoring import (
     fingerprint_credit_fast,
     lesson_components_fast,
     lesson_scores,
+    scored_lesson,
 )
 from langmem_plus.retrieval.query import build_query
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
@@ -152,7 +153,7 @@ class RetrievalEngine:
         some must be read from Chroma, that read runs on the worker while the fingerprint
         credits (the costly rewrite checks) are computed here; components and
         scores come from ``fast_scoring``; ``ScoredItem``s are built without re-validating
-        what this method just computed (``model_construct``).
+        what this method just computed (``fast_scoring.scored_lesson``, as ``model_construct`` would).
         """
         cfg = self.config
         lessons = self.sources.retrievable(sources)
@@ -184,9 +185,7 @@ class RetrievalEngine:
             c["fingerprint_match"] = credit
         scores = lesson_scores(comps, cfg)
         items = [
-            ScoredItem.model_construct(
-                kind="lesson", item=lesson, score=score, components=c, reasons=[f"source:{s}" for s in sources[lesson.id]]
-            )
+            scored_lesson(lesson, score, c, [f"source:{s}" for s in sources[lesson.id]])
             for lesson, score, c in zip(lessons, scores, comps)
         ]
         order = sorted(range(len(items)), key=lambda i: -scores[i])

@@ -15,12 +15,15 @@ repeated work hoisted out of the per-lesson loop:
 - ``lesson_components_fast`` and ``lesson_scores`` build the sets and weights once
   per retrieval and evaluate the same floating-point expressions in the same order.
 - ``cosines`` computes the query norm once.
+- ``scored_lesson`` builds the ``ScoredItem`` that ``ScoredItem.model_construct`` builds
+  from the same values, without its per-field loop (~1 us against ~7 us; an on-error
+  retrieval builds ~25).
 
 Every function is tested equal (``==`` on floats) to its reference in
 ``tests/test_fast_scoring.py``; if ``scoring`` changes, those tests say so.
 
 Example:
-    >>> from langmem_plus.records import Lesson
+    >>> from langmem_plus.records import Lesson, ScoredItem
     >>> l = Lesson(id="l", namespace=("ns",), rule_text="r", wrong="pick", correct="SELECT", triggers=["f"])
     >>> m = ActionMatcher(["pick name | sort age"])
     >>> m.applies(l), fingerprint_credit_fast(l, exact=True, matcher=m, miss_factor=0.5, action_credit=0.5)
@@ -38,7 +41,7 @@ import numpy.typing as npt
 
 from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import Lesson
+from langmem_plus.records import Lesson, ScoredItem
 from langmem_plus.retrieval.scoring import LESSON_WEIGHTS, SECONDS_PER_HOUR, recency
 from langmem_plus.rewrite import WILDCARDS, action_spans, apply_rewrite
 
@@ -154,6 +157,35 @@ def lesson_scores(components: Sequence[dict[str, float]], config: MemoryConfig =
     return [sum(w * float(comps.get(key, 0.0)) for key, w in weights) for comps in components]
 
 
+_SCORED_FIELDS = tuple(ScoredItem.model_fields)
+_PLAIN_SCORED = (
+    _SCORED_FIELDS == ("kind", "item", "score", "components", "reasons")
+    and not ScoredItem.__pydantic_post_init__
+    and not ScoredItem.__pydantic_root_model__
+    and ScoredItem.model_config.get("extra") != "allow"
+)
+"""Whether ``scored_lesson`` may set the fields itself; else it calls ``model_construct``."""
+
+
+def scored_lesson(lesson: Lesson, score: float, components: dict[str, float], reasons: list[str]) -> ScoredItem:
+    """``ScoredItem.model_construct(kind="lesson", item=lesson, score=score, components=components, reasons=reasons)``.
+
+    The same instance state (``__dict__`` in field order, every field set, no extra, no
+    private), written directly: the values were just computed here, so there is nothing to
+    validate, and ``model_construct``'s loop over the fields and their aliases was ~20 % of
+    the scoring step.
+    """
+    if not _PLAIN_SCORED:
+        return ScoredItem.model_construct(kind="lesson", item=lesson, score=score, components=components, reasons=reasons)
+    item = ScoredItem.__new__(ScoredItem)
+    state = {"kind": "lesson", "item": lesson, "score": score, "components": components, "reasons": reasons}
+    object.__setattr__(item, "__dict__", state)
+    object.__setattr__(item, "__pydantic_fields_set__", set(_SCORED_FIELDS))
+    object.__setattr__(item, "__pydantic_extra__", None)
+    object.__setattr__(item, "__pydantic_private__", None)
+    return item
+
+
 def cosines(query: npt.ArrayLike, rows: npt.ArrayLike) -> list[float]:
     """``scoring.cosine(query, row)`` for each row of a 2-d array (the query's norm computed once)."""
     va = np.asarray(query, dtype=np.float64).ravel()
@@ -181,4 +213,5 @@ __all__ = [
     "fingerprint_credit_fast",
     "lesson_components_fast",
     "lesson_scores",
+    "scored_lesson",
 ]

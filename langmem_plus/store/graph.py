@@ -653,7 +653,7 @@ class LessonGraph:
         if top is None:
             return self._lesson_scores(nodes, scores)
         status = self._status
-        lessons = np.flatnonzero(np.fromiter((n in status for n in nodes), dtype=bool, count=len(nodes)))
+        lessons = np.flatnonzero(np.fromiter(map(status.__contains__, nodes), dtype=bool, count=len(nodes)))
         best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
         return {nodes[i][len("lesson:"):]: float(scores[i]) for i in best.tolist()}
 
