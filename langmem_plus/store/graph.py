@@ -228,14 +228,26 @@ class LessonGraph:
         (``store.columns``), so a load reads arrays and builds one dictionary (statuses) besides
         the adjacency's names; the plain data holds only short tables (statuses, tools, link kinds, skills).
         """
+        return self.state_later()()
+
+    def state_later(self) -> Callable[[], tuple[dict[str, Any], list[str], dict[str, np.ndarray]]]:
+        """``to_state`` in two halves: the adjacency's CSR arrays are started on a thread now, and the function
+        returned builds the columns and waits for them.
+
+        The CSR arrays are numpy sorts and gathers that release the GIL (0.2-0.5 s after a 100k import): a close
+        places the records and gathers the vectors meanwhile. Between the two halves the graph must not be written.
+        """
         adj = self.adjacency
-        # The adjacency's CSR arrays are numpy work (sorts and gathers that release the GIL): computed on a thread
-        # while this one does the per-lesson Python work below (0.2-0.4 s after a 100k import).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-plus-csr") as pool:
-            csr = pool.submit(adj.csr_from_log)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-plus-csr")
+        csr = pool.submit(adj.csr_from_log)
+        pool.shutdown(wait=False)
+
+        def finish() -> tuple[dict[str, Any], list[str], dict[str, np.ndarray]]:
             data, arrays = self._columns_state(adj)
             names, adjacency_arrays = adj.to_state(csr.result())  # after every node got its id
-        return data, names, {**adjacency_arrays, **arrays}
+            return data, names, {**adjacency_arrays, **arrays}
+
+        return finish
 
     def _columns_state(self, adj: Adjacency) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """``to_state`` but the adjacency's arrays: the head and the columns.
