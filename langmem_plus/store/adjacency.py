@@ -21,7 +21,7 @@ a hub is found from its other end, whose adjacency is short.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -159,14 +159,6 @@ class Adjacency:
             gid = self._ids[node] = len(self._names)
             self._names.append(node)
         return gid
-
-    def intern_many(self, nodes: Collection[str]) -> list[int]:
-        """``intern`` of each node, in order (one dictionary lookup each for the known ones)."""
-        get = self._ids.get
-        found = [get(node) for node in nodes]
-        if None in found:
-            found = [self.intern(node) for node in nodes]
-        return found  # type: ignore[return-value]
 
     def _editable(self, node: str) -> Row:
         row = self._overlay.get(node)
