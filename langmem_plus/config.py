@@ -384,6 +384,11 @@ class MemoryConfig(BaseModel):
     snapshot_segments_max: int = Field(8, ge=1)
     """Files a base's records may lie in besides its own: beyond it the segments with the fewest live
     bytes are copied into the new base's own file (each rebase adds at most one, its journal)."""
+    graph_rewrite_slack: int = Field(4096, ge=0)
+    """Characters a new base's rewrite text (the lessons' WRONG and CORRECT patterns, ``store.lesson_columns``) may
+    hold beyond twice the live patterns' before it is rebuilt from the live ones alone: a rewritten pair appends its
+    text, so rewriting the same lessons again and again cannot grow the saved text without bound. Small on purpose
+    (a few pairs); the value predates this field (the columnar snapshot, format 4) and was not measured."""
 
     # ---- text environments (issue 11) ------------------------------------------
     text_prefer_bonus: float = Field(100.0, ge=0.0)

@@ -107,3 +107,30 @@ def test_a_removed_cell_sends_compact_to_the_overlay() -> None:
     assert not adj._log.ok
     adj.compact()
     assert adj.row("a") == {"c": [1.0, 2.0], "b": [1.0, 0.25]} and adj._log.ok
+
+
+# Rounds of writes that each make new cells only (as an import does): pairs drawn without repeats across the rounds.
+PAIRS = [(u, v) for i, u in enumerate(NODES) for v in NODES[i + 1 :]]
+fresh_rounds = st.lists(st.lists(st.tuples(st.integers(0, len(PAIRS) - 1), st.booleans(), st.integers(1, 3),
+                                           st.sampled_from([1.0, -0.0, 0.25, -2.5])), max_size=30), min_size=1, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rounds=fresh_rounds)
+def test_compact_of_new_cells_only_sorts_by_row_and_equals_reference(rounds: list[list[tuple[int, bool, int, float]]]) -> None:
+    """Writes that only make new cells (no cell met twice since the compaction) take the one-sort path: the
+    reference's arrays exactly, the weights' bytes included (a lone -0.0 is saved as the reference's 0.0)."""
+    fast = Adjacency()
+    used: set[int] = set()
+    for writes_ in rounds:
+        for k, flip, edges, weight in writes_:
+            if k not in used:
+                used.add(k)
+                u, v = PAIRS[k]
+                fast.adjust(*((v, u) if flip else (u, v)), edges, weight)
+        assert fast._log.ok and not fast._log.repeats
+        slow = copy.deepcopy(fast)
+        assert fast._compact_log()
+        slow._compact_reference()
+        _assert_same_layout(fast, slow)
+        assert fast._weights.tobytes() == slow._weights.tobytes()

@@ -520,7 +520,7 @@ def test_replaced_rewrite_text_is_dropped_once_it_outweighs_the_live_text() -> N
             g.upsert_lesson(lesson)
             stored[lesson.id] = lesson
         g = _columns_round_trip(g, stored)
-        sizes.append(len(g._columns._text))
+        sizes.append(g._columns.text_size)
         for i in range(4):
             assert g.rewrite_of(f"l{i}") == (f"w{round_} " + "x" * 3000, f"c{round_}{i}")
             assert g.lessons_for_action(f"w{round_}") == {f"l{j}" for j in range(4)}

@@ -234,3 +234,51 @@ def _empty_graph() -> tuple[dict[str, Any], list[str], dict[str, np.ndarray]]:
     from langmem_plus.store.graph import LessonGraph
 
     return LessonGraph().to_state()
+
+
+class _Text(str):
+    """A str subclass: written as its text, never pointed at."""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_placing_in_passes_equals_placing_record_by_record(tmp_path: Path, seed: int) -> None:
+    """``place_records``' C-level passes give the plain per-record loop's places, segment names and own file exactly:
+    journalled texts (the very string, an equal copy, a replaced one), a loaded base's rows (file kept or gone),
+    str subclasses, records no file holds; as pairs and as ``RecordColumns``."""
+    from langmem_plus.store.segments import RecordColumns
+
+    rng = np.random.default_rng(seed)
+    folder = tmp_path / "snap"
+    snap = SnapshotDir(folder, segment_live_min=0.0)
+    snap.write_base("g0", {"lessons": [(f"b{i}", json.dumps({"base": i})) for i in range(30)]}, _empty_graph())
+    loaded = snap.load("g0")
+    assert loaded is not None
+    texts = {f"j{i}": json.dumps({"j": i, "é": "ü" * int(rng.integers(0, 3))}) for i in range(60)}
+    snap.append_group("g1", [("lessons", list(texts.items())[:40]), ("links", [("k1", "{}")])])
+    snap.append_group("g2", [("lessons", list(texts.items())[40:])])
+    replaced = json.dumps({"j": 3, "again": True})
+    snap.append_group("g3", [("lessons", [("j3", replaced)])])
+    kinds: dict[str, list[tuple[str, Any]]] = {"lessons": [], "links": [("k1", "{}"), ("k2", "{}")]}
+    for rid, text in texts.items():
+        pick = rng.integers(0, 4)
+        src = text if pick < 2 else "".join(list(text)) if pick == 2 else _Text(text)
+        kinds["lessons"].append((rid, replaced if rid == "j3" else src))
+    kinds["lessons"] += [(f"b{i}", (loaded.raw, row)) for i, row in list(loaded.records["lessons"].items())[::2]]
+    kinds["lessons"] += [("new", json.dumps({"new": 1})), ("j0", texts["j0"])]  # j0 twice: the later place wins
+    order = rng.permutation(len(kinds["lessons"])).tolist()
+    kinds["lessons"] = [kinds["lessons"][i] for i in order]
+    results = []
+    for by_row, columns in ((True, False), (False, False), (False, True)):
+        records: dict[str, Any] = {
+            k: RecordColumns([i for i, _ in v], [s for _, s in v]) if columns else list(v) for k, v in kinds.items()
+        }
+        own = f"own-{by_row}-{columns}.tsv"
+        placed = place_records(folder, own, records, snap._located, live_min=0.0, by_row=by_row)
+        results.append((placed, (folder / own).read_bytes()))
+    (reference, ref_bytes), *fast = results
+    for placed, data in fast:
+        assert placed.names[1:] == reference.names[1:] and placed.sizes[1:] == reference.sizes[1:]
+        assert placed.ids == reference.ids and data == ref_bytes
+        for got, want in ((placed.segment, reference.segment), (placed.starts, reference.starts), (placed.ends, reference.ends)):
+            np.testing.assert_array_equal(got, want)
+    assert reference.segment.min() >= 0 and len(set(reference.names)) > 2  # the cases above all happened

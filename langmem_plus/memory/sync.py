@@ -34,7 +34,7 @@ from langmem_plus.records import RunFinding
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.journal import Entry, SharedLog
 from langmem_plus.store.mapping import KIND_SPECS
-from langmem_plus.store.segments import RecordSource
+from langmem_plus.store.segments import RecordColumns
 from langmem_plus.store.snapshot import Loaded, SnapshotDir
 
 logger = logging.getLogger(__name__)
@@ -258,17 +258,18 @@ class StoreSync:
         if self.snapshot is None:
             return
         view = self.view
+        graph_state = view.graph.state_later()  # its CSR arrays are sorted on a thread while the records are placed
         lesson_ids = list(view.lessons)
         # Each record's text or its row in the loaded base: what the journal or that base holds is pointed at.
-        records: dict[str, Iterable[tuple[str, RecordSource]]] = {
-            kind: zip(ids, table.sources(ids))
+        records: dict[str, RecordColumns | Iterable[tuple[str, str]]] = {
+            kind: RecordColumns(ids, table.sources(ids))
             for kind, table, ids in (("lessons", view.lessons, lesson_ids), ("links", view.links, list(view.links)),
                                      ("skills", view.skills, list(view.skills)), ("episodes", view.episodes, list(view.episodes)))
         }
         records["runs"] = ((r.run_id, r.model_dump_json()) for r in view.runs)
         try:
             self.snapshot.write_base(
-                self.generation, records, view.graph.to_state(), view.base_vectors(self.store), view.index_state(lesson_ids),
+                self.generation, records, graph_state, view.base_vectors(self.store), view.index_state(lesson_ids),
                 ledger=json.dumps({
                     "heads": self.log.seen(),
                     **{_SAVED_AS[k]: ledger.to_state() for k, ledger in view.ledgers().items()},

@@ -21,7 +21,7 @@ a hub is found from its other end, whose adjacency is short.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, repeat
 from typing import Any
 
@@ -160,14 +160,6 @@ class Adjacency:
             self._names.append(node)
         return gid
 
-    def intern_many(self, nodes: Collection[str]) -> list[int]:
-        """``intern`` of each node, in order (one dictionary lookup each for the known ones)."""
-        get = self._ids.get
-        found = [get(node) for node in nodes]
-        if None in found:
-            found = [self.intern(node) for node in nodes]
-        return found  # type: ignore[return-value]
-
     def _editable(self, node: str) -> Row:
         row = self._overlay.get(node)
         if row is None:
@@ -181,7 +173,11 @@ class Adjacency:
             return
         for a, b in ((u, v), (v, u)):
             row = self._editable(a)
-            cell = row.setdefault(b, [0.0, 0.0])
+            cell = row.get(b)
+            if cell is None:
+                cell = row[b] = [0.0, 0.0]
+            else:
+                self._log.repeats = True  # a cell changed again: the log's entries must be summed per cell
             cell[0] += edges
             cell[1] += weight
             if cell[0] <= 0:
@@ -269,20 +265,12 @@ class Adjacency:
         place = np.concatenate([at, step])
         counts = np.concatenate([self._counts[at].astype(np.float64), np.repeat(d_counts, 2)])
         weights = np.concatenate([self._weights[at], np.repeat(d_weights, 2)])
-        order = np.argsort(cell_row * max(n, 1) + cell_col, kind="stable")
-        cell_row, cell_col, place = cell_row[order], cell_col[order], place[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (cell_row[1:] != cell_row[:-1]) | (cell_col[1:] != cell_col[:-1])
-        cell = np.cumsum(first) - 1
-        cells = int(cell[-1]) + 1 if len(cell) else 0
-        summed_counts = np.bincount(cell, weights=counts[order], minlength=cells)
-        summed_weights = np.bincount(cell, weights=weights[order], minlength=cells)
-        c_row, c_col, c_place = cell_row[first], cell_col[first], place[first]
-        # Each row's cells by first appearance: (row, place) pairs are distinct, one sort by a combined key.
-        span = old_total + len(u)
-        by_row = np.argsort(c_row * span + c_place) if n * span < 2**62 else np.lexsort((c_place, c_row))
-        c_row, c_col = c_row[by_row], c_col[by_row]
-        summed_counts, summed_weights = summed_counts[by_row], summed_weights[by_row]
+        if self._log.repeats:
+            c_row, c_col, summed_counts, summed_weights = _sum_cells(cell_row, cell_col, place, counts, weights, n, old_total + len(u))
+        else:  # every entry is a cell of its own, already in place order: a stable sort by row alone (an import's case)
+            by_row = np.argsort(cell_row, kind="stable")
+            c_row, c_col = cell_row[by_row], cell_col[by_row]
+            summed_counts, summed_weights = counts[by_row], weights[by_row] + 0.0  # + 0.0: as a sum from zero (no -0.0)
         lens = np.zeros(n, dtype=np.int64)
         lens[:old_n] = np.diff(self._indptr)
         starts = np.zeros(n, dtype=np.int64)
@@ -511,6 +499,25 @@ class Adjacency:
         return np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64)
 
 
+def _sum_cells(
+    cell_row: np.ndarray, cell_col: np.ndarray, place: np.ndarray, counts: np.ndarray, weights: np.ndarray, n: int, span: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Entries summed per (row, col) cell in the order they were made, the cells of each row by first appearance:
+    (rows, cols, counts, weights) sorted by (row, place of the cell's first entry)."""
+    order = np.argsort(cell_row * max(n, 1) + cell_col, kind="stable")
+    cell_row, cell_col, place = cell_row[order], cell_col[order], place[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (cell_row[1:] != cell_row[:-1]) | (cell_col[1:] != cell_col[:-1])
+    cell = np.cumsum(first) - 1
+    cells = int(cell[-1]) + 1 if len(cell) else 0
+    summed_counts = np.bincount(cell, weights=counts[order], minlength=cells)
+    summed_weights = np.bincount(cell, weights=weights[order], minlength=cells)
+    c_row, c_place = cell_row[first], place[first]
+    # Each row's cells by first appearance: (row, place) pairs are distinct, one sort by a combined key.
+    by_row = np.argsort(c_row * span + c_place) if n * span < 2**62 else np.lexsort((c_place, c_row))
+    return c_row[by_row], cell_col[first][by_row], summed_counts[by_row], summed_weights[by_row]
+
+
 class _EdgeLog:
     """The ``adjust`` calls since the last compaction: (node id, node id, edges, weight), appended to typed arrays.
 
@@ -520,6 +527,8 @@ class _EdgeLog:
 
     def __init__(self) -> None:
         self.ok = True
+        self.repeats = False
+        """Whether some call changed a cell that existed already (in the overlay or the old CSR row it copied)."""
         self._u, self._v = array("q"), array("q")
         self._counts, self._weights = array("d"), array("d")
 

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import mmap
+from array import array as typed_array
 import os
 from itertools import chain
 import struct
@@ -98,11 +99,18 @@ class CsrIndex:
         members: np.ndarray | None = None,
         position: Callable[[str], int | None] = lambda key: None,
         member: Callable[[int], str] = str,
+        *,
+        rows: tuple[Callable[[str], int], Callable[[str], int]] | None = None,
     ) -> None:
+        """``rows``: (key -> its row, member -> its integer), which may give new ones; with them every change is
+        also logged as integers, so a save sorts the log (``changes``) instead of walking the overlay's sets."""
         self._indptr = np.zeros(1, dtype=np.int64) if indptr is None else np.asarray(indptr, dtype=np.int64)
         self._members = np.zeros(0, dtype=np.int64) if members is None else np.asarray(members, dtype=np.int64)
         self._position, self._member = position, member
         self._overlay: dict[str, set[str]] = {}
+        self._rows = rows
+        self._log: _MemberLog | None = _MemberLog() if rows is not None else None
+        """Every change since the base as (key row, member row, present), when ``rows`` were given."""
 
     @classmethod
     def from_sets(cls, sets: Mapping[str, Iterable[str]]) -> CsrIndex:
@@ -132,11 +140,48 @@ class CsrIndex:
     def add(self, key: str, member: str) -> None:
         """Add ``member`` under ``key``."""
         self._editable(key).add(member)
+        self._note(key, member, 1)
 
     def discard(self, key: str, member: str) -> None:
         """Remove ``member`` from ``key`` if present."""
         if member in self.get(key):
             self._editable(key).discard(member)
+            self._note(key, member, 0)
+
+    def _note(self, key: str, member: str, present: int) -> None:
+        if self._log is not None and self._rows is not None:
+            key_row, member_row = self._rows
+            self._log.note(key_row(key), member_row(member), present)
+
+    def changes(
+        self, key_row: Callable[[str], int], member_row: Callable[[str], int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``changed_rows``' answer for ``to_csr``: from the log when the index keeps one (``rows``), else by walking the
+        overlay with ``key_row`` and ``member_row``."""
+        if self._log is None:
+            return self.changed_rows(key_row, member_row)
+        return self._logged_rows(self._log)
+
+    def _logged_rows(self, log: _MemberLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(changed key rows, their sizes, their members sorted within each key, flat) from the log: each (key, member)
+        pair is as its last change left it, else as the base has it. One sort for the whole log, no per-member Python.
+        """
+        keys, members, present = log.arrays()
+        changed = np.unique(keys)
+        # The base's members of the changed keys, as if added before the log began.
+        in_base = changed[changed < self.keys_in_base()]
+        spans = self._indptr[in_base + 1] - self._indptr[in_base]
+        at = np.repeat(self._indptr[in_base] - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+        all_keys = np.concatenate([np.repeat(in_base, spans), keys])
+        all_members = np.concatenate([self._members[at], members])
+        all_present = np.concatenate([np.ones(len(at), dtype=np.int8), present])
+        order = np.lexsort((all_members, all_keys))  # stable: a pair's changes stay in the order they were made
+        all_keys, all_members, all_present = all_keys[order], all_members[order], all_present[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = (all_keys[1:] != all_keys[:-1]) | (all_members[1:] != all_members[:-1])
+        kept = last & (all_present == 1)
+        lens = np.bincount(np.searchsorted(changed, all_keys[kept]), minlength=len(changed)).astype(np.int64)
+        return changed, lens, all_members[kept]
 
     def changed_rows(
         self, key_row: Callable[[str], int], member_row: Callable[[str], int]
@@ -185,6 +230,23 @@ class CsrIndex:
                 found_base = self._base(key)
                 if found_base:
                     yield key, set(found_base)
+
+
+class _MemberLog:
+    """A ``CsrIndex``'s changes since its base, as typed arrays: (key row, member row, 1 added / 0 removed)."""
+
+    def __init__(self) -> None:
+        self._keys, self._members, self._present = typed_array("q"), typed_array("q"), typed_array("b")
+
+    def note(self, key: int, member: int, present: int) -> None:
+        self._keys.append(key)
+        self._members.append(member)
+        self._present.append(present)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, members, present) as numpy arrays (copies: the log may grow again)."""
+        return (np.array(self._keys, dtype=np.int64), np.array(self._members, dtype=np.int64),
+                np.array(self._present, dtype=np.int8))
 
 
 LOCAL_HEADER = 30

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -61,6 +60,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
 from langmem_plus.store.adjacency import Adjacency
 from langmem_plus.store.columns import CsrIndex, pack_strings, unpack_strings
+from langmem_plus.store.lesson_columns import LessonColumns, checked_codes
 from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
@@ -81,18 +81,6 @@ def lesson_node(lesson_id: str) -> str:
 
 
 _LESSON_PREFIX = len(lesson_node(""))
-
-
-class _LessonRows(dict[str, int]):
-    """Lesson id -> the adjacency's node id, giving one (``Adjacency.intern``) to a lesson not met yet."""
-
-    def __init__(self, adjacency: Adjacency, known: Iterable[tuple[str, int]]) -> None:
-        super().__init__(known)
-        self._adjacency = adjacency
-
-    def __missing__(self, lesson_id: str) -> int:
-        gid = self[lesson_id] = self._adjacency.intern(lesson_node(lesson_id))
-        return gid
 
 
 def fp_node(fingerprint_id: str) -> str:
@@ -157,20 +145,16 @@ class LessonGraph:
         """Lesson node -> status, for lessons known by record."""
         self._skills: dict[str, str] = {}
         """Skill node -> name."""
-        self._fp_index = CsrIndex(position=self._node_position("fp:"), member=self._lesson_of_gid)
-        """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
         self._wrong_words: list[str] = []
-        """The words of the saved WRONG-word index, by row."""
+        """The words of the WRONG-word index, by row: the saved base's, then words met since."""
         self._wrong_rows: dict[str, int] = {}
-        """Word -> its row in the saved WRONG-word index."""
-        self._wrong_index = CsrIndex()
+        """Word -> its row in the WRONG-word index."""
+        self._fp_index = self._new_fp_index()
+        """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
+        self._wrong_index = self._new_wrong_index()
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
-        self._columns = _LessonColumns.empty()
-        """Tool and (WRONG, CORRECT) per lesson node id, as saved with the base (``_tool`` and ``_rewrite`` override)."""
-        self._rewrite: dict[str, tuple[str, str] | None] = {}
-        """Rewrite lesson id -> (WRONG, CORRECT) set since the base (None: none now); the failing-action check runs without parsing the lesson."""
-        self._tool: dict[str, str | None] = {}
-        """Lesson id -> the tool it is scoped to, set since the base (None: none now)."""
+        self._columns = LessonColumns()
+        """Status, tool and (WRONG, CORRECT) per lesson node id, set by every write: a save copies them as arrays."""
         self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
         """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
         self._links_map: dict[tuple[str, str, str], float] | None = {}
@@ -181,6 +165,30 @@ class LessonGraph:
     def _node_position(self, prefix: str) -> Callable[[str], int | None]:
         """A key's row in a base saved by node id: the id of node ``prefix + key``."""
         return lambda key: self.adjacency.gid(prefix + key)
+
+    def _lesson_gid(self, lesson_id: str) -> int:
+        """The adjacency's node id of a lesson, given one when it has none (columns and indexes are by node id)."""
+        return self.adjacency.intern(lesson_node(lesson_id))
+
+    def _fp_gid(self, fp: str) -> int:
+        """The adjacency's node id of a fingerprint, given one when it has none (the index's rows are by node id)."""
+        return self.adjacency.intern(fp_node(fp))
+
+    def _word_row(self, word: str) -> int:
+        """A WRONG word's row in the index, given the next one when it has none."""
+        row = self._wrong_rows.get(word)
+        if row is None:
+            row = self._wrong_rows[word] = len(self._wrong_words)
+            self._wrong_words.append(word)
+        return row
+
+    def _new_fp_index(self, indptr: np.ndarray | None = None, members: np.ndarray | None = None) -> CsrIndex:
+        """The fingerprint index over a base (rows by fingerprint node id), logging its changes by node id."""
+        return CsrIndex(indptr, members, self._node_position("fp:"), self._lesson_of_gid, rows=(self._fp_gid, self._lesson_gid))
+
+    def _new_wrong_index(self, indptr: np.ndarray | None = None, members: np.ndarray | None = None) -> CsrIndex:
+        """The WRONG-word index over a base (rows by ``_wrong_rows``), logging its changes by row and node id."""
+        return CsrIndex(indptr, members, self._wrong_rows.get, self._lesson_of_gid, rows=(self._word_row, self._lesson_gid))
 
     def _lesson_of_gid(self, gid: int) -> str:
         return self.adjacency.name(gid)[_LESSON_PREFIX_LEN:]
@@ -220,44 +228,42 @@ class LessonGraph:
         (``store.columns``), so a load reads arrays and builds one dictionary (statuses) besides
         the adjacency's names; the plain data holds only short tables (statuses, tools, link kinds, skills).
         """
+        return self.state_later()()
+
+    def state_later(self) -> Callable[[], tuple[dict[str, Any], list[str], dict[str, np.ndarray]]]:
+        """``to_state`` in two halves: the adjacency's CSR arrays are started on a thread now, and the function
+        returned builds the columns and waits for them.
+
+        The CSR arrays are numpy sorts and gathers that release the GIL (0.2-0.5 s after a 100k import): a close
+        places the records and gathers the vectors meanwhile. Between the two halves the graph must not be written.
+        """
         adj = self.adjacency
-        # The adjacency's CSR arrays are numpy work (sorts and gathers that release the GIL): computed on a thread
-        # while this one does the per-lesson Python work below (0.2-0.4 s after a 100k import).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-plus-csr") as pool:
-            csr = pool.submit(adj.csr_from_log)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-plus-csr")
+        csr = pool.submit(adj.csr_from_log)
+        pool.shutdown(wait=False)
+
+        def finish() -> tuple[dict[str, Any], list[str], dict[str, np.ndarray]]:
             data, arrays = self._columns_state(adj)
             names, adjacency_arrays = adj.to_state(csr.result())  # after every node got its id
-        return data, names, {**adjacency_arrays, **arrays}
+            return data, names, {**adjacency_arrays, **arrays}
+
+        return finish
 
     def _columns_state(self, adj: Adjacency) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """``to_state`` but the adjacency's arrays: the head and the columns (nodes they need are given ids)."""
-        gids = adj.intern_many(self._status)
-        # Lesson id -> node id, built once from the statuses (every indexed lesson has one): the lookups below are
-        # a dictionary's, not a function call and a string join per lesson (0.4 s of a close after a 100k import).
-        lesson_rows = _LessonRows(adj, zip([node[_LESSON_PREFIX:] for node in self._status], gids))
-        row_of = lesson_rows.__getitem__
-        tool_rows = (list(map(row_of, self._tool)), list(self._tool.values()))
-        rewrite_rows = (list(map(row_of, self._rewrite)), list(self._rewrite.values()))
-        fp_rows = self._fp_index.changed_rows(lambda fp: adj.intern(fp_node(fp)), row_of)
-        words, word_rows = list(self._wrong_words), dict(self._wrong_rows)
+        """``to_state`` but the adjacency's arrays: the head and the columns.
 
-        def word_row(word: str) -> int:
-            row = word_rows.get(word)
-            if row is None:
-                row = word_rows[word] = len(words)
-                words.append(word)
-            return row
-
-        changed_words = self._wrong_index.changed_rows(word_row, row_of)
+        The lesson columns and the two indexes' changes were kept by node id at every write
+        (``LessonColumns``, ``CsrIndex``'s log): this copies and sorts arrays, with no per-lesson
+        Python (0.6 s of a close after a 100k import when they were built here from dictionaries).
+        """
+        fp_rows = self._fp_index.changes(self._fp_gid, self._lesson_gid)
+        changed_words = self._wrong_index.changes(self._word_row, self._lesson_gid)
+        words = list(self._wrong_words)
         saved_links = self._links_base if self._links_map is None else None
         links = list(self._links.items()) if saved_links is None else []
         link_ends = [(adj.intern(a), adj.intern(b)) for (a, b, _), _ in links]
         n = adj.node_count()
-        statuses = sorted(set(self._status.values()))
-        arrays: dict[str, np.ndarray] = {}
-        arrays["status"] = _codes_by_gid(n, gids, list(self._status.values()), statuses, np.int8)
-        tool_names, arrays["tool"] = self._columns.tools_with(n, *tool_rows)
-        arrays.update(self._columns.rewrites_with(n, *rewrite_rows))
+        tables, arrays = self._columns.arrays(n)
         arrays["fp_indptr"], arrays["fp_members"] = self._fp_index.to_csr(n, fp_rows)
         arrays.update(pack_strings(words, "wrong_words_"))
         arrays["wrong_indptr"], arrays["wrong_members"] = self._wrong_index.to_csr(len(words), changed_words)
@@ -271,7 +277,7 @@ class LessonGraph:
             arrays["link_b"] = np.asarray([b for _, b in link_ends], dtype=np.int64)
             arrays["link_kind"] = np.asarray([kind_code[key] for (_, _, key), _ in links], dtype=np.int64)
             arrays["link_weight"] = np.asarray([w for _, w in links], dtype=np.float64)
-        data = {"columns": COLUMNS_VERSION, "statuses": statuses, "tools": tool_names, "link_kinds": link_kinds, "skills": self._skills}
+        data = {"columns": COLUMNS_VERSION, **tables, "link_kinds": link_kinds, "skills": self._skills}
         return data, arrays
 
     def _fp_items(self) -> Iterator[tuple[str, set[str]]]:
@@ -303,26 +309,23 @@ class LessonGraph:
             g._load_plain(data)
             return g
         n = len(names)
+        g._columns = LessonColumns.from_arrays(data, arrays, n)
         statuses = [str(s) for s in data["statuses"]]
-        codes = _checked_codes(arrays["status"], n, len(statuses))
+        codes = np.asarray(arrays["status"])
         lesson_gids = np.flatnonzero(codes >= 0).tolist()
         g._status = dict(zip(map(names.__getitem__, lesson_gids), map(statuses.__getitem__, codes[lesson_gids].tolist())))
-        tools = [str(t) for t in data["tools"]]
-        g._columns = _LessonColumns(_checked_codes(arrays["tool"], n, len(tools)), tools, *_checked_rewrites(arrays, n))
-        g._fp_index = CsrIndex(*_checked_csr(arrays["fp_indptr"], arrays["fp_members"], n, n), g._node_position("fp:"), g._lesson_of_gid)
+        g._fp_index = g._new_fp_index(*_checked_csr(arrays["fp_indptr"], arrays["fp_members"], n, n))
         g._wrong_words = unpack_strings(arrays, "wrong_words_")
         g._wrong_rows = dict(zip(g._wrong_words, range(len(g._wrong_words))))
         if len(g._wrong_rows) != len(g._wrong_words):
             raise ValueError("the WRONG-word index repeats a word")
-        g._wrong_index = CsrIndex(
-            *_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n), g._wrong_rows.get, g._lesson_of_gid
-        )
+        g._wrong_index = g._new_wrong_index(*_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n))
         kinds = [str(k) for k in data["link_kinds"]]
         link = {k: np.asarray(arrays[f"link_{k}"]) for k in ("a", "b", "kind", "weight")}
         if not len(link["a"]) == len(link["b"]) == len(link["kind"]) == len(link["weight"]):
             raise ValueError("the link arrays differ in length")
-        _checked_codes(link["kind"], len(link["kind"]), len(kinds), allow_none=False)
-        _checked_codes(np.concatenate([link["a"], link["b"]]), 2 * len(link["a"]), n, allow_none=False)
+        checked_codes(link["kind"], len(link["kind"]), len(kinds), allow_none=False)
+        checked_codes(np.concatenate([link["a"], link["b"]]), 2 * len(link["a"]), n, allow_none=False)
         g._links_map, g._links_base = (None, (kinds, link)) if len(link["a"]) else ({}, None)
         return g
 
@@ -332,8 +335,13 @@ class LessonGraph:
         self._status = dict(data["status"])
         self._fp_index = CsrIndex.from_sets({fp: ids for fp, ids in dict(data["fp_index"]).items()})
         self._wrong_index = CsrIndex.from_sets({k: ids for k, ids in dict(data["wrong_index"]).items()})
-        self._rewrite = {i: (w, c) for i, (w, c) in dict(data["rewrite"]).items()}
-        self._tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
+        rewrite = {str(i): (str(w), str(c)) for i, (w, c) in dict(data["rewrite"]).items()}
+        tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
+        for node, status in self._status.items():
+            lesson_id = node[_LESSON_PREFIX:]
+            gid = self._lesson_gid(lesson_id)
+            self._columns.set_lesson(gid, status, tool.get(lesson_id))
+            self._columns.set_rewrite(gid, rewrite.get(lesson_id))
         self._links_map = {(a, b, key): float(w) for a, b, key, w in data["links"]}
 
     # ---- size -----------------------------------------------------------------
@@ -434,16 +442,9 @@ class LessonGraph:
         self._nx_node(node, type="lesson", status=lesson.status)
         for fp in lesson.triggers:
             self._fp_index.add(fp, lesson.id)
-        self._unindex_wrong(lesson.id)
-        key = _wrong_word(lesson.wrong)
-        if key and lesson.correct is not None:
-            self._wrong_index.add(key, lesson.id)
-            pair = (str(lesson.wrong), lesson.correct)
-            if self._columns.rewrite_of(self.adjacency.gid(node)) == pair:
-                self._rewrite.pop(lesson.id, None)  # as saved: no override
-            else:
-                self._rewrite[lesson.id] = pair
-        self._set_tool(lesson.id, lesson.scope.tool or None)
+        gid = self._lesson_gid(lesson.id)
+        self._set_rewrite(lesson.id, gid, _rewrite_pair(lesson))
+        self._columns.set_lesson(gid, lesson.status, lesson.scope.tool or None)
         for target, _ in old:
             if (target, _) not in new_set:
                 self._prune(target)
@@ -458,8 +459,9 @@ class LessonGraph:
             self._drop_field_edge(lesson_id, target, kind)
         del self._status[node]
         self._targets.pop(lesson_id, None)
-        self._set_tool(lesson_id, None)
-        self._unindex_wrong(lesson_id)
+        gid = self._lesson_gid(lesson_id)
+        self._set_rewrite(lesson_id, gid, None)
+        self._columns.set_lesson(gid, None, None)
         if self._nx is not None and node in self._nx:
             self._nx_node(node, type="lesson")
         self._prune(node)
@@ -474,22 +476,18 @@ class LessonGraph:
         if kind == "triggers":
             self._unindex(target[len("fp:"):], lesson_id)
 
-    def _unindex_wrong(self, lesson_id: str) -> None:
-        pattern = self.rewrite_of(lesson_id)
-        if self._columns.rewrite_of(self.adjacency.gid(lesson_node(lesson_id))) is not None:
-            self._rewrite[lesson_id] = None  # the base's pair is gone
-        else:
-            self._rewrite.pop(lesson_id, None)
-        key = _wrong_word(pattern[0]) if pattern is not None else None
+    def _set_rewrite(self, lesson_id: str, gid: int, pair: tuple[str, str] | None) -> None:
+        """The lesson's (WRONG, CORRECT) from now on (None: not a rewrite lesson), and its WRONG word in the index."""
+        old = self._columns.rewrite_of(gid)
+        if old == pair:
+            return
+        key = _wrong_word(old[0]) if old is not None else None
         if key is not None:
             self._wrong_index.discard(key, lesson_id)
-
-    def _set_tool(self, lesson_id: str, tool: str | None) -> None:
-        """The lesson's tool from now on (None: no tool): noted over the base's column only where it differs."""
-        if self._columns.tool_of(self.adjacency.gid(lesson_node(lesson_id))) == tool:
-            self._tool.pop(lesson_id, None)
-        else:
-            self._tool[lesson_id] = tool
+        key = _wrong_word(pair[0]) if pair is not None else None
+        if key is not None:
+            self._wrong_index.add(key, lesson_id)
+        self._columns.set_rewrite(gid, pair)
 
     def _unindex(self, fp: str, lesson_id: str) -> None:
         self._fp_index.discard(fp, lesson_id)
@@ -562,14 +560,10 @@ class LessonGraph:
 
     def tool_of(self, lesson_id: str) -> str | None:
         """The tool a lesson is scoped to, None when it is not scoped to one (or unknown)."""
-        if lesson_id in self._tool:
-            return self._tool[lesson_id]
         return self._columns.tool_of(self.adjacency.gid(lesson_node(lesson_id)))
 
     def rewrite_of(self, lesson_id: str) -> tuple[str, str] | None:
         """(WRONG, CORRECT) of a rewrite lesson, None for any other lesson."""
-        if lesson_id in self._rewrite:
-            return self._rewrite[lesson_id]
         return self._columns.rewrite_of(self.adjacency.gid(lesson_node(lesson_id)))
 
     # ---- personalised PageRank --------------------------------------------------
@@ -678,132 +672,6 @@ class LessonGraph:
         return {"nodes": nodes, "edges": edges}
 
 
-class _LessonColumns:
-    """A lesson's tool and (WRONG, CORRECT) by node id, as a base saved them: codes, and offsets into one text.
-
-    Example:
-        >>> c = _LessonColumns(np.array([-1, 0]), ["sql"], np.array([[0, 4, 10], [-1, -1, -1]]), "pickSELECT")
-        >>> c.tool_of(1), c.tool_of(0), c.rewrite_of(0), c.rewrite_of(1), c.rewrite_of(None)
-        ('sql', None, ('pick', 'SELECT'), None, None)
-    """
-
-    def __init__(self, tool_codes: np.ndarray, tool_names: list[str], rewrite_offsets: np.ndarray, rewrite_text: str) -> None:
-        self._tool_codes, self._tool_names = tool_codes, tool_names
-        self._offsets, self._text = rewrite_offsets, rewrite_text
-
-    def tools_with(self, n: int, rows: Sequence[int], tools: Sequence[str | None]) -> tuple[list[str], np.ndarray]:
-        """The tool table and codes of ``n`` nodes: the saved codes with the changed ones (node ``rows[i]`` has
-        ``tools[i]``) in their place."""
-        names = list(self._tool_names)
-        code = {t: c for c, t in enumerate(names)}
-        codes = np.full(n, -1, dtype=np.int32)
-        codes[: len(self._tool_codes)] = self._tool_codes
-        for tool in {t for t in tools if t is not None and t not in code}:
-            code[tool] = len(names)
-            names.append(tool)
-        if rows:
-            code_of: dict[str | None, int] = {None: -1}
-            code_of.update(code)
-            codes[np.asarray(rows, dtype=np.int64)] = np.fromiter(map(code_of.__getitem__, tools), dtype=np.int32, count=len(tools))
-        return names, codes
-
-    def rewrites_with(self, n: int, rows: Sequence[int], pairs: Sequence[tuple[str, str] | None]) -> dict[str, np.ndarray]:
-        """Offsets and text of ``n`` nodes' pairs: the saved ones with the changed ones (node ``rows[i]`` has
-        ``pairs[i]``) in their place, their text appended; rebuilt from the pairs alone once replaced text outweighs
-        the live text."""
-        offsets = np.full((n, 3), -1, dtype=np.int64)
-        offsets[: len(self._offsets)] = self._offsets
-        gone = [g for g, p in zip(rows, pairs) if p is None]
-        offsets[np.asarray(gone, dtype=np.int64)] = -1
-        found = [p for p in pairs if p is not None]
-        at = np.asarray([g for g, p in zip(rows, pairs) if p is not None] if gone else rows, dtype=np.int64)
-        lengths = np.fromiter(map(len, chain.from_iterable(found)), dtype=np.int64, count=2 * len(found)).reshape(-1, 2)
-        wrong, right = lengths[:, 0], lengths[:, 1]
-        ends = len(self._text) + np.cumsum(wrong + right)
-        offsets[at, 2] = ends
-        offsets[at, 1] = ends - right
-        offsets[at, 0] = offsets[at, 1] - wrong
-        text = self._text + "".join(chain.from_iterable(found))
-        live = offsets[offsets[:, 0] >= 0]
-        if len(text) > 2 * int((live[:, 2] - live[:, 0]).sum()) + 4096:  # mostly replaced pairs: keep the live ones only
-            grown = _LessonColumns(np.zeros(0, dtype=np.int32), [], offsets, text)
-            gids = np.flatnonzero(offsets[:, 0] >= 0).tolist()
-            return _rewrite_arrays(n, gids, [grown.rewrite_of(g) for g in gids])
-        return {"rewrite_offsets": offsets, "rewrite_utf8": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
-
-    @classmethod
-    def empty(cls) -> _LessonColumns:
-        return cls(np.zeros(0, dtype=np.int32), [], np.zeros((0, 3), dtype=np.int64), "")
-
-    def tool_of(self, gid: int | None) -> str | None:
-        """The saved tool of node ``gid`` (None: none, or a node the base did not have)."""
-        if gid is None or gid >= len(self._tool_codes):
-            return None
-        code = int(self._tool_codes[gid])
-        return None if code < 0 else self._tool_names[code]
-
-    def rewrite_of(self, gid: int | None) -> tuple[str, str] | None:
-        """The saved (WRONG, CORRECT) of node ``gid``, None for any other."""
-        if gid is None or gid >= len(self._offsets):
-            return None
-        start, mid, end = self._offsets[gid].tolist()
-        return None if start < 0 else (self._text[start:mid], self._text[mid:end])
-
-
-def _codes_by_gid(n: int, gids: list[int], values: Sequence[str | None], table: list[str], dtype: Any) -> np.ndarray:
-    """Each node's value as its position in ``table`` (-1: none or not a lesson), by node id."""
-    code = {v: c for c, v in enumerate(table)}
-    out = np.full(n, -1, dtype=dtype)
-    out[np.asarray(gids, dtype=np.int64)] = np.asarray([-1 if v is None else code[v] for v in values], dtype=dtype)
-    return out
-
-
-def _rewrite_arrays(n: int, gids: list[int], pairs: Sequence[tuple[str, str] | None]) -> dict[str, np.ndarray]:
-    """(WRONG, CORRECT) pairs by node id as (start, middle, end) character offsets into one UTF-8 text."""
-    found = [(g, p) for g, p in zip(gids, pairs) if p is not None]
-    lengths = np.asarray([(len(w), len(c)) for _, (w, c) in found], dtype=np.int64).reshape(-1, 2)
-    ends = np.cumsum(lengths.sum(axis=1))
-    offsets = np.full((n, 3), -1, dtype=np.int64)
-    rows = np.asarray([g for g, _ in found], dtype=np.int64)
-    offsets[rows, 2] = ends
-    offsets[rows, 1] = ends - lengths[:, 1]
-    offsets[rows, 0] = offsets[rows, 1] - lengths[:, 0]
-    text = "".join(part for _, pair in found for part in pair)
-    return {"rewrite_offsets": offsets, "rewrite_utf8": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
-
-
-def _checked_codes(codes: Any, n: int, size: int, *, allow_none: bool = True) -> np.ndarray:
-    """``codes`` as an integer array of length ``n`` with values in ``[-1 or 0, size)``.
-
-    Raises:
-        ValueError: it is not.
-    """
-    out = np.asarray(codes)
-    if out.shape != (n,) or out.dtype.kind not in "iu":
-        raise ValueError("a saved column does not match the nodes")
-    if n and (int(out.min()) < (-1 if allow_none else 0) or int(out.max()) >= size):
-        raise ValueError("a saved column holds an unknown code")
-    return out
-
-
-def _checked_rewrites(arrays: Mapping[str, Any], n: int) -> tuple[np.ndarray, str]:
-    """The saved (WRONG, CORRECT) offsets and their text, checked against each other.
-
-    Raises:
-        ValueError: they do not fit together (or the text is not UTF-8).
-    """
-    offsets = np.asarray(arrays["rewrite_offsets"])
-    text = np.asarray(arrays["rewrite_utf8"], dtype=np.uint8).tobytes().decode("utf-8")
-    if offsets.shape != (n, 3) or offsets.dtype.kind not in "iu":
-        raise ValueError("the rewrite offsets do not match the nodes")
-    some = offsets[offsets[:, 0] >= 0]
-    if np.any(offsets[offsets[:, 0] < 0] != -1) or not (
-        np.all(some[:, 0] <= some[:, 1]) and np.all(some[:, 1] <= some[:, 2]) and (not len(some) or int(some[:, 2].max()) <= len(text))
-    ):
-        raise ValueError("the rewrite offsets do not fit their text")
-    return offsets, text
-
-
 def _checked_csr(indptr: Any, members: Any, rows: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR arrays of ``rows`` rows whose members are node ids below ``n``.
 
@@ -829,6 +697,13 @@ def _edges_of(lesson: Lesson) -> tuple[tuple[str, str], ...]:
     """The distinct (target node, edge kind) field edges of a lesson, self-loops left out."""
     node = lesson_node(lesson.id)
     return tuple(dict.fromkeys((t, k) for t, k in _field_targets(lesson) if t != node))
+
+
+def _rewrite_pair(lesson: Lesson) -> tuple[str, str] | None:
+    """A rewrite lesson's (WRONG, CORRECT): a WRONG pattern with an index word and a CORRECT; else None."""
+    if lesson.correct is None or not _wrong_word(lesson.wrong):
+        return None
+    return str(lesson.wrong), lesson.correct
 
 
 def _wrong_word(wrong: str | None) -> str | None:

@@ -264,7 +264,10 @@ class LessonIndex:
         with the ``band_plan`` it is for), so the first lookup after an open does not sort
         (~0.1 s at 100k lessons).
         """
-        rows = np.fromiter((self._rows[i] for i in ids), dtype=np.int64, count=len(ids))
+        if self._ids == ids:  # ids in the index's own order (a list compared in C, by identity first): row = position
+            rows = np.arange(len(ids), dtype=np.int64)
+        else:
+            rows = np.fromiter((self._rows[i] for i in ids), dtype=np.int64, count=len(ids))
         out: dict[str, np.ndarray] = {"status": self._status[rows], "hash": self._hash[rows], "due": self._due[rows]}
         if self.plan is not None:
             out["band_plan"] = np.asarray(self.plan, dtype=np.int64).reshape(len(self.plan), 2)

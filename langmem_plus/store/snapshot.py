@@ -44,7 +44,7 @@ import time
 import uuid
 import weakref
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
@@ -56,7 +56,7 @@ from pydantic import BaseModel, ValidationError
 from langmem_plus._text import stable_hash
 from langmem_plus.records import Namespace
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.store.segments import Located, RecordSource, place_records, utf8_len
+from langmem_plus.store.segments import Located, RecordColumns, RecordSource, place_records, utf8_len
 from numpy.lib import format as npy_format
 
 from langmem_plus.store.columns import (
@@ -86,6 +86,10 @@ END = "#end"
 """Journal marker closing one write."""
 
 R = TypeVar("R", bound=BaseModel)
+
+
+GraphState = tuple[dict[str, Any], list[str], Mapping[str, np.ndarray]]
+"""What ``LessonGraph.to_state`` gives: (plain data, node names, arrays)."""
 
 
 def snapshot_dir(root: str | Path, namespace: Namespace) -> Path:
@@ -665,16 +669,18 @@ class SnapshotDir:
     def write_base(
         self,
         generation: str | None,
-        records: Mapping[str, Iterable[tuple[str, RecordSource]]],
-        graph_state: tuple[dict[str, Any], list[str], Mapping[str, np.ndarray]],
+        records: Mapping[str, RecordColumns | Iterable[tuple[str, RecordSource]]],
+        graph_state: GraphState | Callable[[], GraphState],
         vectors: tuple[list[str], np.ndarray | VectorRuns] | None = None,
         index: tuple[dict[str, Any], Mapping[str, np.ndarray]] | None = None,
         ledger: str | None = None,
     ) -> None:
         """Write a new base reflecting ``generation`` and start an empty journal; old files are removed after the commit.
 
-        ``records``: per kind, (id, text or the loaded base's row); a text the journal holds, or a row whose file is
-        still here, is pointed at, not written again (``store.segments``).
+        ``records``: per kind, (id, text or the loaded base's row) pairs or ``RecordColumns``; a text the journal
+        holds, or a row whose file is still here, is pointed at, not written again (``store.segments``).
+        ``graph_state``: ``LessonGraph.to_state``'s answer, or a function giving it (``LessonGraph.state_later``),
+        called once the records are placed, so work the graph started on a thread overlaps the placing.
         ``index``: the lesson index's description and columns (aligned with the lesson records).
         ``ledger``: the memory's run-evidence ledger and shared-log heads, as JSON (``learning.ledger``).
 
@@ -684,8 +690,6 @@ class SnapshotDir:
         self.path.mkdir(parents=True, exist_ok=True)
         base_id, journal_id = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
         base = self.path / f"base-{base_id}"
-        data, names, graph_arrays = graph_state
-        arrays = {**graph_arrays, **pack_strings(names, "names_")}
         # The vectors (100 MB at 100k lessons) go to disk on a thread while the records are placed here:
         # numpy's write releases the GIL.
         saver = _VectorSaver(Path(f"{base}.vectors.npy"), vectors[1]) if vectors is not None else None
@@ -694,6 +698,8 @@ class SnapshotDir:
                 self.path, f"base-{base_id}.records.tsv", {k: records.get(k, ()) for k in SNAPSHOT_KINDS},
                 self._located, live_min=self.segment_live_min, segments_max=self.segments_max, quote=_quote,
             )
+            data, names, graph_arrays = graph_state() if callable(graph_state) else graph_state
+            arrays = {**graph_arrays, **pack_strings(names, "names_")}
             head: dict[str, Any] = {"data": data}
             if vectors is not None:
                 arrays.update(_vector_ids_arrays(vectors[0], placed.ids["lessons"]))
@@ -1074,6 +1080,7 @@ def _read_journal(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]
 
 
 __all__ = [
+    "GraphState",
     "EPISODES_SINCE", "FORMAT", "SNAPSHOT_KINDS", "LessonVectors", "Loaded", "RawRecords", "RecordTable", "SnapshotDir", "VectorRuns",
     "snapshot_dir",
 ]

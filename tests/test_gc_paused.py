@@ -1,0 +1,44 @@
+"""``gc_paused``: the collector is off inside and back after, and what the block made is aged, not left young."""
+
+from __future__ import annotations
+
+import gc
+
+from langmem_plus._gc import gc_paused
+
+
+def test_objects_made_inside_leave_the_young_generation() -> None:
+    """The block's objects are in the oldest generation afterwards: the first young collection does not walk them."""
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        made = [[i] for i in range(1000)]  # lists: always tracked (a dict of atomic values is not)
+    assert gc.isenabled()
+    young = {id(o) for o in gc.get_objects(generation=0)}
+    assert not any(id(o) in young for o in made)
+    assert any(o is made[0] for o in gc.get_objects(generation=2))
+
+
+def test_an_application_freeze_is_left_alone() -> None:
+    """Objects the process froze itself stay frozen (``unfreeze`` would release them), and nothing is aged then."""
+    kept = [{"frozen": True}]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            made = [[1]]
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+        assert any(o is made[0] for o in gc.get_objects(generation=0))
+    finally:
+        gc.unfreeze()
+    assert kept
+
+
+def test_a_disabled_collector_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
