@@ -169,6 +169,31 @@ def test_columns_grow_over_a_read_only_base_and_drop_replaced_text() -> None:
     assert arrays["status"].tolist() == [-1, 1, -1, -1, -1, 0]  # the table is the sorted statuses in use
 
 
+def test_the_graph_honours_the_configured_rewrite_slack() -> None:
+    """``MemoryConfig.graph_rewrite_slack`` reaches the graph's columns, built, loaded and rebuilt from records."""
+    def saved_text(g: LessonGraph) -> int:
+        _, _, arrays = g.to_state()
+        return len(arrays["rewrite_utf8"])
+
+    def rewritten(slack: int) -> LessonGraph:
+        g = LessonGraph(rewrite_slack=slack)
+        for k in range(3):
+            g.upsert_lesson(Lesson(id="x", namespace=NS, rule_text="r", wrong=f"pick {k}", correct="SELECT"))
+        return g
+
+    live = len("pick 2") + len("SELECT")
+    assert saved_text(rewritten(0)) == live  # replaced pairs dropped at once
+    assert saved_text(rewritten(4096)) == 3 * live  # within the slack: appended text kept
+    data, names, arrays = rewritten(0).to_state()
+    lesson = Lesson(id="x", namespace=NS, rule_text="r", wrong="pick 9", correct="SELECT")
+    loaded = LessonGraph.from_state(data, names, arrays, lesson_source=lambda _: None, rewrite_slack=0)
+    rebuilt = LessonGraph.from_records([lesson], rewrite_slack=0)
+    for g in (loaded, rebuilt):  # text beyond twice the live pairs' (3 pairs) is dropped with no slack
+        for wrong in ("pick 8", "pick 7"):
+            g.upsert_lesson(lesson.model_copy(update={"wrong": wrong}))
+        assert saved_text(g) == live
+
+
 def test_a_lesson_without_edges_has_a_node_and_its_columns() -> None:
     g = LessonGraph()
     g.upsert_lesson(Lesson(id="x", namespace=NS, rule_text="r", status="promoted"))

@@ -105,7 +105,7 @@ class MemoryView:
         """Per tool, the verbs its runs were offered as commands (``RunRecord.commands``)."""
         self.directed: dict[str, set[str]] = {}
         """Per tool, the commands its runs' task texts directed (``RunRecord.directed``)."""
-        self.graph = LessonGraph()
+        self.graph = LessonGraph(rewrite_slack=config.graph_rewrite_slack)
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
         self.ledger: Ledger[Lesson, RunEvidence]
@@ -139,7 +139,9 @@ class MemoryView:
         for skill in stored(store, "skills", Skill):
             self.skills[skill.id] = skill
         self.load_episodes(store)
-        self.graph = LessonGraph.from_records(self.lessons.values(), self.skills.values(), self.links.values())
+        self.graph = LessonGraph.from_records(
+            self.lessons.values(), self.skills.values(), self.links.values(), rewrite_slack=self.config.graph_rewrite_slack
+        )
         self.set_runs(stored(store, "runs", RunRecord))
 
     def load_episodes(self, store: ChromaStore) -> None:
@@ -167,7 +169,8 @@ class MemoryView:
         runs = (RunRecord.model_validate_json(loaded.raw.text(row)) for row in loaded.records["runs"].values())
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
-            loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get
+            loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get,
+            rewrite_slack=self.config.graph_rewrite_slack,
         )
         order = loaded.lesson_order()
         self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order if loaded.vectors_follow_lessons else None)

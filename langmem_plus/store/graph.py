@@ -80,9 +80,6 @@ def lesson_node(lesson_id: str) -> str:
     return f"lesson:{lesson_id}"
 
 
-_LESSON_PREFIX = len(lesson_node(""))
-
-
 def fp_node(fingerprint_id: str) -> str:
     """Node id of a fingerprint id."""
     return f"fp:{fingerprint_id}"
@@ -136,7 +133,11 @@ class LessonGraph:
         ({'x'}, 1)
     """
 
-    def __init__(self, lesson_source: Callable[[str], Lesson | None] | None = None) -> None:
+    def __init__(
+        self, lesson_source: Callable[[str], Lesson | None] | None = None, *, rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack
+    ) -> None:
+        self._rewrite_slack = rewrite_slack
+        """``MemoryConfig.graph_rewrite_slack``: how far the saved rewrite text may outgrow the live pairs'."""
         self._nx: MultiDiGraph | None = None
         self._source = lesson_source
         self.adjacency = Adjacency()
@@ -153,7 +154,7 @@ class LessonGraph:
         """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
         self._wrong_index = self._new_wrong_index()
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
-        self._columns = LessonColumns()
+        self._columns = LessonColumns(rewrite_slack=rewrite_slack)
         """Status, tool and (WRONG, CORRECT) per lesson node id, set by every write: a save copies them as arrays."""
         self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
         """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
@@ -207,9 +208,11 @@ class LessonGraph:
         lessons: Iterable[Lesson],
         skills: Iterable[Skill] = (),
         links: Iterable[Link] = (),
+        *,
+        rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
     ) -> LessonGraph:
         """Build the graph from stored records (a full rebuild, and in tests against the live graph)."""
-        g = cls()
+        g = cls(rewrite_slack=rewrite_slack)
         for lesson in lessons:
             g.upsert_lesson(lesson)
         for skill in skills:
@@ -296,20 +299,22 @@ class LessonGraph:
         names: Sequence[str],
         arrays: Mapping[str, Any],
         lesson_source: Callable[[str], Lesson | None],
+        *,
+        rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
     ) -> LessonGraph:
         """The graph ``to_state`` saved (or the plain dictionaries an older snapshot saved); ``lesson_source`` gives a stored lesson by id.
 
         Raises:
             ValueError, KeyError, TypeError: the state is damaged (the caller rebuilds from records).
         """
-        g = cls(lesson_source)
+        g = cls(lesson_source, rewrite_slack=rewrite_slack)
         g.adjacency = Adjacency.from_state(names, arrays)
         g._skills = dict(data["skills"])
         if data.get("columns") != COLUMNS_VERSION:
             g._load_plain(data)
             return g
         n = len(names)
-        g._columns = LessonColumns.from_arrays(data, arrays, n)
+        g._columns = LessonColumns.from_arrays(data, arrays, n, rewrite_slack=rewrite_slack)
         statuses = [str(s) for s in data["statuses"]]
         codes = np.asarray(arrays["status"])
         lesson_gids = np.flatnonzero(codes >= 0).tolist()
@@ -338,7 +343,7 @@ class LessonGraph:
         rewrite = {str(i): (str(w), str(c)) for i, (w, c) in dict(data["rewrite"]).items()}
         tool = {str(i): str(t) for i, t in dict(data["tool"]).items()}
         for node, status in self._status.items():
-            lesson_id = node[_LESSON_PREFIX:]
+            lesson_id = node[_LESSON_PREFIX_LEN:]
             gid = self._lesson_gid(lesson_id)
             self._columns.set_lesson(gid, status, tool.get(lesson_id))
             self._columns.set_rewrite(gid, rewrite.get(lesson_id))

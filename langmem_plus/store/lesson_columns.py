@@ -30,7 +30,6 @@ import numpy as np
 from langmem_plus.config import DEFAULT_CONFIG
 
 
-
 class _Column:
     """A numpy column by node id (-1: none), growing on write; a loaded base's array is copied at its first write."""
 
@@ -210,8 +209,10 @@ class LessonColumns:
         return {"statuses": statuses, "tools": list(self._tools.names)}, arrays
 
     @classmethod
-    def from_arrays(cls, tables: Mapping[str, Any], arrays: Mapping[str, Any], n: int) -> LessonColumns:
-        """The columns ``arrays`` saved for ``n`` nodes, checked.
+    def from_arrays(
+        cls, tables: Mapping[str, Any], arrays: Mapping[str, Any], n: int, *, rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack
+    ) -> LessonColumns:
+        """The columns ``arrays`` saved for ``n`` nodes, checked (``rewrite_slack``: as the constructor's).
 
         Raises:
             ValueError, KeyError: they are damaged (a code past its table, offsets past their text, a wrong length).
@@ -221,7 +222,7 @@ class LessonColumns:
         status = checked_codes(arrays["status"], n, len(statuses))
         tool = checked_codes(arrays["tool"], n, len(tools))
         offsets, text = checked_rewrites(arrays, n)
-        return cls(statuses, status, tools, tool, offsets, text)
+        return cls(statuses, status, tools, tool, offsets, text, rewrite_slack=rewrite_slack)
 
 
 def _live_text(offsets: np.ndarray, text: str) -> tuple[np.ndarray, str]:
