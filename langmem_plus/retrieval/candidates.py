@@ -133,8 +133,7 @@ class CandidateSources:
         """The four candidate sources merged; a lesson scoped to another tool does not answer this tool's error."""
         sources = self.merge(("fingerprint", exact), ("action", action), ("vector", vec), ("graph", graph))
         if event.tool:
-            allowed, lessons, tool_of = (None, event.tool), self.lessons, self.graph.tool_of  # ``tool_ok``, inlined
-            sources = {i: s for i, s in sources.items() if i in lessons and tool_of(i) in allowed}
+            sources = {i: s for i, s in sources.items() if self.tool_ok(i, event.tool)}
         return sources
 
     def tool_ok(self, lesson_id: str, tool: str) -> bool:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from langmem_plus.store.columns import replaced_rows_layout, row_cells
+
 REBUILD_SHARE = 0.05
 """Share of overlay (changed) nodes above which the CSR snapshot is rebuilt (amortises the rebuild over writes)."""
 REBUILD_MIN = 256
@@ -200,21 +202,12 @@ class Adjacency:
         n = len(self._names)
         ids = self._ids
         changed = [(ids[node], row) for node, row in self._overlay.items()]
-        lens = np.zeros(n, dtype=np.int64)
-        old_n = self._snapshot_n
-        lens[:old_n] = np.diff(self._indptr)
-        # Row starts in the combined source (old CSR entries, then the overlay's cells).
-        starts = np.zeros(n, dtype=np.int64)
-        starts[:old_n] = self._indptr[:-1]
         rows = [row for _, row in changed]
         gids = np.fromiter((gid for gid, _ in changed), dtype=np.int64, count=len(changed))
         row_lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        lens[gids] = row_lens
-        starts[gids] = len(self._neighbours) + np.cumsum(row_lens) - row_lens
         cells = int(row_lens.sum())
-        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
-        total = int(indptr[-1])
-        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(total, dtype=np.int64)
+        # One gather over the combined source (old CSR entries, then the overlay's cells).
+        indptr, gather = replaced_rows_layout(self._indptr, n, gids, row_lens, len(self._neighbours))
         new_nbrs = np.fromiter(map(ids.__getitem__, chain.from_iterable(rows)), dtype=np.int64, count=cells)
         new_cells = np.fromiter(
             chain.from_iterable(chain.from_iterable(row.values() for row in rows)), dtype=np.float64, count=2 * cells
@@ -255,8 +248,7 @@ class Adjacency:
             return None
         # The old CSR cells of the touched rows, in CSR order (their place is their CSR position).
         old_rows = touched[touched < old_n]
-        spans = self._indptr[old_rows + 1] - self._indptr[old_rows]
-        at = np.repeat(self._indptr[old_rows] - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+        spans, at = row_cells(self._indptr, old_rows)
         # Entries in the order they were made: the old cells, then each call's two directions (a call's two entries
         # lie in different rows), so a stable sort by cell keeps every cell's entries in that order.
         step = np.repeat(np.arange(len(u), dtype=np.int64) + old_total, 2)
@@ -271,15 +263,7 @@ class Adjacency:
             by_row = np.argsort(cell_row, kind="stable")
             c_row, c_col = cell_row[by_row], cell_col[by_row]
             summed_counts, summed_weights = counts[by_row], weights[by_row] + 0.0  # + 0.0: as a sum from zero (no -0.0)
-        lens = np.zeros(n, dtype=np.int64)
-        lens[:old_n] = np.diff(self._indptr)
-        starts = np.zeros(n, dtype=np.int64)
-        starts[:old_n] = self._indptr[:-1]
-        row_lens = np.bincount(c_row, minlength=n)[touched]
-        lens[touched] = row_lens
-        starts[touched] = old_total + np.cumsum(row_lens) - row_lens
-        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
-        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
+        indptr, gather = replaced_rows_layout(self._indptr, n, touched, np.bincount(c_row, minlength=n)[touched], old_total)
         return (
             indptr,
             np.concatenate([self._neighbours, c_col])[gather],

@@ -170,8 +170,7 @@ class CsrIndex:
         changed = np.unique(keys)
         # The base's members of the changed keys, as if added before the log began.
         in_base = changed[changed < self.keys_in_base()]
-        spans = self._indptr[in_base + 1] - self._indptr[in_base]
-        at = np.repeat(self._indptr[in_base] - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+        spans, at = row_cells(self._indptr, in_base)
         all_keys = np.concatenate([np.repeat(in_base, spans), keys])
         all_members = np.concatenate([self._members[at], members])
         all_present = np.concatenate([np.ones(len(at), dtype=np.int8), present])
@@ -206,14 +205,7 @@ class CsrIndex:
         if base > n_rows:
             raise ValueError("fewer rows than the base has")
         rows, row_lens, flat = changed
-        lens = np.zeros(n_rows, dtype=np.int64)
-        starts = np.zeros(n_rows, dtype=np.int64)
-        lens[:base] = np.diff(self._indptr)
-        starts[:base] = self._indptr[:-1]
-        lens[rows] = row_lens
-        starts[rows] = len(self._members) + np.cumsum(row_lens) - row_lens
-        indptr = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
-        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(int(indptr[-1]), dtype=np.int64)
+        indptr, gather = replaced_rows_layout(self._indptr, n_rows, rows, row_lens, len(self._members))
         return indptr, np.concatenate([self._members, flat])[gather]
 
     def keys_in_base(self) -> int:
@@ -230,6 +222,34 @@ class CsrIndex:
                 found_base = self._base(key)
                 if found_base:
                     yield key, set(found_base)
+
+
+def row_cells(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The length of each of ``rows`` in a CSR (``indptr``), and the positions of their cells, row after row."""
+    spans = indptr[rows + 1] - indptr[rows]
+    at = np.repeat(indptr[rows] - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+    return spans, at
+
+
+def replaced_rows_layout(
+    indptr: np.ndarray, n_rows: int, rows: np.ndarray, row_lens: np.ndarray, appended_after: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A CSR of ``n_rows`` rows whose ``rows`` are replaced: (its indptr, the position of each of its cells in the old
+    cells followed by the new ones).
+
+    The other rows keep the old CSR's cells (``indptr``; rows past it are empty); the new cells of ``rows`` follow the
+    old source's ``appended_after`` cells, row after row, ``row_lens`` each. One gather places every row.
+    """
+    base = len(indptr) - 1
+    lens = np.zeros(n_rows, dtype=np.int64)
+    starts = np.zeros(n_rows, dtype=np.int64)
+    lens[:base] = np.diff(indptr)
+    starts[:base] = indptr[:-1]
+    lens[rows] = row_lens
+    starts[rows] = appended_after + np.cumsum(row_lens) - row_lens
+    out = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)])
+    gather = np.repeat(starts - out[:-1], lens) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, gather
 
 
 class _MemberLog:
@@ -410,4 +430,7 @@ def csr_from_sets(rows: Iterable[tuple[int, Iterable[int]]], n_rows: int) -> tup
     return indptr, np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["CsrIndex", "LayeredMap", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "unpack_strings"]
+__all__ = [
+    "CsrIndex", "LayeredMap", "csr_from_sets", "load_npz_mapped", "pack_strings", "release_pages", "replaced_rows_layout",
+    "row_cells", "unpack_strings",
+]
