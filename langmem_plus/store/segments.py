@@ -214,9 +214,7 @@ def _place_kind(
     same = list(map(is_, map(itemgetter(0), hits), srcs))
     hit_names = list(map(itemgetter(1), hits))
     for name in dict.fromkeys(compress(hit_names, same)):
-        if name not in seg_of:
-            seg_of[name] = len(names)
-            names.append(name)
+        _segment_of(name, names, seg_of)
     segment = np.fromiter(map(seg_of.get, hit_names, repeat(-1)), dtype=np.int64, count=n)
     starts = np.fromiter(map(itemgetter(2), hits), dtype=np.int64, count=n)
     ends = np.fromiter(map(itemgetter(3), hits), dtype=np.int64, count=n)
@@ -236,14 +234,19 @@ def _place_kind_reference(
     for i, (rid, src) in enumerate(zip(rids, srcs)):
         hit = found.get(rid)
         if hit is not None and hit[0] is src:
-            if hit[1] not in seg_of:
-                seg_of[hit[1]] = len(names)
-                names.append(hit[1])
-            placed.append((seg_of[hit[1]], hit[2], hit[3]))
+            placed.append((_segment_of(hit[1], names, seg_of), hit[2], hit[3]))
         else:
             placed.append(_place_one(kind, rid, src, out, quote, pending, first_row + i))
     table = np.asarray(placed, dtype=np.int64).reshape(-1, 3)
     return table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy()
+
+
+def _segment_of(name: str, names: list[str], seg_of: dict[str, int]) -> int:
+    """The segment number of file ``name`` in the base being placed, numbering it next when it has none."""
+    if name not in seg_of:
+        seg_of[name] = len(names)
+        names.append(name)
+    return seg_of[name]
 
 
 def _place_one(
@@ -277,10 +280,7 @@ def _place_base_rows(
             mapping = np.full(len(base.names), -1, dtype=np.int64)
             for k, name in enumerate(base.names):
                 if (folder / name).exists():
-                    if name not in seg_of:
-                        seg_of[name] = len(names)
-                        names.append(name)
-                    mapping[k] = seg_of[name]
+                    mapping[k] = _segment_of(name, names, seg_of)
             ours = mapping[seg]
             placed.starts[where], placed.ends[where] = lo, hi
         placed.segment[where] = ours
