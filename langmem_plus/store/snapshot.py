@@ -324,16 +324,9 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
             return self._base.text(raw)
         return raw if raw is not None else self._parsed[key].model_dump_json()
 
-    def source(self, key: str) -> RecordSource:
-        """Where the record's JSON is, for a new base: (the loaded base's records, row) when unchanged since the open,
-        else the text (the write's own string, which the journal may hold: ``store.segments``)."""
-        raw = self._raw[key]
-        if isinstance(raw, int):
-            return self._base, raw
-        return raw if raw is not None else self._parsed[key].model_dump_json()
-
     def sources(self, keys: Sequence[str]) -> list[RecordSource]:
-        """``source`` of each of ``keys`` (one pass: a new base asks it of every record)."""
+        """Where each record's JSON is, for a new base, in one pass over ``keys``: (the loaded base's records, row) when
+        unchanged since the open, else the text (the write's own string, which the journal may hold: ``store.segments``)."""
         raws, base, parsed = self._raw.values_of(keys), self._base, self._parsed
         return [
             (base, raw) if raw.__class__ is int else (raw if raw is not None else parsed[key].model_dump_json())  # type: ignore[misc]
