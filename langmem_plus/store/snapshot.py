@@ -839,8 +839,7 @@ def _read_row_index(path: Path, row_index: Path) -> tuple[dict[str, dict[str, in
     if n and (int(starts.min()) < 1 or np.any(starts > ends) or int(ends[-1]) != size - 1 or np.any(ends[:-1] >= starts[1:])):
         raise ValueError("the row index's lines do not fit")
     if n:
-        data = np.frombuffer(buffer, dtype=np.uint8)
-        if not (np.all(data[ends] == ord("\n")) and np.all(data[starts - 1] == ord("\t"))):
+        if not _rows_framed(np.frombuffer(buffer, dtype=np.uint8), starts, ends):
             raise ValueError("the row index does not match the file's separators")
         _release(buffer)
     release_pages(arrays)
@@ -865,6 +864,11 @@ def _kind_rows(arrays: Mapping[str, np.ndarray], n: int) -> dict[str, dict[str, 
     if n and np.any(placed != 1):
         raise ValueError("the row index's rows do not fit")
     return out
+
+
+def _rows_framed(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether every row ``[start, end)`` of a records file's bytes follows a tab and ends at a newline (a line's JSON)."""
+    return bool(np.all(data[ends] == ord("\n")) and np.all(data[starts - 1] == ord("\t")))
 
 
 def _read_segmented(path: Path, arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, dict[str, int]], RawRecords]:
@@ -898,9 +902,7 @@ def _read_segmented(path: Path, arrays: Mapping[str, np.ndarray]) -> tuple[dict[
             if len(rows):
                 buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 try:
-                    data = np.frombuffer(buffer, dtype=np.uint8)
-                    fits = bool(np.all(data[ends[rows]] == ord("\n")) and np.all(data[starts[rows] - 1] == ord("\t")))
-                    del data
+                    fits = _rows_framed(np.frombuffer(buffer, dtype=np.uint8), starts[rows], ends[rows])
                     _release(buffer)
                 finally:
                     buffer.close()
