@@ -264,11 +264,12 @@ def _retryable(history: Sequence[Step]) -> set[str]:
     """Failed actions worth trying again: a later action on one of their objects succeeded (``open door to north`` after
     ``move north`` failed), so what stood in their way may have changed."""
     out: set[str] = set()
-    for i, step in enumerate(history):
-        if not step.feedback.failed:
-            continue
+    later: set[str] = set()  # the objects' words of every successful step after the one at hand (one pass, backwards)
+    for step in reversed(history):
         objects = content_words(" ".join(step.action.split()[1:]))
-        if any(not later.feedback.failed and objects & content_words(" ".join(later.action.split()[1:])) for later in history[i + 1:]):
+        if not step.feedback.failed:
+            later |= objects
+        elif objects & later:
             out.add(step.action)
     return out
 
