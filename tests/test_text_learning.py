@@ -295,6 +295,37 @@ def test_a_command_an_earlier_recipe_directed_is_avoided_wherever_a_task_does_no
     memory.close()
 
 
+FRY_IN = ["read cookbook", "open fridge", "take pork chop"]
+"""FRY_TRAIN up to the cooking step: the pork chop held, the recipe read."""
+SLICE_DEV = "dev-10000"
+"""Recipe: slice the yellow bell pepper, prepare meal (nothing to cook)."""
+
+
+def test_one_appliance_fatal_outside_its_condition_warns_against_its_siblings_outside_theirs(
+        cooking: TextGameEnv, tmp_path: Path) -> None:
+    roasted = _play(cooking, ROAST_TRAIN, ["read cookbook", "take yellow potato", "cook yellow potato in oven"], "w1")
+    fried = _play(cooking, FRY_TRAIN, [*FRY_IN, "cook pork chop in stove"], "w2")
+    oven_in_fry = _play(cooking, FRY_TRAIN, [*FRY_IN, "cook pork chop in oven"], "l1")
+    assert roasted.steps[-1].feedback.reward > 0 and fried.steps[-1].feedback.reward > 0
+    assert oven_in_fry.steps[-1].feedback.constraint_failure
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "kin"))
+    memory.general_update(roasted)
+    memory.general_update(fried)  # right where the task says roast, right where it says fry: nothing is avoided
+    assert _live_avoidances(memory, "cook <X> in stove") == [] and _live_avoidances(memory, "cook <X> in oven") == []
+    memory.general_update(oven_in_fry)  # the oven outside roasting: it and its sibling are avoided outside their lines
+    assert [] in _live_avoidances(memory, "cook <X> in oven")
+    assert _live_avoidances(memory, "cook <X> in stove") == [[]]
+
+    hints = [Hint.model_validate(h) for h in memory.general_retrieve(Trajectory(task=_task(cooking, SLICE_DEV), run_id="d1"))["hints"]]
+    assert any(h.text == "Avoid `cook <X> in stove`" for h in hints)
+    for seed in range(3):  # nothing in this recipe is fried: the stove is not taken for the pepper
+        traj = _play(cooking, SLICE_DEV, ["read cookbook", "open fridge", "take yellow bell pepper"], run_id=f"s{seed}")
+        assert TextGameExecutor(seed=seed).act(traj.task, traj.steps, hints).action != "cook yellow bell pepper in stove"
+    fry = [Hint.model_validate(h) for h in memory.general_retrieve(Trajectory(task=_task(cooking, FRY_TRAIN), run_id="d2"))["hints"]]
+    assert _cook_choice(cooking, FRY_TRAIN, "pork chop", fry).action == "cook pork chop in stove"  # where it is right
+    memory.close()
+
+
 def _entered_and_took(move: str) -> dict[str, Lesson]:
     """The rules of a run that took ``move`` from the kitchen into the pantry, then scored taking the carrot there."""
     kitchen, pantry = ["move east", "teleport to pantry", "examine stove"], ["move west", "take carrot", "examine shelf"]

@@ -22,6 +22,12 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   that direct something done to a thing (memory recommends ``<v> <X>`` where the task says
   ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too; and once one of them is
   recommended where directed, the others are (``directed_kin``).
+- **Conditional kin** (``widened_kin``): the same step for commands whose directive is another
+  line: memory recommends ``cook <X> in stove`` where the task says ``fry <X>`` (a *conditional
+  command*). Once one conditional command proved fatal outside its condition (its avoidance was
+  widened to every situation, ``learn_text_rules``), the others of the same verb and slots are
+  avoided outside theirs too, each still right where its own recommendation fires. So one game
+  lost to roasting in the stove warns against frying in the oven, instead of a game per pair.
 
 Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
 
@@ -146,4 +152,37 @@ def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str
     return [(rid("prefer", f"{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
-__all__ = ["condition_verbs", "directed_kin", "extend_to_kin", "known_verbs", "pattern_verb", "revise", "undirected"]
+def conditional_command(lesson: Lesson) -> str:
+    """The pattern of a recommendation right only where the task says a line about its thing (a positive condition
+    with a word besides placeholders: ``cook <X> in stove`` when ``fry <X>``), else ""."""
+    pattern = lesson.correct or ""
+    if lesson.wrong or not SLOT.search(pattern) or not lesson.retrievable:
+        return ""
+    lines = [c for c in lesson.applies_when or () if not is_negative(c)]
+    return pattern if any(SLOT.sub("", c).strip() for c in lines) else ""
+
+
+def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
+                rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
+    """Avoidances in every situation (the widened form) for each conditional command whose sibling already has one
+    (module docstring): ``(new id, pattern, source rule)``, the source being the sibling's widened avoidance.
+
+    Siblings share the verb and the placeholders, in order (``cook <X> in oven``, ``cook <X> in stove``). A
+    pattern whose widened avoidance exists in any state (a suppressed one too) is left as memory has it.
+    """
+    families: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for lesson in rules:
+        pattern = conditional_command(lesson)
+        if pattern and pattern_verb(lesson):
+            families.setdefault((pattern_verb(lesson), tuple(SLOT.findall(pattern))), set()).add(pattern)
+    out: list[tuple[str, str, Lesson]] = []
+    for _, patterns in sorted(families.items()):
+        widened = [(p, has(rid("avoid", p))) for p in sorted(patterns)]
+        source = next((w for _, w in widened if w is not None and w.retrievable and not w.applies_when), None)
+        if source is not None:
+            out.extend((rid("avoid", p), p, source) for p, w in widened if w is None)
+    return out
+
+
+__all__ = ["conditional_command", "condition_verbs", "directed_kin", "extend_to_kin", "known_verbs", "pattern_verb",
+           "revise", "undirected", "widened_kin"]

@@ -30,7 +30,9 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   action is right (a recommendation of the same pattern with a condition), so "fatal
   unless the task says roast" is expressible: the executor lets the more specific
   recommendation win. Widened earlier, it would forbid the very situation (roasting)
-  where the action is right before anything taught that exception.
+  where the action is right before anything taught that exception. Once one such command is
+  widened, its siblings that memory knows right under a condition of their own are widened
+  too (``textdirect.widened_kin``: ``cook <X> in stove`` beside ``cook <X> in oven``).
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record. A run whose
@@ -63,7 +65,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textdirect import condition_verbs, directed_kin, extend_to_kin, known_verbs, revise, undirected
+from langmem_plus.learning.textdirect import (
+    condition_verbs,
+    directed_kin,
+    extend_to_kin,
+    known_verbs,
+    revise,
+    undirected,
+    widened_kin,
+)
 from langmem_plus.learning.textentities import (
     FUNCTION_WORDS,
     GOAL_ROLE_WORDS,
@@ -388,6 +398,9 @@ def learn_text_rules(
     for lid, pattern, source in directed_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
         out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
                                              "applies_when": [pattern], "created_at": now, "updated_at": now})
+    for lid, pattern, source in widened_kin(live_text_rules([*stored, *out.values()]), lambda i: out.get(i) or existing.get(i), rid):
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, []), "wrong": pattern,
+                                             "applies_when": [], "supersedes": [], "created_at": now, "updated_at": now})
     return out
 
 
