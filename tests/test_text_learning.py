@@ -289,7 +289,8 @@ def test_a_command_an_earlier_recipe_directed_is_avoided_wherever_a_task_does_no
     memory = LearningMemory.open(tmp_path / "m", namespace=("t", "directed"))
     sliced = _play(cooking, SLICE_ROAST, [*WITH_KNIFE, "slice orange bell pepper"], "s1")  # a recipe that says slice it
     assert "slice" in directed_verbs(sliced.task.goal, sliced.steps)
-    memory.general_update(sliced)
+    memory.general_update(sliced)  # right where the recipe said it: avoided where a recipe does not, before any loss
+    assert _live_avoidances(memory, "slice <X>") == [["!slice <X>"]]
     memory.general_update(wrong_cut)
     assert _live_avoidances(memory, "slice <X>") == [["!slice <X>"]]  # wherever the task does not say `slice <X>`
     memory.close()

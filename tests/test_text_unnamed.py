@@ -115,7 +115,8 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
 
     run("a", "dice", "dice red apple", fatal=False)   # dice is directed and done: a recommendation
     run("b", "chop", "chop red apple", fatal=False)   # so is chop
-    assert not any(l.wrong == "chop <X>" for l in existing.values())
+    before_any_loss = {l.wrong: l.applies_when for l in existing.values() if l.wrong}
+    assert before_any_loss == {"dice <X>": ["!dice <X>"], "chop <X>": ["!chop <X>"]}  # right where directed: not elsewhere
     run("c", "slice", "dice red apple", fatal=True)   # dicing where slicing was directed: fatal
     run("d", "slice", "dice red apple", fatal=True)
     undirected = {l.wrong for l in existing.values() if l.wrong and l.retrievable and l.applies_when == [f"!{l.wrong}"]}

@@ -18,9 +18,12 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   (``slice <X>`` beside ``roast <X>`` for ``cook <X> in stove``) leaves an avoidance that also
   has a line no command answers (``relevant_conditions``). The replaced rule is archived
   (``supersedes`` names it); the new one covers every situation the old one did.
-- **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, the others
-  that direct something done to a thing (memory recommends ``<v> <X>`` where the task says
-  ``<v> <X>``, or has seen ``<v> <X>`` as a condition line) are too; and once one of them is
+- **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, or, before any
+  such loss, recommended where directed, every directive verb that directs something done to a
+  thing (memory recommends ``<v> <X>`` where the task says ``<v> <X>``, or has seen ``<v> <X>`` as
+  a condition line) is avoided where undirected: what the task does not ask done to its things
+  is at best a wasted step, and in CookingWorld it loses the game (``dice`` where the recipe
+  says ``slice``), so memory need not lose one game per verb first. Once one of them is
   recommended where directed, the others are (``directed_kin``).
 - **Conditional kin** (``widened_kin``): the same step for commands whose directive is another
   line: memory recommends ``cook <X> in stove`` where the task says ``fry <X>`` (a *conditional
@@ -115,7 +118,8 @@ def revise(rules: Iterable[Lesson], directives: Collection[str], command_verbs: 
 def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
                   rid: Callable[..., str]) -> list[tuple[str, str, Lesson]]:
     """Undirected avoidances for every directive verb that directs something done to a thing, once one of them is
-    avoided where undirected: ``(new id, pattern, source rule)`` for each kin not yet avoided (module docstring).
+    avoided where undirected or recommended where directed: ``(new id, pattern, source rule)`` for each kin not yet
+    avoided (module docstring); the source is that avoidance, else that recommendation.
 
     A kin is a directive verb memory recommends where directed (``<v> <X>`` when the task says
     ``<v> <X>``) or has seen start a condition line, which is always about a thing
@@ -125,11 +129,19 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
         return has(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"))
 
     source = next((a for a in map(undirected_rule, sorted(directives)) if a is not None), None)
+    if source is None:  # no undirected one lost a game yet: one recommended where directed is the evidence
+        source = next((d for d in map(lambda v: _directed(has, rid, v), sorted(directives)) if d is not None), None)
     if source is None:
         return []
     kin = sorted(v for v in directives if (v in about_things or has(rid("prefer", f"{v} <X>")) is not None)
                  and undirected_rule(v) is None)
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
+
+
+def _directed(has: Callable[[str], Lesson | None], rid: Callable[..., str], verb: str) -> Lesson | None:
+    """Memory's recommendation of ``<verb> <X>`` where the task says ``<verb> <X>``, if it has one."""
+    known = has(rid("prefer", f"{verb} <X>"))
+    return known if known is not None and f"{verb} <X>" in (known.applies_when or ()) else None
 
 
 def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
@@ -141,11 +153,7 @@ def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str
     it, so memory need not have seen each one score (a verb the executor would otherwise leave,
     since nothing else draws it) before it follows the directive.
     """
-    def directed(v: str) -> Lesson | None:
-        known = has(rid("prefer", f"{v} <X>"))
-        return known if known is not None and f"{v} <X>" in (known.applies_when or ()) else None
-
-    source = next((d for d in map(directed, sorted(directives)) if d is not None), None)
+    source = next((d for d in map(lambda v: _directed(has, rid, v), sorted(directives)) if d is not None), None)
     if source is None:
         return []
     kin = sorted(v for v in directives if v in about_things and has(rid("prefer", f"{v} <X>")) is None)

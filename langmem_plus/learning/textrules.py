@@ -393,7 +393,7 @@ def learn_text_rules(
     about_things = condition_verbs([*stored, *out.values()])
     for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
         conds = [f"{UNNAMED}{pattern}"]
-        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern,
+        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern, "correct": None,
                                              "applies_when": conds, "created_at": now, "updated_at": now})
     for lid, pattern, source in directed_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
         out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
