@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,6 +126,8 @@ class LessonColumns:
         self._text_size = len(rewrite_text)
         self._pairs: dict[int, tuple[str, str]] = {}
         """Pairs written since the base, by node id (a node whose pair is the base's is not here)."""
+        self.status_version = 0
+        """Counts ``set_lesson`` calls: masks made from the statuses (``status_mask``) are stale when it moved."""
 
     # ---- writes ---------------------------------------------------------------
 
@@ -133,6 +135,7 @@ class LessonColumns:
         """Node ``gid``'s status and tool from now on (both None: not a lesson any more)."""
         self._status.set(gid, self._statuses.of(status))
         self._tool.set(gid, self._tools.of(tool))
+        self.status_version += 1
 
     def set_rewrite(self, gid: int, pair: tuple[str, str] | None) -> None:
         """Node ``gid``'s (WRONG, CORRECT) from now on; an unchanged pair adds no text."""
@@ -155,6 +158,19 @@ class LessonColumns:
     def status_of(self, gid: int | None) -> str | None:
         code = -1 if gid is None else self._status.get(gid)
         return None if code < 0 else self._statuses.names[code]
+
+    def status_mask(self, n: int, statuses: Iterable[str] | None) -> np.ndarray:
+        """Per node id below ``n``: whether it is a lesson whose status is in ``statuses`` (None: any lesson).
+
+        Raises:
+            ValueError: a node at or past ``n`` has a status (a node the caller does not count).
+        """
+        codes = self._status.column(n)
+        if statuses is None:
+            return codes >= 0
+        wanted = set(statuses)
+        table = np.array([name in wanted for name in self._statuses.names] + [False], dtype=bool)  # code -1: last cell
+        return table[codes]
 
     def tool_of(self, gid: int | None) -> str | None:
         """The tool of node ``gid`` (None: none, or not a lesson)."""
