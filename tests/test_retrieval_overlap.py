@@ -152,6 +152,31 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
         mem.close()
 
 
+def test_vector_cache_keeps_the_snapshot_rows_it_reads(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path / "s", namespace=NS)
+    try:
+        lessons = [Lesson(id=f"l{i}", namespace=NS, rule_text=f"rule {i}") for i in range(5)]
+        mem.write("lessons", lessons)
+        rows = {l.id: np.full(mem.config.embedding_dim, float(i), dtype=np.float32) for i, l in enumerate(lessons)}
+        asked: list[list[str]] = []
+
+        def known(ids: list[str]) -> dict[str, np.ndarray]:
+            asked.append(list(ids))
+            return {i: rows[i] for i in ids if i != "l4"}  # l4: not in the snapshot, read from Chroma
+
+        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=3, known=known)
+        first = cache.relevance_here(lessons[:3])
+        assert first is not None and np.array_equal(first, np.vstack([rows[l.id] for l in lessons[:3]]))
+        again = cache.relevance_here(lessons[:3])
+        assert again is not None and np.array_equal(again, first)
+        assert asked == [["l0", "l1", "l2"]]  # the second time from the cache: no snapshot read
+        assert cache.relevance_here(lessons[3:]) is None  # l4 needs Chroma: the engine asks ``relevance`` next
+        assert np.array_equal(cache.relevance(lessons[3:])[0], rows["l3"])
+        assert list(cache._relevance) == ["l2", "l3", "l4"]  # bounded: least recently used evicted first
+    finally:
+        mem.close()
+
+
 def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_lessons(synthetic: tuple[Path, list]) -> None:  # type: ignore[type-arg]
     """The failing-action source and the tool filter read status, tool and pattern from the graph's
     index so dropped lessons are never parsed; they must equal the same rules applied to the lessons."""
