@@ -136,3 +136,15 @@ def test_walk_ids_stops_at_max_nodes_in_chunk_order() -> None:
     ids = walk_ids(adj, start, hops=1, max_nodes=150, blocked=blocked)  # the hub's second chunk is cut
     assert [adj.name(i) for i in ids] == g.neighbourhood({tag_node("t0"): 1.0}, hops=1, max_nodes=150)
     assert len(ids) == 150
+
+
+def test_status_masks_read_the_column_in_place() -> None:
+    from langmem_plus.store.lesson_columns import LessonColumns
+
+    cols = LessonColumns()
+    for gid, status in ((0, "candidate"), (2, "suppressed"), (3, "archived"), (5, "promoted")):
+        cols.set_lesson(gid, status, None)
+    cols.set_lesson(3, None, None)  # not a lesson any more
+    blocked, lessons = cols.status_masks(8, ("suppressed", "archived", "no_such_status"))
+    assert blocked.tolist() == [False, False, True, False, False, False, False, False]
+    assert lessons.tolist() == [True, False, True, False, False, True, False, False]

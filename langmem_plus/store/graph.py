@@ -684,8 +684,7 @@ class LessonGraph:
         """Per node id: (a lesson with an ``excluded`` status, a lesson known by record); kept until a status or node changes."""
         key = (excluded, id(self._columns), self._columns.status_version, self.adjacency.node_count())
         if self._masks is None or self._masks[0] != key:
-            n = key[3]
-            self._masks = (key, self._columns.status_mask(n, excluded), self._columns.status_mask(n, None))
+            self._masks = (key, *self._columns.status_masks(key[3], excluded))
         return self._masks[1], self._masks[2]
 
     def _pagerank_of_ids(
