@@ -161,27 +161,30 @@ class HashingEmbeddings(Embeddings):
         empty_slot, empty_sign = _slot(_EMPTY_FEATURE, dim)
         empty_code = 2 * empty_slot + (1 if empty_sign > 0 else 0)
         codes: list[int] = []
-        magnitudes: list[float] = []
+        weights_of: list[float] = []  # each family's weight, and how many features it has, text by text
+        counts: list[int] = []
         rows: list[int] = []
         for text in texts:
             # The features of ``text_features``, in its order (words, bigrams, 3-grams), as slot codes.
             lowered = _SPACES.sub(" ", (text or "").lower()).strip()
             if not lowered:
                 codes.append(empty_code)
-                magnitudes.append(1.0)
+                weights_of.append(1.0)
+                counts.append(1)
                 rows.append(1)
                 continue
             words = _WORD.findall(lowered)
             padded = f" {lowered} "
             n_grams = len(padded) - CHAR_NGRAM + 1
-            codes += [words_t[w] for w in words]
-            codes += [bigrams_t[f"{a} {b}"] for a, b in zip(words, words[1:])]
+            codes += map(words_t.__getitem__, words)
+            codes += map(bigrams_t.__getitem__, map(" ".join, zip(words, words[1:])))
             codes += [chars_t[padded[i : i + CHAR_NGRAM]] for i in range(n_grams)]
             n_bigrams = max(len(words) - 1, 0)
-            magnitudes += [WORD_WEIGHT] * len(words) + [BIGRAM_WEIGHT] * n_bigrams + [CHAR_NGRAM_WEIGHT] * n_grams
+            weights_of += (WORD_WEIGHT, BIGRAM_WEIGHT, CHAR_NGRAM_WEIGHT)
+            counts += (len(words), n_bigrams, n_grams)
             rows.append(len(words) + n_bigrams + n_grams)
         code = np.asarray(codes, dtype=np.int64)
-        magnitude = np.asarray(magnitudes, dtype=np.float64)
+        magnitude = np.repeat(np.asarray(weights_of, dtype=np.float64), counts)
         weights = np.where(code & 1, magnitude, -magnitude)  # sign * weight, exactly
         index = (code >> 1) + np.repeat(np.arange(len(texts), dtype=np.int64) * dim, rows)
         # One bincount for the whole batch; per row it adds in the same order as ``_row``.

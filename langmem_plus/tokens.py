@@ -24,6 +24,7 @@ import os
 import re
 import tempfile
 import threading
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,12 @@ CHARS_PER_TOKEN = 4.0
 """Approximation: characters per token (OpenAI's rule of thumb for English text)."""
 TOKENS_PER_WORD = 1.3
 """Approximation: tokens per word or punctuation run (code and identifiers split more)."""
+COUNT_CACHE_SIZE = 1 << 14
+"""Texts whose counts are remembered per encoding: a retrieval counts the same hint lines and header again
+(~10 counts of 5-8 us each per on-error retrieval, docs/PERFORMANCE.md, issue 15)."""
+COUNT_CACHE_MAX_CHARS = 1024
+"""Longest text whose count is remembered: hint lines and headers are short; a long text is counted afresh,
+so the cache holds at most ``COUNT_CACHE_SIZE`` x this many characters."""
 
 _BLOB_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 _BLOB_FILE = {
@@ -81,6 +88,18 @@ def count_tokens(text: str, model: str | None = None) -> TokenCount:
         0
     """
     name = encoding_name(model)
+    return _remembered(text, name) if len(text) <= COUNT_CACHE_MAX_CHARS else _count(text, name)
+
+
+@lru_cache(maxsize=COUNT_CACHE_SIZE)
+def _remembered(text: str, name: str) -> TokenCount:
+    """``_count``, remembered: a text's count never changes within a process (the encoding, or its absence,
+    is settled on first use)."""
+    return _count(text, name)
+
+
+def _count(text: str, name: str) -> TokenCount:
+    """``count_tokens`` with the encoding named."""
     encoding = _load_encoding(name)
     if encoding is not None:
         try:
@@ -193,6 +212,7 @@ def _reset_for_tests() -> None:
     global _approx_logged
     with _lock:
         _encodings.clear()
+    _remembered.cache_clear()
     _approx_logged = False
 
 

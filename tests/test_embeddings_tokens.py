@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
 from langmem_plus import tokens
@@ -238,3 +240,26 @@ def test_batched_slot_tables_equal_the_feature_by_feature_reference(dim: int, mo
     assert all(len(t) <= 8 for t in emb_mod._tables(dim))
     emb_mod._tables.cache_clear()
     assert emb.embed_array([]).shape == (0, dim)
+
+
+def test_count_tokens_remembers_short_texts_only(fresh_tokens: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken
+
+    encoded: list[str] = []
+
+    class FakeEncoding:
+        def encode(self, text: str, disallowed_special: Any = ()) -> list[int]:
+            encoded.append(text)
+            return list(range(len(text.split())))
+
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: FakeEncoding())
+    short, long = "a b c", "w " * tokens.COUNT_CACHE_MAX_CHARS
+    assert [count_tokens(short) for _ in range(3)] == [TokenCount(3, True, "tiktoken:cl100k_base")] * 3
+    assert count_tokens(long) == count_tokens(long) == TokenCount(tokens.COUNT_CACHE_MAX_CHARS, True, "tiktoken:cl100k_base")
+    assert encoded == [short, long, long]  # the short text counted once, the long one each time
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_remembered_counts_equal_fresh_ones(text: str) -> None:
+    assert count_tokens(text) == count_tokens(text) == tokens._count(text, tokens.DEFAULT_ENCODING)

@@ -104,15 +104,19 @@ def test_components_and_scores_equal_reference_bit_for_bit(seed: int) -> None:
     cfg = MemoryConfig(recency_tau_hours=rng.choice([1.0, 72.0]), w_text=rng.choice([0.2, 0.33]))
     lessons = [_lesson(rng, i) for i in range(150)]
     sims = [rng.choice([rng.random(), -0.2, 1.7, math.nan, math.inf, 0.0]) for _ in lessons]
-    fps, tags, now = {"f1", "f3"}, ["t1", "t2"], rng.choice([1_000.0, 1e6, math.nan])
-    got = lesson_components_fast(lessons, fingerprint_ids=fps, tags=tags, text_similarity=sims, now=now, config=cfg)
-    want = [
-        lesson_components(l, fingerprint_ids=fps, tags=tags, text_similarity=s, now=now, config=cfg)
-        for l, s in zip(lessons, sims)
-    ]
-    assert got == want
-    assert [list(c) for c in got] == [list(c) for c in want]  # same key order: the audit JSON is the same
-    assert lesson_scores(got, cfg) == [lesson_score(c, cfg) for c in want]
+    now = rng.choice([1_000.0, 1e6, math.nan])
+    for fps, tags in (({"f1", "f3"}, ["t1", "t2"]), (set(), []), ({"f2"}, ["t1", "t1", "t9"])):
+        got = lesson_components_fast(lessons, fingerprint_ids=fps, tags=tags, text_similarity=sims, now=now, config=cfg)
+        want = [
+            lesson_components(l, fingerprint_ids=fps, tags=tags, text_similarity=s, now=now, config=cfg)
+            for l, s in zip(lessons, sims)
+        ]
+        assert got == want
+        assert [list(c) for c in got] == [list(c) for c in want]  # same key order: the audit JSON is the same
+        assert [[math.copysign(1.0, v) for v in c.values()] for c in got] == [
+            [math.copysign(1.0, v) for v in c.values()] for c in want
+        ]  # no -0.0 for 0.0
+        assert lesson_scores(got, cfg) == [lesson_score(c, cfg) for c in want]
 
 
 def test_components_reject_a_bad_tau_like_the_reference() -> None:

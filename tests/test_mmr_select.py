@@ -11,9 +11,13 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.records import Episode, Lesson, LessonStatus, Provenance, ScoredItem, Skill, WorkingContext
 from langmem_plus.retrieval.mmr import mmr_select, mmr_select_reference, similarity_matrix
 from langmem_plus.retrieval.select import (
+    _guard_positions,
+    _guard_positions_reference,
     apply_guards,
     avoidance_reminder,
     budget,
+    default_bucket_of,
+    default_run_of,
     difficulty,
     select,
     select_reference,
@@ -282,6 +286,18 @@ def test_select_equals_select_reference(case: tuple[list[ScoredItem], np.ndarray
     assert all(not isinstance(i.item, Lesson) or i.item.retrievable for i in fast)
     buckets = [i.item.tags[0] for i in fast if isinstance(i.item, Lesson) and i.item.tags]
     assert all(buckets.count(b) <= cfg.tag_bucket_cap for b in buckets)
+
+
+@given(candidate_sets(), st.integers(0, 4), st.integers(1, 3), st.integers(1, 3))
+@settings(max_examples=200, deadline=None)
+def test_guard_positions_equal_the_reference(
+    case: tuple[list[ScoredItem], np.ndarray | None, int], repeats: int, bucket_cap: int, run_cap: int
+) -> None:
+    items = case[0]
+    items = items + items[:repeats]  # repeated ids: the best-scored copy stays
+    cfg = MemoryConfig(tag_bucket_cap=bucket_cap, per_run_cap=run_cap)
+    for run_of, bucket_of in ((default_run_of, default_bucket_of), (lambda it: None, lambda it: it.kind)):
+        assert _guard_positions(items, cfg, run_of, bucket_of) == _guard_positions_reference(items, cfg, run_of, bucket_of)
 
 
 # --------------------------------------------------------------------------- avoidance reminder

@@ -12,6 +12,7 @@ import pytest
 from langmem_plus.bench.synthetic import build_memory
 from langmem_plus.memory import LearningMemory
 from langmem_plus.records import Lesson, WorkingContext
+import langmem_plus.retrieval.select as select_mod
 from langmem_plus.retrieval.engine import Retrieval
 from langmem_plus.retrieval.vectors import VectorCache
 from langmem_plus.retrieval.worker import StrategyTimer, Worker
@@ -47,7 +48,10 @@ def test_fast_on_error_equals_the_sequential_reference(synthetic: tuple[Path, li
         for q in queries:
             ctx = WorkingContext(last_fail=q.event.error_text[:300], context=q.event.tool or "")
             fast = _comparable(mem.engine.on_error(q.event, ctx, now=NOW))
-            ref = _comparable(on_error_reference(mem.engine, q.event, ctx, now=NOW))
+            with pytest.MonkeyPatch.context() as old_routes:  # the reference takes the routes the fast ones replaced
+                old_routes.setattr(mem.graph, "_neighbourhood_ids", lambda *a, **k: None)  # the named walk
+                old_routes.setattr(select_mod, "_guard_positions", select_mod._guard_positions_reference)
+                ref = _comparable(on_error_reference(mem.engine, q.event, ctx, now=NOW))
             assert fast == ref
             assert [c.reasons for c in fast.chosen] == [c.reasons for c in ref.chosen]
             assert [list(c.components) for c in fast.candidates] == [list(c.components) for c in ref.candidates]
@@ -148,6 +152,31 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
         small.relevance([lessons[3]])
         small.relevance([lessons[0]])
         assert list(small._relevance) == ["l5", "l3", "l0"]
+    finally:
+        mem.close()
+
+
+def test_vector_cache_keeps_the_snapshot_rows_it_reads(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path / "s", namespace=NS)
+    try:
+        lessons = [Lesson(id=f"l{i}", namespace=NS, rule_text=f"rule {i}") for i in range(5)]
+        mem.write("lessons", lessons)
+        rows = {l.id: np.full(mem.config.embedding_dim, float(i), dtype=np.float32) for i, l in enumerate(lessons)}
+        asked: list[list[str]] = []
+
+        def known(ids: list[str]) -> dict[str, np.ndarray]:
+            asked.append(list(ids))
+            return {i: rows[i] for i in ids if i != "l4"}  # l4: not in the snapshot, read from Chroma
+
+        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=3, known=known)
+        first = cache.relevance_here(lessons[:3])
+        assert first is not None and np.array_equal(first, np.vstack([rows[l.id] for l in lessons[:3]]))
+        again = cache.relevance_here(lessons[:3])
+        assert again is not None and np.array_equal(again, first)
+        assert asked == [["l0", "l1", "l2"]]  # the second time from the cache: no snapshot read
+        assert cache.relevance_here(lessons[3:]) is None  # l4 needs Chroma: the engine asks ``relevance`` next
+        assert np.array_equal(cache.relevance(lessons[3:])[0], rows["l3"])
+        assert list(cache._relevance) == ["l2", "l3", "l4"]  # bounded: least recently used evicted first
     finally:
         mem.close()
 

@@ -225,15 +225,21 @@ CHUNK = 128
 def _count_reads(monkeypatch: pytest.MonkeyPatch, g: LessonGraph) -> Callable[[], int]:
     """Count the neighbour names the walk reads from the adjacency: its unit of work."""
     reads = 0
-    real = type(g.adjacency).neighbour_chunks
+    adjacency = type(g.adjacency)
 
-    def counting(self: Any, node: str, size: int = CHUNK) -> Iterator[list[str]]:
-        nonlocal reads
-        for chunk in real(self, node, size):
-            reads += len(chunk)
-            yield chunk
+    def counted(name: str) -> None:
+        real = getattr(adjacency, name)
 
-    monkeypatch.setattr(type(g.adjacency), "neighbour_chunks", counting)
+        def counting(self: Any, node: Any, size: int = CHUNK) -> Iterator[Any]:
+            nonlocal reads
+            for chunk in real(self, node, size):
+                reads += len(chunk)
+                yield chunk
+
+        monkeypatch.setattr(adjacency, name, counting)
+
+    counted("neighbour_chunks")  # the named walk (``LessonGraph.neighbourhood``)
+    counted("neighbour_id_chunks")  # the walk by node id (``walk.walk_ids``)
 
     def taken() -> int:
         nonlocal reads

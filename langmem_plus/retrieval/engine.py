@@ -167,7 +167,7 @@ class RetrievalEngine:
             if lesson.id in known
             else fingerprint_credit_fast(
                 lesson,
-                exact=any(t in fps for t in lesson.triggers),
+                exact=not fps.isdisjoint(lesson.triggers),
                 matcher=matcher,
                 miss_factor=cfg.rewrite_miss_factor,
                 action_credit=cfg.action_match_credit,
@@ -188,8 +188,8 @@ class RetrievalEngine:
             scored_lesson(lesson, score, c, [f"source:{s}" for s in sources[lesson.id]])
             for lesson, score, c in zip(lessons, scores, comps)
         ]
-        order = sorted(range(len(items)), key=lambda i: -scores[i])
-        return [items[i] for i in order]
+        neg = [-score for score in scores]
+        return [items[i] for i in sorted(range(len(items)), key=neg.__getitem__)]  # stable: ties keep source order
 
     def _finish(
         self,

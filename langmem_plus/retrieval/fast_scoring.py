@@ -130,21 +130,29 @@ def lesson_components_fast(
     if tau <= 0 or not math.isfinite(tau):
         recency(0.0, tau)  # raises the reference's ValueError
     scale = tau * SECONDS_PER_HOUR
+    isfinite, exp, n_query = math.isfinite, math.exp, len(query_tags)
     out: list[dict[str, float]] = []
     for lesson, sim in zip(lessons, text_similarity, strict=True):
+        # The Jaccard of the reference from one intersection: |a | b| = |a| + |b| - |a & b|, the same integers.
         lesson_tags = set(lesson.tags)
-        union = len(lesson_tags | query_tags)
+        shared = len(lesson_tags & query_tags) if n_query else 0
+        union = len(lesson_tags) + n_query - shared
         last = lesson.last_activated_at if lesson.last_activated_at is not None else lesson.updated_at
         dt = float(now - last)
-        if not math.isfinite(dt):
+        if not isfinite(dt):
             dt = 0.0
+        text, reliability = float(sim), float(lesson.reliability)  # ``_unit`` inlined: clipped to [0, 1], NaN -> 0
+        if not isfinite(text):
+            text = 0.0
+        if not isfinite(reliability):
+            reliability = 0.0
         out.append(
             {
-                "fingerprint_match": 1.0 if any(t in fps for t in lesson.triggers) else 0.0,
-                "tag_overlap": len(lesson_tags & query_tags) / union if union else 0.0,
-                "text_similarity": _unit(sim),
-                "reliability": _unit(lesson.reliability),
-                "recency": math.exp(-max(dt, 0.0) / scale),
+                "fingerprint_match": 0.0 if fps.isdisjoint(lesson.triggers) else 1.0,
+                "tag_overlap": shared / union if union else 0.0,
+                "text_similarity": min(1.0, max(0.0, text)),
+                "reliability": min(1.0, max(0.0, reliability)),
+                "recency": exp(-max(dt, 0.0) / scale),
             }
         )
     return out

@@ -152,7 +152,66 @@ def _guard_positions(
     run_of: Callable[[ScoredItem], str | None],
     bucket_of: Callable[[ScoredItem], str | None],
 ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
-    """Positions of the items that pass the guards (with a reason), in score order, and the drops."""
+    """Positions of the items that pass the guards (with a reason), in score order, and the drops.
+
+    Each item's id and negated score are read once (``item_id`` is a property, and an on-error
+    retrieval guards ~25 candidates); ``_guard_positions_reference`` is the plain loop it equals.
+    """
+    ids = [it.item_id for it in items]
+    neg = [-it.score for it in items]
+    order = sorted(range(len(items)), key=neg.__getitem__)  # stable: ties keep input order
+    dropped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    live: list[int] = []
+    for i in order:
+        item_id = ids[i]
+        if item_id in seen:
+            dropped.append((item_id, "duplicate"))
+            continue
+        seen.add(item_id)
+        it = items[i].item
+        if isinstance(it, Lesson) and not it.retrievable:
+            dropped.append((item_id, f"status:{it.status}"))
+            continue
+        live.append(i)
+    winners = _conflict_winners(items, live)
+    bucket_cap, run_cap = config.tag_bucket_cap, config.per_run_cap
+    per_bucket: dict[str, int] = {}
+    per_run: dict[str, int] = {}
+    kept: list[tuple[int, str]] = []
+    for i in live:
+        item = items[i]
+        won = winners.get(i)
+        if won is not None and won != i:
+            dropped.append((ids[i], f"conflict_loss:{ids[won]}"))
+            continue
+        bucket, run = bucket_of(item), run_of(item)
+        if bucket is not None and per_bucket.get(bucket, 0) >= bucket_cap:
+            dropped.append((ids[i], f"tag_bucket_cap:{bucket}"))
+            continue
+        if run is not None and per_run.get(run, 0) >= run_cap:
+            dropped.append((ids[i], f"per_run_cap:{run}"))
+            continue
+        why = "guards:passed"
+        if bucket is not None:
+            per_bucket[bucket] = n = per_bucket.get(bucket, 0) + 1
+            why += f", bucket {bucket} {n}/{bucket_cap}"
+        if run is not None:
+            per_run[run] = n = per_run.get(run, 0) + 1
+            why += f", run {run} {n}/{run_cap}"
+        if won is not None:
+            why += ", won conflict cluster"
+        kept.append((i, why))
+    return kept, dropped
+
+
+def _guard_positions_reference(
+    items: Sequence[ScoredItem],
+    config: MemoryConfig,
+    run_of: Callable[[ScoredItem], str | None],
+    bucket_of: Callable[[ScoredItem], str | None],
+) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+    """``_guard_positions`` as the obvious loop (the reference it is tested against)."""
     order = sorted(range(len(items)), key=lambda i: -items[i].score)  # stable: ties keep input order
     dropped: list[tuple[str, str]] = []
     seen: set[str] = set()

@@ -109,6 +109,29 @@ class Adjacency:
         for lo in range(start, end, size):
             yield list(map(names.__getitem__, self._neighbours[lo : min(end, lo + size)].tolist()))
 
+    def neighbour_id_chunks(self, gid: int, size: int = 128) -> Iterator[np.ndarray]:
+        """``neighbour_chunks`` of the node with id ``gid``, as arrays of node ids: no neighbour is named."""
+        if self._overlay:
+            found = self._overlay.get(self._names[gid])
+            if found is not None:
+                yield np.fromiter(map(self._ids.__getitem__, found), dtype=np.int64, count=len(found))
+                return
+        if gid >= self._snapshot_n:
+            return
+        start, end = int(self._indptr[gid]), int(self._indptr[gid + 1])
+        for lo in range(start, end, size):
+            yield self._neighbours[lo : min(end, lo + size)]
+
+    def fanout_of_id(self, gid: int) -> int:
+        """``fanout`` of the node with id ``gid``."""
+        if self._overlay:
+            found = self._overlay.get(self._names[gid])
+            if found is not None:
+                return len(found)
+        if gid >= self._snapshot_n:
+            return 0
+        return int(self._indptr[gid + 1] - self._indptr[gid])
+
     def fanout(self, node: str) -> int:
         """Distinct neighbours of ``node``, in O(1)."""
         found = self._overlay.get(node)
@@ -374,10 +397,19 @@ class Adjacency:
         neighbours than there are ``nodes`` are hubs and are not scanned (see the module
         docstring). Node ids, fanouts and the clean/changed split are computed as arrays.
         """
-        self._fresh()
         cap = len(nodes)
-        ids = self._ids
-        gids = np.fromiter(map(ids.get, nodes, repeat(-1, cap)), dtype=np.int64, count=cap)
+        gids = np.fromiter(map(self._ids.get, nodes, repeat(-1, cap)), dtype=np.int64, count=cap)
+        return self._edges_among(gids, nodes, index)
+
+    def edges_among_ids(self, gids: np.ndarray) -> Entries:
+        """``edges_among`` of the nodes with ids ``gids`` (row ``i`` is ``gids[i]``), naming only what must be named:
+        rows changed since the snapshot and the hubs."""
+        return self._edges_among(np.asarray(gids, dtype=np.int64), None, None)
+
+    def _edges_among(self, gids: np.ndarray, nodes: Sequence[str] | None, index: Mapping[str, int] | None) -> Entries:
+        """``edges_among`` over node ids (-1: a node without one); ``nodes`` and ``index`` are made when needed."""
+        self._fresh()
+        cap = len(gids)
         local = np.arange(cap, dtype=np.int64)  # ``nodes[i]`` has row ``i``
         in_csr = (gids >= 0) & (gids < self._snapshot_n)
         fanout = np.zeros(cap, dtype=np.int64)
@@ -385,16 +417,26 @@ class Adjacency:
         fanout[in_csr] = self._indptr[csr_gids + 1] - self._indptr[csr_gids]
         changed = ~in_csr
         if self._overlay:
+            if nodes is None:
+                nodes = list(map(self._names.__getitem__, gids.tolist()))
             for i, u in enumerate(nodes):
                 row = self._overlay.get(u)
                 if row is not None:
                     changed[i] = True
                     fanout[i] = len(row)
         hub = fanout > cap
-        hubs = [nodes[i] for i in np.flatnonzero(hub).tolist()]
+        hub_rows = np.flatnonzero(hub).tolist()
+        if nodes is None:  # no changed rows (they are named above): only the hubs need names and rows
+            hubs = [self._names[g] for g in gids[hub_rows].tolist()]
+            slow: list[str] = []  # a node past the snapshot and outside the overlay has no neighbours
+            index = dict(zip(hubs, hub_rows))
+        else:
+            hubs = [nodes[i] for i in hub_rows]
+            slow = [nodes[i] for i in np.flatnonzero(changed & ~hub).tolist()]
+            if index is None:
+                index = {u: i for i, u in enumerate(nodes)}
         hub_set = set(hubs)
         clean = in_csr & ~changed & ~hub
-        slow = [nodes[i] for i in np.flatnonzero(changed & ~hub).tolist()]
         parts = [
             self._gather(gids[in_csr], local[in_csr], gids[clean], local[clean], hub if hubs else None),
             self._slow_entries(slow, index, hub_set),

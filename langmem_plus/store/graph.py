@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 from networkx import MultiDiGraph
@@ -62,6 +62,7 @@ from langmem_plus.store.adjacency import Adjacency
 from langmem_plus.store.columns import CsrIndex, pack_strings, unpack_strings
 from langmem_plus.store.lesson_columns import LessonColumns, checked_codes
 from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
+from langmem_plus.store.walk import walk_ids
 
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
 """Lesson statuses PageRank walks around: never retrieved (DESIGN §5.4)."""
@@ -156,6 +157,8 @@ class LessonGraph:
         """First word of a rewrite lesson's WRONG pattern (lowercased) -> lesson ids."""
         self._columns = LessonColumns(rewrite_slack=rewrite_slack)
         """Status, tool and (WRONG, CORRECT) per lesson node id, set by every write: a save copies them as arrays."""
+        self._masks: tuple[tuple[Any, ...], np.ndarray, np.ndarray] | None = None
+        """(key, blocked, lessons) of ``_walk_masks``, for the statuses and node count of its key."""
         self._targets: dict[str, tuple[tuple[str, str], ...]] = {}
         """Lesson id -> (target node, edge kind) of its field edges; filled lazily from ``lesson_source`` after a load."""
         self._links_map: dict[tuple[str, str, str], float] | None = {}
@@ -643,6 +646,9 @@ class LessonGraph:
             Lesson id -> score for the lessons in the neighbourhood; empty if no seed is in the graph.
         """
         excluded = tuple(exclude_status)
+        walked = self._neighbourhood_ids(seeds, hops=hops, max_nodes=max_nodes, excluded=excluded)
+        if walked is not None:
+            return self._pagerank_of_ids(seeds, walked, alpha=alpha, top=top)
         nodes = self.neighbourhood(seeds, hops=hops, max_nodes=max_nodes, exclude_status=excluded)
         if not nodes:
             return {}
@@ -655,6 +661,49 @@ class LessonGraph:
         lessons = np.flatnonzero(np.fromiter(map(status.__contains__, nodes), dtype=bool, count=len(nodes)))
         best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
         return {nodes[i][len("lesson:"):]: float(scores[i]) for i in best.tolist()}
+
+    def _neighbourhood_ids(
+        self, seeds: Mapping[str, float], *, hops: int, max_nodes: int, excluded: tuple[str, ...]
+    ) -> tuple[list[str], list[int], np.ndarray] | None:
+        """(the admitted seeds, every node's id, the lesson mask by node id) of ``neighbourhood``, walked by node
+        id (``walk.walk_ids``); None when an admitted seed has no node id (a lone skill node): the named walk answers then."""
+        status, adj = self._status, self.adjacency
+        start: list[str] = []
+        for node in ordered_seeds(seeds):
+            if len(start) >= max_nodes:
+                break  # full: the walk below adds nothing
+            if node in self and status.get(node) not in excluded:
+                start.append(node)
+        gids = [adj.gid(node) for node in start]
+        if None in gids:
+            return None
+        blocked, lessons = self._walk_masks(excluded)
+        return start, walk_ids(adj, cast(list[int], gids), hops=hops, max_nodes=max_nodes, blocked=blocked), lessons
+
+    def _walk_masks(self, excluded: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Per node id: (a lesson with an ``excluded`` status, a lesson known by record); kept until a status or node changes."""
+        key = (excluded, id(self._columns), self._columns.status_version, self.adjacency.node_count())
+        if self._masks is None or self._masks[0] != key:
+            self._masks = (key, *self._columns.status_masks(key[3], excluded))
+        return self._masks[1], self._masks[2]
+
+    def _pagerank_of_ids(
+        self, seeds: Mapping[str, float], walked: tuple[list[str], list[int], np.ndarray], *, alpha: float, top: int | None
+    ) -> dict[str, float]:
+        """``personalized_pagerank`` over a neighbourhood walked by node id; nodes are named only for the answer."""
+        start, ids, is_lesson = walked
+        if not ids:
+            return {}
+        adj = self.adjacency
+        gids = np.asarray(ids, dtype=np.int64)
+        rows, cols, weights = adj.edges_among_ids(gids)
+        p = personalization(seeds, {node: i for i, node in enumerate(start)}, n=len(ids))  # the seeds come first
+        scores = sparse_ppr(len(ids), rows, cols, weights, p, alpha)
+        if top is None:
+            return self._lesson_scores([adj.name(g) for g in ids], scores)
+        lessons = np.flatnonzero(is_lesson[gids])
+        best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
+        return {adj.name(ids[i])[_LESSON_PREFIX_LEN:]: float(scores[i]) for i in best.tolist()}
 
     def _edges_among(
         self, nodes: list[str], index: Mapping[str, int]

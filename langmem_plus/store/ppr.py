@@ -28,9 +28,12 @@ def ordered_seeds(seeds: Mapping[str, float]) -> list[str]:
     return sorted((n for n, w in seeds.items() if w > 0), key=lambda n: (-float(seeds[n]), n))
 
 
-def personalization(seeds: Mapping[str, float], index: Mapping[str, int]) -> np.ndarray:
-    """The seeds' weights on the neighbourhood's rows, summing to one (the seeds come first, so one is there)."""
-    p = np.zeros(len(index))
+def personalization(seeds: Mapping[str, float], index: Mapping[str, int], n: int | None = None) -> np.ndarray:
+    """The seeds' weights on the neighbourhood's rows, summing to one (the seeds come first, so one is there).
+
+    ``n``: rows of the neighbourhood when ``index`` names only some of them (the seeds); default ``len(index)``.
+    """
+    p = np.zeros(len(index) if n is None else n)
     for node in ordered_seeds(seeds):
         if node in index:
             p[index[node]] = float(seeds[node])
