@@ -137,6 +137,22 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
         assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
 
 
+def test_a_rule_inferred_from_a_promoted_one_starts_as_a_candidate_with_no_counters() -> None:
+    recipe = "Ingredients:\n  red apple\n\nDirections:\n  dice the red apple\n  roast the red apple"
+    valid = ["read cookbook", "dice red apple", "cook red apple in oven"]
+    task = TaskSpec(task_id="a", goal="Check the cookbook for the recipe.", tool="game")
+    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": valid}),
+             Step(index=1, action="dice red apple", observation="x", info={"valid_actions": valid}, feedback=Feedback(reward=0.1))]
+    learned = learn_text_rules(namespace=("ns",), run_id="a", task=task, steps=steps, existing={}, now=0.0)
+    (prefer,) = [l for l in learned.values() if l.correct == "dice <X>"]
+    earned = prefer.model_copy(update={"status": "promoted", "stats": prefer.stats.model_copy(update={"activations": 9, "helped": 5})})
+    again = learn_text_rules(namespace=("ns",), run_id="b", task=task.model_copy(update={"task_id": "b"}), steps=steps,
+                             existing={prefer.id: earned}, now=1.0)
+    (inferred,) = [l for l in again.values() if l.wrong == "dice <X>"]  # avoided where undirected: inferred, not seen
+    assert inferred.applies_when == ["!dice <X>"] and inferred.status == "candidate"
+    assert (inferred.stats.activations, inferred.stats.helped) == (0, 0) and "a" in inferred.provenance.run_ids
+
+
 def test_a_condition_that_names_another_command_leaves_the_rule_once_that_command_is_known() -> None:
     recipe = "Ingredients:\n  red apple\n\nDirections:\n  {a} the red apple\n  {b} the red apple"
     with_knife = ["read cookbook", "slice red apple", "cook red apple in oven", "cook red apple in toaster"]

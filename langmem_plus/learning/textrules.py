@@ -391,16 +391,13 @@ def learn_text_rules(
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
     _revise_stored(out, stored, directives, commands, rid, now)
     about_things = condition_verbs([*stored, *out.values()])
-    for lid, pattern, source in extend_to_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
-        conds = [f"{UNNAMED}{pattern}"]
-        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, conds), "wrong": pattern, "correct": None,
-                                             "applies_when": conds, "created_at": now, "updated_at": now})
-    for lid, pattern, source in directed_kin(lambda i: out.get(i) or existing.get(i), directives, about_things, rid):
-        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(False, pattern, [pattern]), "correct": pattern,
-                                             "applies_when": [pattern], "created_at": now, "updated_at": now})
-    for lid, pattern, source in widened_kin(live_text_rules([*stored, *out.values()]), lambda i: out.get(i) or existing.get(i), rid):
-        out[lid] = source.model_copy(update={"id": lid, "rule_text": _rule_text(True, pattern, []), "wrong": pattern,
-                                             "applies_when": [], "supersedes": [], "created_at": now, "updated_at": now})
+    has = lambda i: out.get(i) or existing.get(i)  # noqa: E731
+    for lid, pattern, source in extend_to_kin(has, directives, about_things, rid):
+        out[lid] = _derived(source, lid, True, pattern, [f"{UNNAMED}{pattern}"], now)
+    for lid, pattern, source in directed_kin(has, directives, about_things, rid):
+        out[lid] = _derived(source, lid, False, pattern, [pattern], now)
+    for lid, pattern, source in widened_kin(live_text_rules([*stored, *out.values()]), has, rid):
+        out[lid] = _derived(source, lid, True, pattern, [], now)
     return out
 
 
@@ -431,6 +428,17 @@ def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives:
         out[lid] = base.model_copy(update={
             "wrong": pattern, "applies_when": conds, "rule_text": _rule_text(True, pattern, conds), "updated_at": now,
             "provenance": base.provenance.model_copy(update={"run_ids": runs}), "supersedes": sorted({*base.supersedes, old.id})})
+
+
+def _derived(source: Lesson, lid: str, avoid: bool, pattern: str, conds: list[str], now: float) -> Lesson:
+    """A rule memory infers from ``source`` (a kin, ``textdirect``): the source's scope and the runs that taught it, but
+    its own counters and status from nothing, since the inference is not the evidence the source earned its status with."""
+    return Lesson(
+        id=lid, namespace=source.namespace, rule_text=_rule_text(avoid, pattern, conds),
+        wrong=pattern if avoid else None, correct=None if avoid else pattern, applies_when=conds,
+        tags=["constraint_failed"] if avoid and "constraint_failed" in source.tags else [],
+        scope=source.scope, provenance=source.provenance.model_copy(), source="rule", created_at=now, updated_at=now,
+    )
 
 
 def _text_lesson(
