@@ -316,3 +316,24 @@ def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_
     run_episode(cooking, agent, _task(cooking, "train-2"), Context(step_hints=deliver), max_steps=3)
     assert "Avoid `eat salt`" in agent.seen[2]  # another situation; nothing ever said eating is right
     memory.close()
+
+
+def test_a_sibling_never_seen_right_is_avoided_on_a_thing_the_task_asks_nothing_unanswered_of() -> None:
+    siblings = [rule("oven", correct="cook <X> in oven", when=["roast <X>"]),
+                rule("stove", correct="cook <X> in stove", when=["fry <X>"]),
+                rule("dice", correct="dice <X>", when=["dice <X>"])]
+    toaster = rule("toaster", wrong="cook <X> in toaster", when=["fry <X>"])  # fatal once, where the recipe fried
+    valid = ["cook red apple in toaster", "look"]  # the dicing done, no oven here: no recommendation waits
+
+    def avoided(directions: str, rules: Sequence[Lesson]) -> bool:
+        recipe = f"Ingredients:\n  red apple\nDirections:\n  {directions}\n  prepare meal"
+        hints = StepDelivery(rules, runs=[])(task(valid), taken(valid, "look", recipe))
+        return "Avoid `cook red apple in toaster`" in {h.text for h in hints} and not allowed(hints, "cook red apple in toaster", recipe)
+
+    assert avoided("dice the red apple", [*siblings, toaster])  # dicing is answered by `dice`: nothing left to cook
+    assert avoided("roast the red apple", [*siblings, toaster])  # roasting is the oven's line
+    assert not avoided("grill the red apple", [*siblings, toaster])  # a line no known command answers: maybe the toaster's
+    anywhere = rule("oven-any", correct="cook <X> in oven")  # cooking right with no line: no sibling to eliminate by
+    assert not avoided("dice the red apple", [anywhere, siblings[2], toaster])
+    seen_right = rule("toaster-right", correct="cook <X> in toaster", when=["grill <X>"])
+    assert not avoided("dice the red apple", [*siblings, toaster, seen_right])  # right somewhere: rule 6 does not apply
