@@ -55,6 +55,17 @@ def pattern_verb(lesson: Lesson) -> str:
     return words[0] if words and not SLOT.fullmatch(words[0]) else ""
 
 
+def sibling_key(lesson: Lesson) -> tuple[str, tuple[str, ...]]:
+    """What a text rule's pattern shares with its siblings: its verb and its placeholders, in order (``cook <X> in oven``
+    and ``cook <X> in stove`` are siblings)."""
+    return pattern_verb(lesson), tuple(SLOT.findall(lesson.wrong or lesson.correct or ""))
+
+
+def is_directed(lesson: Lesson) -> bool:
+    """Whether the rule recommends its command where the task says that command (``slice <X>`` when ``slice <X>``)."""
+    return bool(lesson.correct) and lesson.correct in (lesson.applies_when or ())
+
+
 def known_verbs(rules: Iterable[Lesson]) -> set[str]:
     """Verbs of the tool's stored text rules' patterns: commands memory has seen taken."""
     return {v for v in map(pattern_verb, rules) if v}
@@ -130,7 +141,7 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
 
     source = next((a for a in map(undirected_rule, sorted(directives)) if a is not None), None)
     if source is None:  # no undirected one lost a game yet: one recommended where directed is the evidence
-        source = next((d for d in map(lambda v: _directed(has, rid, v), sorted(directives)) if d is not None), None)
+        source = next((d for d in map(lambda v: directed_rule(has, rid, v), sorted(directives)) if d is not None), None)
     if source is None:
         return []
     kin = sorted(v for v in directives if (v in about_things or has(rid("prefer", f"{v} <X>")) is not None)
@@ -138,10 +149,10 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
-def _directed(has: Callable[[str], Lesson | None], rid: Callable[..., str], verb: str) -> Lesson | None:
-    """Memory's recommendation of ``<verb> <X>`` where the task says ``<verb> <X>``, if it has one."""
+def directed_rule(has: Callable[[str], Lesson | None], rid: Callable[..., str], verb: str) -> Lesson | None:
+    """Memory's recommendation of ``<verb> <X>`` where the task says ``<verb> <X>`` (``is_directed``), if it has one."""
     known = has(rid("prefer", f"{verb} <X>"))
-    return known if known is not None and f"{verb} <X>" in (known.applies_when or ()) else None
+    return known if known is not None and is_directed(known) else None
 
 
 def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str], about_things: Collection[str],
@@ -153,7 +164,7 @@ def directed_kin(has: Callable[[str], Lesson | None], directives: Collection[str
     it, so memory need not have seen each one score (a verb the executor would otherwise leave,
     since nothing else draws it) before it follows the directive.
     """
-    source = next((d for d in map(lambda v: _directed(has, rid, v), sorted(directives)) if d is not None), None)
+    source = next((d for d in map(lambda v: directed_rule(has, rid, v), sorted(directives)) if d is not None), None)
     if source is None:
         return []
     kin = sorted(v for v in directives if v in about_things and has(rid("prefer", f"{v} <X>")) is None)
@@ -182,7 +193,7 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
     for lesson in rules:
         pattern = conditional_command(lesson)
         if pattern and pattern_verb(lesson):
-            families.setdefault((pattern_verb(lesson), tuple(SLOT.findall(pattern))), set()).add(pattern)
+            families.setdefault(sibling_key(lesson), set()).add(pattern)
     out: list[tuple[str, str, Lesson]] = []
     for _, patterns in sorted(families.items()):
         widened = [(p, has(rid("avoid", p))) for p in sorted(patterns)]
@@ -192,5 +203,5 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
     return out
 
 
-__all__ = ["conditional_command", "condition_verbs", "directed_kin", "extend_to_kin", "known_verbs", "pattern_verb",
-           "revise", "undirected", "widened_kin"]
+__all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "is_directed",
+           "known_verbs", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]

@@ -68,6 +68,7 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textdirect import (
     condition_verbs,
     directed_kin,
+    directed_rule,
     extend_to_kin,
     known_verbs,
     revise,
@@ -351,12 +352,9 @@ def learn_text_rules(
     stored = live_text_rules(tool_rules if tool_rules is not None else [l for l in existing.values() if l.scope.tool == task.tool])
     memory_verbs = known_verbs(stored)
     verbs = _command_verbs(ordered, task, [t[2] for t in teach], lines, lambda v: v in memory_verbs, offered_before)
-    def directs(v: str) -> bool:  # memory recommends `<v> <X>` when the task says `<v> <X>`
-        known = out.get(rid("prefer", f"{v} <X>")) or existing.get(rid("prefer", f"{v} <X>"))
-        return known is not None and f"{v} <X>" in (known.applies_when or ())
-
+    has = lambda i: out.get(i) or existing.get(i)  # noqa: E731  (this run's rules first, then memory's)
     commands = verbs | memory_verbs  # every command known, this run's or memory's
-    directives = {v for v in commands if directs(v)} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)
+    directives = {v for v in commands if directed_rule(has, rid, v) is not None} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)
                                                          | set(directed_before)) & commands
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
@@ -391,7 +389,6 @@ def learn_text_rules(
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
     _revise_stored(out, stored, directives, commands, rid, now)
     about_things = condition_verbs([*stored, *out.values()])
-    has = lambda i: out.get(i) or existing.get(i)  # noqa: E731
     for lid, pattern, source in extend_to_kin(has, directives, about_things, rid):
         out[lid] = _derived(source, lid, True, pattern, [f"{UNNAMED}{pattern}"], now)
     for lid, pattern, source in directed_kin(has, directives, about_things, rid):

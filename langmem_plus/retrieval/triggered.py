@@ -122,7 +122,7 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
-from langmem_plus.learning.textdirect import condition_verbs, conditional_command, pattern_verb
+from langmem_plus.learning.textdirect import condition_verbs, conditional_command, is_directed, pattern_verb, sibling_key
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -365,12 +365,12 @@ def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Les
     """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs: directive verbs (memory
     recommends ``<v> <X>`` where the task says ``<v> <X>``) and the first words of its siblings' condition lines."""
     recommended = {l.correct for l in live if l.correct}
-    directive = {pattern_verb(l) for l in live if l.correct and l.correct in (l.applies_when or ())}
+    directive = {pattern_verb(l) for l in live if is_directed(l)}
     families: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for lesson in live:
         if conditional_command(lesson):
             lines = (c.split()[0] for c in lesson.applies_when or () if not is_negative(c) and c.split())
-            families.setdefault((pattern_verb(lesson), tuple(SLOT.findall(lesson.correct or ""))), set()).update(lines)
+            families.setdefault(sibling_key(lesson), set()).update(lines)
     out = []
     for it, pattern in ranked:
         rule = it.item
@@ -378,7 +378,7 @@ def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Les
         conds = rule.applies_when or ()
         if not rule.wrong or rule.wrong in recommended or not conds or any(is_negative(c) for c in conds):
             continue
-        family = families.get((pattern_verb(rule), tuple(SLOT.findall(rule.wrong))))
+        family = families.get(sibling_key(rule))
         if family is not None and len(pattern.slots) == 1:
             out.append((it, pattern, frozenset(directive | family)))
     return out
