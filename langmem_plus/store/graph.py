@@ -60,7 +60,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.records import Lesson, Link, Skill
 from langmem_plus.store.adjacency import Adjacency
 from langmem_plus.store.columns import CsrIndex, pack_strings, unpack_strings
-from langmem_plus.store.lesson_columns import LessonColumns, checked_codes
+from langmem_plus.store.lesson_columns import LessonColumns, StringCodes, checked_codes
 from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 from langmem_plus.store.walk import walk_ids
 
@@ -115,6 +115,11 @@ def _node_type(node: str) -> str:
     return node.split(":", 1)[0]
 
 
+def _best(rows: np.ndarray, scores: np.ndarray, top: int) -> list[int]:
+    """The ``top`` of ``rows`` by score, best first, ties in row order (the PageRank answer of both walks)."""
+    return rows[np.argsort(-scores[rows], kind="stable")[: max(0, top)]].tolist()
+
+
 class LessonGraph:
     """Lessons and what they answer: indexes and a weighted adjacency, with a networkx view (DESIGN §4).
 
@@ -147,10 +152,8 @@ class LessonGraph:
         """Lesson node -> status, for lessons known by record."""
         self._skills: dict[str, str] = {}
         """Skill node -> name."""
-        self._wrong_words: list[str] = []
-        """The words of the WRONG-word index, by row: the saved base's, then words met since."""
-        self._wrong_rows: dict[str, int] = {}
-        """Word -> its row in the WRONG-word index."""
+        self._wrong_words = StringCodes()
+        """The words of the WRONG-word index, by row (``names``; the saved base's, then words met since) and word -> row."""
         self._fp_index = self._new_fp_index()
         """Fingerprint id -> lesson ids (a saved base over the fingerprint nodes' ids, and the changes since)."""
         self._wrong_index = self._new_wrong_index()
@@ -180,19 +183,15 @@ class LessonGraph:
 
     def _word_row(self, word: str) -> int:
         """A WRONG word's row in the index, given the next one when it has none."""
-        row = self._wrong_rows.get(word)
-        if row is None:
-            row = self._wrong_rows[word] = len(self._wrong_words)
-            self._wrong_words.append(word)
-        return row
+        return self._wrong_words.of(word)
 
     def _new_fp_index(self, indptr: np.ndarray | None = None, members: np.ndarray | None = None) -> CsrIndex:
         """The fingerprint index over a base (rows by fingerprint node id), logging its changes by node id."""
         return CsrIndex(indptr, members, self._node_position("fp:"), self._lesson_of_gid, rows=(self._fp_gid, self._lesson_gid))
 
     def _new_wrong_index(self, indptr: np.ndarray | None = None, members: np.ndarray | None = None) -> CsrIndex:
-        """The WRONG-word index over a base (rows by ``_wrong_rows``), logging its changes by row and node id."""
-        return CsrIndex(indptr, members, self._wrong_rows.get, self._lesson_of_gid, rows=(self._word_row, self._lesson_gid))
+        """The WRONG-word index over a base (rows by ``_wrong_words``), logging its changes by row and node id."""
+        return CsrIndex(indptr, members, self._wrong_words.code.get, self._lesson_of_gid, rows=(self._word_row, self._lesson_gid))
 
     def _lesson_of_gid(self, gid: int) -> str:
         return self.adjacency.name(gid)[_LESSON_PREFIX_LEN:]
@@ -264,7 +263,7 @@ class LessonGraph:
         """
         fp_rows = self._fp_index.changes(self._fp_gid, self._lesson_gid)
         changed_words = self._wrong_index.changes(self._word_row, self._lesson_gid)
-        words = list(self._wrong_words)
+        words = list(self._wrong_words.names)
         saved_links = self._links_base if self._links_map is None else None
         links = list(self._links.items()) if saved_links is None else []
         link_ends = [(adj.intern(a), adj.intern(b)) for (a, b, _), _ in links]
@@ -293,7 +292,7 @@ class LessonGraph:
         return idx.items((key, g) for key, g in base if adj.name(g).startswith("fp:"))
 
     def _wrong_items(self) -> Iterator[tuple[str, set[str]]]:
-        return self._wrong_index.items((w, n) for n, w in enumerate(self._wrong_words))
+        return self._wrong_index.items((w, n) for n, w in enumerate(self._wrong_words.names))
 
     @classmethod
     def from_state(
@@ -323,11 +322,10 @@ class LessonGraph:
         lesson_gids = np.flatnonzero(codes >= 0).tolist()
         g._status = dict(zip(map(names.__getitem__, lesson_gids), map(statuses.__getitem__, codes[lesson_gids].tolist())))
         g._fp_index = g._new_fp_index(*_checked_csr(arrays["fp_indptr"], arrays["fp_members"], n, n))
-        g._wrong_words = unpack_strings(arrays, "wrong_words_")
-        g._wrong_rows = dict(zip(g._wrong_words, range(len(g._wrong_words))))
-        if len(g._wrong_rows) != len(g._wrong_words):
+        g._wrong_words = StringCodes(unpack_strings(arrays, "wrong_words_"))
+        if len(g._wrong_words.code) != len(g._wrong_words.names):
             raise ValueError("the WRONG-word index repeats a word")
-        g._wrong_index = g._new_wrong_index(*_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words), n))
+        g._wrong_index = g._new_wrong_index(*_checked_csr(arrays["wrong_indptr"], arrays["wrong_members"], len(g._wrong_words.names), n))
         kinds = [str(k) for k in data["link_kinds"]]
         link = {k: np.asarray(arrays[f"link_{k}"]) for k in ("a", "b", "kind", "weight")}
         if not len(link["a"]) == len(link["b"]) == len(link["kind"]) == len(link["weight"]):
@@ -659,8 +657,7 @@ class LessonGraph:
             return self._lesson_scores(nodes, scores)
         status = self._status
         lessons = np.flatnonzero(np.fromiter(map(status.__contains__, nodes), dtype=bool, count=len(nodes)))
-        best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
-        return {nodes[i][len("lesson:"):]: float(scores[i]) for i in best.tolist()}
+        return {nodes[i][_LESSON_PREFIX_LEN:]: float(scores[i]) for i in _best(lessons, scores, top)}
 
     def _neighbourhood_ids(
         self, seeds: Mapping[str, float], *, hops: int, max_nodes: int, excluded: tuple[str, ...]
@@ -702,8 +699,7 @@ class LessonGraph:
         if top is None:
             return self._lesson_scores([adj.name(g) for g in ids], scores)
         lessons = np.flatnonzero(is_lesson[gids])
-        best = lessons[np.argsort(-scores[lessons], kind="stable")[: max(0, top)]]
-        return {adj.name(ids[i])[_LESSON_PREFIX_LEN:]: float(scores[i]) for i in best.tolist()}
+        return {adj.name(ids[i])[_LESSON_PREFIX_LEN:]: float(scores[i]) for i in _best(lessons, scores, top)}
 
     def _edges_among(
         self, nodes: list[str], index: Mapping[str, int]

@@ -79,7 +79,7 @@ class _Column:
         return out
 
 
-class _Codes:
+class StringCodes:
     """A string table: value -> code, in the order values were first met."""
 
     def __init__(self, names: Sequence[str] = ()) -> None:
@@ -87,6 +87,7 @@ class _Codes:
         self.code = {name: c for c, name in enumerate(self.names)}
 
     def of(self, value: str | None) -> int:
+        """``value``'s code, giving it the next one when it has none (None: -1)."""
         if value is None:
             return -1
         found = self.code.get(value)
@@ -116,7 +117,7 @@ class LessonColumns:
         rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
     ) -> None:
         self._rewrite_slack = rewrite_slack
-        self._statuses, self._tools = _Codes(statuses), _Codes(tools)
+        self._statuses, self._tools = StringCodes(statuses), StringCodes(tools)
         self._status = _Column(status, np.int8) if status is not None else _Column.empty(np.int8)
         self._tool = _Column(tool, np.int32) if tool is not None else _Column.empty(np.int32)
         self._offsets = _Column(rewrite_offsets, np.int64, 3) if rewrite_offsets is not None else _Column.empty(np.int64, 3)
@@ -289,4 +290,4 @@ def checked_rewrites(arrays: Mapping[str, Any], n: int) -> tuple[np.ndarray, str
     return offsets, text
 
 
-__all__ = ["LessonColumns", "checked_codes", "checked_rewrites"]
+__all__ = ["LessonColumns", "StringCodes", "checked_codes", "checked_rewrites"]
