@@ -71,7 +71,11 @@ class Adjacency:
 
     def _span(self, node: str) -> tuple[int, int]:
         gid = self._ids.get(node)
-        if gid is None or gid >= self._snapshot_n:
+        return (0, 0) if gid is None else self._span_of_id(gid)
+
+    def _span_of_id(self, gid: int) -> tuple[int, int]:
+        """Node ``gid``'s range in the snapshot's CSR arrays (empty past the snapshot)."""
+        if gid >= self._snapshot_n:
             return 0, 0
         return int(self._indptr[gid]), int(self._indptr[gid + 1])
 
@@ -116,9 +120,7 @@ class Adjacency:
             if found is not None:
                 yield np.fromiter(map(self._ids.__getitem__, found), dtype=np.int64, count=len(found))
                 return
-        if gid >= self._snapshot_n:
-            return
-        start, end = int(self._indptr[gid]), int(self._indptr[gid + 1])
+        start, end = self._span_of_id(gid)
         for lo in range(start, end, size):
             yield self._neighbours[lo : min(end, lo + size)]
 
@@ -128,9 +130,8 @@ class Adjacency:
             found = self._overlay.get(self._names[gid])
             if found is not None:
                 return len(found)
-        if gid >= self._snapshot_n:
-            return 0
-        return int(self._indptr[gid + 1] - self._indptr[gid])
+        start, end = self._span_of_id(gid)
+        return end - start
 
     def fanout(self, node: str) -> int:
         """Distinct neighbours of ``node``, in O(1)."""
