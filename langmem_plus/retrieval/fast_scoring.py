@@ -141,17 +141,12 @@ def lesson_components_fast(
         dt = float(now - last)
         if not isfinite(dt):
             dt = 0.0
-        text, reliability = float(sim), float(lesson.reliability)  # ``_unit`` inlined: clipped to [0, 1], NaN -> 0
-        if not isfinite(text):
-            text = 0.0
-        if not isfinite(reliability):
-            reliability = 0.0
         out.append(
             {
                 "fingerprint_match": 0.0 if fps.isdisjoint(lesson.triggers) else 1.0,
                 "tag_overlap": shared / union if union else 0.0,
-                "text_similarity": min(1.0, max(0.0, text)),
-                "reliability": min(1.0, max(0.0, reliability)),
+                "text_similarity": _unit(sim),
+                "reliability": _unit(lesson.reliability),
                 "recency": exp(-max(dt, 0.0) / scale),
             }
         )
