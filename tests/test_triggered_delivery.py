@@ -13,7 +13,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery, StepView, firings, rule_pattern, rule_utility
+from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, one_run_apart, rule_pattern, rule_utility
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
 RECIPE = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
@@ -337,3 +337,46 @@ def test_a_sibling_never_seen_right_is_avoided_on_a_thing_the_task_asks_nothing_
     assert not avoided("dice the red apple", [anywhere, siblings[2], toaster])
     seen_right = rule("toaster-right", correct="cook <X> in toaster", when=["grill <X>"])
     assert not avoided("dice the red apple", [*siblings, toaster, seen_right])  # right somewhere: rule 6 does not apply
+
+
+def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_asks_nothing_unanswered_of_its_thing() -> None:
+    oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
+    toaster = rule("toaster", correct="cook <X> in toaster", when=["grill <X>"])
+    dice = rule("dice", correct="dice <X>", when=["dice <X>"])
+    valid = ["cook red apple in stove", "cook red apple in oven", "cook red apple in toaster", "look"]
+
+    def shown(observation: str, rules: Sequence[Lesson], done: str = "look") -> tuple[set[str], bool, StepDelivery]:
+        deliver = StepDelivery(rules, runs=[])
+        history = taken(valid, done, observation) if observation.startswith("Ingredients") else \
+            [Step(index=0, action="open fridge", observation=observation, info={"valid_actions": valid})]
+        hints = deliver(task(valid), history)
+        return {h.text for h in hints}, allowed(hints, "cook red apple in stove", observation), deliver
+
+    def recipe(directions: str) -> str:
+        return f"Ingredients:\n  red apple\nDirections:\n  {directions}\n  prepare meal"
+
+    stove = "Avoid `cook red apple in stove`"
+    texts, ok, deliver = shown(recipe("dice the red apple"), [oven, toaster, dice])
+    assert stove in texts and not ok  # dicing is answered by `dice`: the recipe asks no cooking of the apple
+    assert not any(lid.startswith(KIN_PREFIX) for lid in deliver.delivered)  # an inference: no lesson to activate
+    assert all(a.lesson_id in {"oven", "toaster", "dice"} for a in deliver.activations("run"))
+    texts, ok, _ = shown(recipe("roast the red apple"), [oven, toaster, dice], done="cook red apple in oven")
+    assert stove in texts and not ok  # roasting is the oven's line
+    texts, ok, _ = shown(recipe("fry the red apple"), [oven, toaster, dice])
+    assert stove not in texts and ok  # a line no known command answers: maybe the stove's
+    texts, ok, _ = shown("The fridge holds a red apple.", [oven, toaster, dice])
+    assert stove in texts and not ok  # nothing read of the apple yet: no line makes any cooking of it right
+    fry = rule("stove", correct="cook <X> in stove", when=["fry <X>"])
+    texts, ok, _ = shown(recipe("dice the red apple"), [oven, toaster, dice, fry])
+    assert stove not in texts  # memory has a rule about the stove: not unknown (rules 5 and 6 decide about it)
+    anywhere = rule("oven-any", correct="cook <X> in oven")  # right with no line: not a conditional command
+    texts, ok, _ = shown(recipe("dice the red apple"), [anywhere, dice])
+    assert stove not in texts and ok
+
+
+def test_one_run_apart_finds_the_words_two_commands_differ_in() -> None:
+    assert one_run_apart("cook red apple in stove".split(), "cook red apple in barbeque".split()) == (4, 5, 5)
+    assert one_run_apart("put apple on table".split(), "put apple in kitchen cupboard".split()) == (2, 4, 5)
+    assert one_run_apart("cook apple".split(), "cook apple".split()) is None
+    assert one_run_apart("cook apple".split(), "eat apple".split()) is None  # another command
+    assert one_run_apart("cook apple".split(), "cook apple in oven".split()) is None  # words added, none changed

@@ -78,6 +78,13 @@ valid actions and the lines its condition names have been read. So at each step:
    nothing for the oven to do to it; one that says ``roast`` it (a verb no sibling answers) does
    not stop the oven. So with two appliances known, the third is not tried on an ingredient the
    recipe does not cook (``twx-cooking:rooms3``, 20 collection games, dev fold: games lost 5.3 -> 2.3).
+7. **Unknown kin**: a valid action memory has no rule about on its thing, that differs from a conditional command's
+   action on the same thing in one run of its other words (``cook pork chop in stove`` beside ``cook pork chop in
+   toaster``, known right only where the task says ``grill``), is avoided where the task asks nothing of the thing but
+   lines memory can answer (rule 6's test), and where its text says nothing of the thing yet: a command of a family
+   that is right only under a line of its own is not a guess to take without one. A line no known command answers
+   (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
+   activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
@@ -361,16 +368,23 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     return it.model_copy(update={"item": grounded})
 
 
-def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Lesson]) -> list[tuple[ScoredItem, Pattern, frozenset[str]]]:
-    """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs: directive verbs (memory
-    recommends ``<v> <X>`` where the task says ``<v> <X>``) and the first words of its siblings' condition lines."""
-    recommended = {l.correct for l in live if l.correct}
+def _answered_verbs(live: Sequence[Lesson]) -> dict[tuple[str, tuple[str, ...]], frozenset[str]]:
+    """Per family of conditional commands (``textdirect.sibling_key``), the verbs whose lines memory can answer
+    (rules 6 and 7): directive verbs (memory recommends ``<v> <X>`` where the task says ``<v> <X>``) and the first
+    words of the family's condition lines."""
     directive = {pattern_verb(l) for l in live if is_directed(l)}
     families: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for lesson in live:
         if conditional_command(lesson):
             lines = (c.split()[0] for c in lesson.applies_when or () if not is_negative(c) and c.split())
             families.setdefault(sibling_key(lesson), set()).update(lines)
+    return {key: frozenset(directive | verbs) for key, verbs in families.items()}
+
+
+def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Lesson]) -> list[tuple[ScoredItem, Pattern, frozenset[str]]]:
+    """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs (``_answered_verbs``)."""
+    recommended = {l.correct for l in live if l.correct}
+    families = _answered_verbs(live)
     out = []
     for it, pattern in ranked:
         rule = it.item
@@ -378,26 +392,120 @@ def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Les
         conds = rule.applies_when or ()
         if not rule.wrong or rule.wrong in recommended or not conds or any(is_negative(c) for c in conds):
             continue
-        family = families.get(sibling_key(rule))
-        if family is not None and len(pattern.slots) == 1:
-            out.append((it, pattern, frozenset(directive | family)))
+        answered = families.get(sibling_key(rule))
+        if answered is not None and len(pattern.slots) == 1:
+            out.append((it, pattern, answered))
     return out
+
+
+def asks_only_answered(phrase: str, answered: Collection[str], view: StepView) -> bool:
+    """Whether every line of the task's text naming ``phrase``, but the bare mention, opens with an ``answered`` verb
+    (rules 6 and 7): the task asks nothing of the thing that memory cannot answer. True when no line names it.
+
+    Example:
+        >>> view = StepView(frozenset(), "", ("red onion", "dice red onion", "roast carrot"), (), ())
+        >>> asks_only_answered("red onion", {"dice"}, view), asks_only_answered("carrot", {"dice"}, view)
+        (True, False)
+    """
+    rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
+    return all(line == phrase or line.split()[0] in answered for line in view.task_lines if rx.search(line))
 
 
 def _eliminated(pattern: Pattern, answered: Collection[str], view: StepView) -> list[str]:
     """The valid actions of ``pattern`` whose thing the task's text names and asks nothing of but ``answered`` verbs'
-    lines (rule 6): every line naming it, but the bare mention, opens with one of them."""
+    lines (rule 6)."""
     out = []
     for action in view.valid:
         binding = pattern.match(action)
-        if not binding or len(binding) != 1:
-            continue
-        phrase = next(iter(binding.values()))
-        rx = re.compile(r"(^| )" + re.escape(phrase) + r"( |$)")
-        lines = [line for line in view.task_lines if rx.search(line)]
-        if view.names(phrase) and all(line == phrase or line.split()[0] in answered for line in lines):
-            out.append(action)
+        if binding and len(binding) == 1:
+            phrase = next(iter(binding.values()))
+            if view.names(phrase) and asks_only_answered(phrase, answered, view):
+                out.append(action)
     return out
+
+
+def one_run_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, int, int] | None:
+    """Where two word sequences with the same first word differ in one contiguous run of words:
+    ``(start, end in a, end in b)``, the run being ``a[start:end_a]`` against ``b[start:end_b]``, both non-empty;
+    None when they are equal, differ in their first word, or one is the other with words added.
+
+    Example:
+        >>> one_run_apart("cook red onion in stove".split(), "cook red onion in oven".split())
+        (4, 5, 5)
+        >>> one_run_apart("cook red onion".split(), "cook red onion in oven".split()) is None
+        True
+    """
+    if not a or not b or a[0] != b[0]:
+        return None
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - start and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    end_a, end_b = len(a) - tail, len(b) - tail
+    return (start, end_a, end_b) if end_a > start and end_b > start else None
+
+
+@dataclass(frozen=True)
+class _Kin:
+    """A conditional command with one placeholder, for rule 7: its pattern, and its family's answered verbs."""
+
+    pattern: Pattern
+    answered: frozenset[str]
+
+
+def _conditional_kin(delivered: Sequence[Lesson], live: Sequence[Lesson]) -> list[_Kin]:
+    """The conditional commands rule 7 compares valid actions with (one placeholder each; of the ``delivered`` rules:
+    a recommendation held back as harmful says nothing of its siblings), in a stable order."""
+    families = _answered_verbs(live)
+    out: dict[str, _Kin] = {}
+    for lesson in delivered:
+        raw = conditional_command(lesson)
+        pattern = Pattern.parse(raw) if raw else None
+        if pattern is not None and len(pattern.slots) == 1:
+            out.setdefault(raw, _Kin(pattern, families[sibling_key(lesson)]))
+    return [out[k] for k in sorted(out)]
+
+
+def unknown_kin(kin: Sequence[_Kin], known: Sequence[Pattern], view: StepView) -> list[tuple[str, str, _Kin]]:
+    """Rule 7: the valid actions that are an unknown sibling of a conditional command on the same thing, with the thing
+    and the command: the command's action on the thing with one run of its other words changed (``cook pork chop in
+    stove`` beside ``cook pork chop in toaster``), that no pattern in ``known`` matches with that thing bound, and whose
+    thing the task asks nothing of but answered verbs' lines (``asks_only_answered``; also when its text names it not
+    at all: a conditional command is right only where a line about its thing says so)."""
+    words = [(action, norm(action).split()) for action in view.valid]
+    out: dict[str, tuple[str, str, _Kin]] = {}
+    for k in kin:
+        for seen, seen_words in words:
+            binding = k.pattern.match(seen)
+            if binding is None:
+                continue
+            thing = binding[k.pattern.slots[0]]
+            thing_words = set(thing.split())
+            for action, action_words in words:
+                run = one_run_apart(action_words, seen_words)
+                if action in out or run is None or run[0] == 0:
+                    continue
+                start, end_a, end_b = run
+                if thing_words & {*action_words[start:end_a], *seen_words[start:end_b]}:
+                    continue  # the run changes the thing itself, not the command's other words
+                if any(thing in (m or {}).values() for m in (p.match(action) for p in known)):
+                    continue  # memory has a rule about this command on this thing
+                if asks_only_answered(thing, k.answered, view):
+                    out[action] = (action, thing, k)
+    return list(out.values())
+
+
+KIN_PREFIX = "kin:"
+"""Id prefix of a rule 7 line's item: an inference at delivery, not a stored lesson (no activation is recorded)."""
+
+
+def _kin_item(action: str, thing: str, k: _Kin) -> ScoredItem:
+    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```)."""
+    lesson = Lesson(id=f"{KIN_PREFIX}{k.pattern.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
+                    wrong=action, applies_when=[thing])
+    return ScoredItem(kind="lesson", item=lesson, score=0.0, why="an unknown sibling of a conditional command")
 
 
 @dataclass
@@ -423,6 +531,10 @@ class StepDelivery:
     _ranked: list[tuple[ScoredItem, Pattern]] = field(default_factory=list, init=False)
     _eliminable: list[tuple[ScoredItem, Pattern, frozenset[str]]] = field(default_factory=list, init=False)
     """Avoidances of rule 6 (elimination), each with the verbs whose lines memory can answer."""
+    _kin: list[_Kin] = field(default_factory=list, init=False)
+    """Conditional commands whose unknown siblings rule 7 avoids."""
+    _known: list[Pattern] = field(default_factory=list, init=False)
+    """Every live rule's pattern: what memory has a rule about (rule 7)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -445,6 +557,8 @@ class StepDelivery:
         recommended = {head_verb(p) for l in live if not l.wrong for p in [rule_pattern(l)] if p is not None and p.slots}
         self._right_somewhere = frozenset(recommended | condition_verbs(live) | set().union(*(r.directed for r in self.runs)))
         self._eliminable = _eliminable(self._ranked, live)
+        self._kin = _conditional_kin([it.item for it, _ in self._ranked], live)  # type: ignore[misc]
+        self._known = [p for p in map(rule_pattern, live) if p is not None]
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
@@ -461,6 +575,7 @@ class StepDelivery:
                  for a in firings(it.item, p, view, self.config,  # type: ignore[arg-type]
                                   unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere)]  # type: ignore[union-attr]
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
+        fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
         winners = _verdicts(fired)
         taken = {norm(s.action) for s in history}
         alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
@@ -478,6 +593,8 @@ class StepDelivery:
             self.lines.setdefault(line, None)
         hints = hints_from_items(block.shown)
         for hint in hints:
+            if hint.source_id.startswith(KIN_PREFIX):
+                continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
 
@@ -491,5 +608,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "TRIGGERED_HEADER", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "KIN_PREFIX", "TRIGGERED_HEADER", "asks_only_answered", "one_run_apart", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
