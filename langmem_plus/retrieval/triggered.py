@@ -78,9 +78,9 @@ valid actions and the lines its condition names have been read. So at each step:
    nothing for the oven to do to it; one that says ``roast`` it (a verb no sibling answers) does
    not stop the oven. So with two appliances known, the third is not tried on an ingredient the
    recipe does not cook (``twx-cooking:rooms3``, 20 collection games, dev fold: games lost 5.3 -> 2.3).
-7. **Unknown kin**: a valid action memory has no rule about on its thing, that differs from a conditional command's
-   action on the same thing in one run of its other words (``cook pork chop in stove`` beside ``cook pork chop in
-   toaster``, known right only where the task says ``grill``), is avoided where the task asks nothing of the thing but
+7. **Unknown kin**: a valid action memory has no rule about on its thing, that is a conditional command with its last
+   word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``, known right only where the task says
+   ``grill <X>``), is avoided where the task asks nothing of the thing but
    lines memory can answer (rule 6's test), and where its text says nothing of the thing yet: a command of a family
    that is right only under a line of its own is not a guess to take without one. A line no known command answers
    (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
@@ -424,76 +424,70 @@ def _eliminated(pattern: Pattern, answered: Collection[str], view: StepView) -> 
     return out
 
 
-def one_run_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, int, int] | None:
-    """Where two word sequences with the same first word differ in one contiguous run of words:
-    ``(start, end in a, end in b)``, the run being ``a[start:end_a]`` against ``b[start:end_b]``, both non-empty;
-    None when they are equal, differ in their first word, or one is the other with words added.
-
-    Example:
-        >>> one_run_apart("cook red onion in stove".split(), "cook red onion in oven".split())
-        (4, 5, 5)
-        >>> one_run_apart("cook red onion".split(), "cook red onion in oven".split()) is None
-        True
-    """
-    if not a or not b or a[0] != b[0]:
-        return None
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - start and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    end_a, end_b = len(a) - tail, len(b) - tail
-    return (start, end_a, end_b) if end_a > start and end_b > start else None
-
-
 @dataclass(frozen=True)
 class _Kin:
-    """A conditional command with one placeholder, for rule 7: its pattern, and its family's answered verbs."""
+    """A conditional command with one placeholder, for rule 7: its pattern with its last word open (``cook <X> in
+    <W>`` of ``cook <X> in toaster``), that word, and its family's answered verbs."""
 
-    pattern: Pattern
+    shape: Pattern
+    slot: str
+    open_slot: str
+    word: str
     answered: frozenset[str]
 
 
+def open_last_word(pattern: Pattern) -> tuple[Pattern, str, str] | None:
+    """``pattern`` with its last word, a literal one after its placeholder, made a placeholder of its own: the shape of
+    its siblings (``cook <X> in toaster`` -> ``cook <X> in <W>``), the new placeholder and the word; None when the
+    pattern ends with a placeholder or has no placeholder before its last word.
+
+    Example:
+        >>> shape, slot, word = open_last_word(Pattern.parse("cook <X> in toaster"))
+        >>> shape.text, slot, word, shape.match("cook red apple in stove")
+        ('cook <X> in <W>', 'W', 'toaster', {'X': 'red apple', 'W': 'stove'})
+        >>> open_last_word(Pattern.parse("take <X>")) is None
+        True
+    """
+    words = pattern.text.split()
+    if len(words) < 3 or SLOT.fullmatch(words[-1]) or not any(SLOT.fullmatch(w) for w in words[1:-1]):
+        return None
+    free = next(c for c in "WVUTSRQPONMLKJIHGFEDCBAZYX" if c not in pattern.slots)
+    shape = Pattern.parse(" ".join([*words[:-1], f"<{free}>"]))
+    return (shape, free, words[-1]) if shape is not None else None
+
+
 def _conditional_kin(delivered: Sequence[Lesson], live: Sequence[Lesson]) -> list[_Kin]:
-    """The conditional commands rule 7 compares valid actions with (one placeholder each; of the ``delivered`` rules:
-    a recommendation held back as harmful says nothing of its siblings), in a stable order."""
+    """The conditional commands rule 7 looks for siblings of (one placeholder each; of the ``delivered`` rules: a
+    recommendation held back as harmful says nothing of its siblings), in a stable order."""
     families = _answered_verbs(live)
     out: dict[str, _Kin] = {}
     for lesson in delivered:
         raw = conditional_command(lesson)
         pattern = Pattern.parse(raw) if raw else None
-        if pattern is not None and len(pattern.slots) == 1:
-            out.setdefault(raw, _Kin(pattern, families[sibling_key(lesson)]))
+        opened = open_last_word(pattern) if pattern is not None and len(pattern.slots) == 1 else None
+        if pattern is not None and opened is not None:
+            shape, free, word = opened
+            out.setdefault(raw, _Kin(shape, pattern.slots[0], free, norm(word), families[sibling_key(lesson)]))
     return [out[k] for k in sorted(out)]
 
 
 def unknown_kin(kin: Sequence[_Kin], known: Sequence[Pattern], view: StepView) -> list[tuple[str, str, _Kin]]:
-    """Rule 7: the valid actions that are an unknown sibling of a conditional command on the same thing, with the thing
-    and the command: the command's action on the thing with one run of its other words changed (``cook pork chop in
-    stove`` beside ``cook pork chop in toaster``), that no pattern in ``known`` matches with that thing bound, and whose
-    thing the task asks nothing of but answered verbs' lines (``asks_only_answered``; also when its text names it not
-    at all: a conditional command is right only where a line about its thing says so)."""
-    words = [(action, norm(action).split()) for action in view.valid]
+    """Rule 7: ``(action, thing, command)`` for each valid action that is an unknown sibling of a conditional command:
+    the command with its last word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``), that no
+    pattern in ``known`` matches with that thing bound, and whose thing the task asks nothing of but answered verbs'
+    lines (``asks_only_answered``; also when its text says nothing of it: a conditional command is right only where a
+    line about its thing says so)."""
     out: dict[str, tuple[str, str, _Kin]] = {}
     for k in kin:
-        for seen, seen_words in words:
-            binding = k.pattern.match(seen)
-            if binding is None:
+        for action in view.valid:
+            binding = k.shape.match(action)
+            if action in out or binding is None or binding[k.open_slot] == k.word:
                 continue
-            thing = binding[k.pattern.slots[0]]
-            thing_words = set(thing.split())
-            for action, action_words in words:
-                run = one_run_apart(action_words, seen_words)
-                if action in out or run is None or run[0] == 0:
-                    continue
-                start, end_a, end_b = run
-                if thing_words & {*action_words[start:end_a], *seen_words[start:end_b]}:
-                    continue  # the run changes the thing itself, not the command's other words
-                if any(thing in (m or {}).values() for m in (p.match(action) for p in known)):
-                    continue  # memory has a rule about this command on this thing
-                if asks_only_answered(thing, k.answered, view):
-                    out[action] = (action, thing, k)
+            thing = binding[k.slot]
+            if any(thing in (m or {}).values() for m in (p.match(action) for p in known)):
+                continue  # memory has a rule about this command on this thing
+            if asks_only_answered(thing, k.answered, view):
+                out[action] = (action, thing, k)
     return list(out.values())
 
 
@@ -503,7 +497,7 @@ KIN_PREFIX = "kin:"
 
 def _kin_item(action: str, thing: str, k: _Kin) -> ScoredItem:
     """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```)."""
-    lesson = Lesson(id=f"{KIN_PREFIX}{k.pattern.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
+    lesson = Lesson(id=f"{KIN_PREFIX}{k.shape.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
                     wrong=action, applies_when=[thing])
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="an unknown sibling of a conditional command")
 
@@ -608,5 +602,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "KIN_PREFIX", "TRIGGERED_HEADER", "asks_only_answered", "one_run_apart", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "KIN_PREFIX", "TRIGGERED_HEADER", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
