@@ -27,6 +27,7 @@ from langmem_plus.learning.textrules import (
     live_text_rules,
     offered_verbs,
 )
+from langmem_plus.learning.texteffects import effect_of
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, Hint, Lesson, Step, TaskSpec
 
@@ -200,9 +201,11 @@ def test_terminal_failure_is_attributed_to_the_fatal_action_only(cooking: TextGa
     rules = {l.rule_text: l for l in memory.list_lessons() if l.applies_when is not None}
     avoids = [l for l in rules.values() if l.wrong]
     assert [l.wrong for l in avoids] == ["cook <X> in oven"] and avoids[0].applies_when == ["fry <X>"]
-    prefers = sorted(l.correct for l in rules.values() if l.correct)
-    # the step that scored and the step that made it possible: recommended, never blamed
-    assert prefers == ["open fridge", "take <X>"]
+    prefers = {l.correct: l.applies_when for l in rules.values() if l.correct}
+    # the step that scored and the step that made it possible: recommended, never blamed; and what the fatal step
+    # did, in the game's words ("You roast the pork chop with the oven."): right where a task says roast
+    assert sorted(prefers) == ["cook <X> in oven", "open fridge", "take <X>"]
+    assert prefers["cook <X> in oven"] == ["roast <X>"]
     # no rewrite or stall lessons from a run whose actions were enumerated
     assert all(l.applies_when is not None for l in memory.list_lessons())
     memory.close()
@@ -405,3 +408,34 @@ def test_bench_env_context_tokens_reach_the_langmem_plus_design() -> None:
         assert default.memory.config.max_context_tokens == DEFAULT_CONFIG.max_context_tokens  # type: ignore[attr-defined]
     finally:
         default.close()
+
+
+def test_what_a_fatal_command_did_teaches_where_it_is_right(cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "effect"))
+    lost = _play(cooking, ROAST_TRAIN, ["read cookbook", "take yellow potato", "cook yellow potato in stove"], "e1")
+    assert lost.steps[-1].feedback.constraint_failure and "fry" in lost.steps[-1].observation.lower()
+    memory.general_update(lost)  # the stove was never right anywhere; the game said it fried the potato
+    rules = {(l.wrong, l.correct): l.applies_when for l in memory.list_lessons() if l.applies_when is not None}
+    assert rules[("cook <X> in stove", None)] == ["chop <X>", "roast <X>"]
+    assert rules[(None, "cook <X> in stove")] == ["fry <X>"]
+
+    task = _task(cooking, FRY_TRAIN)  # fry the pork chop: never cooked, never seen
+    hints = [Hint.model_validate(h) for h in memory.general_retrieve(Trajectory(task=task, run_id="e2"))["hints"]]
+    decision = _cook_choice(cooking, FRY_TRAIN, "pork chop", hints)
+    assert decision.action == "cook pork chop in stove"
+    _, fb = cooking.step(decision.action)
+    assert fb.reward > 0 and not fb.constraint_failure
+    memory.close()
+
+
+def test_an_effect_is_a_verb_the_game_says_of_a_phrase_of_the_action_that_no_command_names() -> None:
+    commands = {"cook", "take", "open", "examine"}
+    assert effect_of("cook green apple in stove", "You fry the green apple with the stove.", commands) == \
+        ("cook <X> in stove", "fry <X>")
+    assert effect_of("take green apple", "You take the green apple.", commands) is None  # an echo of the command
+    assert effect_of("open fridge", "You open the fridge. It contains a green apple.", commands) is None
+    assert effect_of("examine green apple", "It is a green apple.", commands) is None  # `is`: says nothing was done
+    assert effect_of("cook green apple in stove", "The green apple is here.", commands) is None
+    # a word of the action is part of its phrase, not what was done to it ("green" before "apple")
+    assert effect_of("slice green apple", "You dice the green apple.", commands) == ("slice <X>", "dice <X>")
+    assert effect_of("cook green apple in fry", "Fry green apple", commands) is None

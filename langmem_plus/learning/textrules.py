@@ -33,6 +33,12 @@ lessons over actions, in the terms of the task's own text, with no game knowledg
   where the action is right before anything taught that exception. Once one such command is
   widened, its siblings that memory knows right under a condition of their own are widened
   too (``textdirect.widened_kin``: ``cook <X> in stove`` beside ``cook <X> in oven``).
+- **Effects**: what a command did, as the game says it (``learning.texteffects``): a step that taught
+  no recommendation itself, fatal or not, on the recipe's thing or another, whose observation says a
+  verb no command names of a phrase of its action (``You fry the green apple with the stove.``),
+  recommends the action's pattern where the task says that line (``cook <X> in stove`` when
+  ``fry <X>``). A game lost to the stove where the recipe roasted still teaches where the stove is
+  right.
 
 Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
 avoidance's condition), so the same rule learned again updates one record. A run whose
@@ -84,6 +90,7 @@ from langmem_plus.learning.textentities import (
     unasked_head,
     unnamed_entity,
 )
+from langmem_plus.learning.texteffects import effect_of
 from langmem_plus.learning.textmatch import UNNAMED, directing_lines, is_negative, negated_line
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
@@ -387,6 +394,7 @@ def learn_text_rules(
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
         if avoid and conds and not general and known is not None and known.applies_when:  # the exception is known
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
+    _learn_effects(out, has, ordered, task, lines, commands, rid, namespace, run_id, now)
     _revise_stored(out, stored, directives, commands, rid, now)
     about_things = condition_verbs([*stored, *out.values()])
     for lid, pattern, source in extend_to_kin(has, directives, about_things, rid):
@@ -396,6 +404,32 @@ def learn_text_rules(
     for lid, pattern, source in widened_kin(live_text_rules([*stored, *out.values()]), has, rid):
         out[lid] = _derived(source, lid, True, pattern, [], now)
     return out
+
+
+def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], ordered: Sequence[Step], task: TaskSpec,
+                   lines: Sequence[str], commands: Collection[str], rid: Callable[..., str], namespace: Namespace,
+                   run_id: str, now: float) -> None:
+    """Recommendations from what actions did (``learning.texteffects``): a step that taught no recommendation itself,
+    whose observation says a verb of a phrase of its action (``You fry the green apple``), recommends the action's
+    pattern where the task says that line, unless the step was fatal where the task said that very line."""
+    taught = {id(step) for step, avoid in teaching_steps(ordered) if not avoid}
+    for step in ordered:
+        if id(step) in taught or (step.feedback.failed and not step.feedback.constraint_failure):
+            continue
+        effect = effect_of(step.action, step.observation, commands)
+        if effect is None:
+            continue
+        pattern, said = effect
+        if step.feedback.constraint_failure:
+            phrase = abstract_action(step.action, lines, "")[1].get("X")
+            if phrase is not None and said.replace("<X>", phrase) in lines:
+                continue  # it did what the task said and still lost: the effect is not what was wrong or right
+        lid = rid("prefer", pattern)
+        old = out.get(lid) or has(lid)
+        conds = [said] if old is None or old.applies_when is None else sorted(set(old.applies_when) & {said})
+        if old is not None and not conds:
+            continue  # memory knows the command right in other situations: an effect does not narrow or widen it
+        out[lid] = _text_lesson(lid, old, namespace, run_id, task, step, False, pattern, conds, now)
 
 
 def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
