@@ -485,8 +485,9 @@ class RunRecord(_Record):
     """Verbs the environment offered as valid actions in the run (``textrules.offered_verbs``; text games): the
     tool's commands, which later runs' text rules read their situations with."""
     directed: list[str] = Field(default_factory=list)
-    """Commands the run's task text directed (``textrules.directed_verbs``: offered verbs that open one of its
-    lines, ``chop the red apple``): later runs know them as directive verbs."""
+    """Verbs that open lines of the run's task text (``textrules.directed_verbs``: ``chop the red apple``); those that
+    are the tool's commands (``commands`` of any of its runs) are what it directed, and later runs know them as
+    directive verbs."""
     ts: float = Field(default_factory=time.time)
 
 

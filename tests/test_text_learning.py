@@ -439,3 +439,14 @@ def test_an_effect_is_a_verb_the_game_says_of_a_phrase_of_the_action_that_no_com
     # a word of the action is part of its phrase, not what was done to it ("green" before "apple")
     assert effect_of("slice green apple", "You dice the green apple.", commands) == ("slice <X>", "dice <X>")
     assert effect_of("cook green apple in fry", "Fry green apple", commands) is None
+
+
+def test_a_recipe_read_where_its_command_was_not_offered_still_makes_that_command_a_directed_one(
+        cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "directed-unoffered"))
+    read_only = _play(cooking, SLICE_ROAST, ["read cookbook"], "r0")  # "slice the orange bell pepper"; no knife held
+    assert "slice" not in {a.split()[0] for s in read_only.steps for a in s.info["valid_actions"]}
+    memory.general_update(read_only)
+    memory.general_update(_play(cooking, ROAST_TRAIN, WRONG_CUT, "w1"))  # a recipe that chops: slicing loses
+    assert _live_avoidances(memory, "slice <X>") == [["!slice <X>"]]  # avoided wherever the task does not say it
+    memory.close()

@@ -296,8 +296,11 @@ def test_an_avoidance_of_a_command_never_seen_right_holds_beyond_the_situation_i
     # so does a command a task's text directs: a rule's condition line starts with it, or a run's text directed it
     assert all(h.text != "Avoid `eat red apple`" for h in
                StepDelivery([eat, rule("eat-line", wrong="look", when=["eat <X>"])], runs=[])(task([]), taken(offered, "look", FRY)))
-    directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", directed=["eat"])
+    directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", directed=["eat"], commands=["eat"])
     assert StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look", FRY)) == []
+    # a line's first word that no run was offered as a command is no command a text directed
+    worded = directed.model_copy(update={"commands": ["look"]})
+    assert {h.text for h in StepDelivery([eat], runs=[worded])(task([]), taken(offered, "look", FRY))} == {"Avoid `eat red apple`"}
     # and in its own situation it holds as before
     assert {h.text for h in StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look"))} == {"Avoid `eat red apple`"}
 

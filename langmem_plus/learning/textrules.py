@@ -297,16 +297,18 @@ def offered_verbs(steps: Sequence[Step], task: TaskSpec | None = None) -> set[st
 
 
 def directed_verbs(goal: str, steps: Sequence[Step], task: TaskSpec | None = None) -> set[str]:
-    """The commands a run's task text directed: verbs it offered (``offered_verbs``) that open a line of what the agent
-    read in things the goal names (``task_text_lines``: ``chop the red apple``).
+    """The verbs a run's task text opens lines with (``task_text_lines``: ``chop the red apple``), offered in the run or
+    not: the commands among them (the tool's, known from any run) are what it directed. A recipe read where no knife
+    was at hand still says that slicing is something recipes direct. ``task`` is accepted for symmetry with
+    ``offered_verbs`` and not read.
 
     Example:
-        >>> read = Step(index=0, action="read recipe", observation="chop the apple\\nroast the apple",
-        ...             info={"valid_actions": ["chop apple", "cook apple in oven"]})
+        >>> read = Step(index=0, action="read recipe", observation="chop the apple\nroast the apple",
+        ...             info={"valid_actions": ["cook apple in oven"]})
         >>> sorted(directed_verbs("Read the recipe.", [read]))
-        ['chop']
+        ['chop', 'roast']
     """
-    return {line.split()[0] for line in task_text_lines(goal, steps) if line.split()} & offered_verbs(steps, task)
+    return {line.split()[0] for line in task_text_lines(goal, steps) if line.split() and line.split()[0].isalpha()}
 
 
 def _command_verbs(ordered: Sequence[Step], task: TaskSpec, patterns: Sequence[str], lines: Sequence[str],
@@ -339,8 +341,8 @@ def learn_text_rules(
     ``offered_before`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
     that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
-    ``directed_before`` are the commands their task texts directed (``RunRecord.directed``): directive verbs
-    even in a run whose own text directs none of them.
+    ``directed_before`` are the verbs their task texts opened lines with (``RunRecord.directed``): the commands among
+    them (offered in this run or known) are directive verbs even in a run whose own text directs none of them.
     Returns an empty dict for a run whose environment does not enumerate actions.
     """
     if not applies_to_text_envs(steps):

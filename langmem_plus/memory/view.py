@@ -221,7 +221,8 @@ class MemoryView:
         return frozenset(self.commands.get(tool or "", ()))
 
     def tool_directed(self, tool: str | None) -> frozenset[str]:
-        """The commands ``tool``'s stored runs' task texts directed."""
+        """The verbs ``tool``'s stored runs' task texts open lines with (``RunRecord.directed``); the commands among
+        them, this run's or earlier ones', are what the texts directed (``learn_text_rules`` intersects them)."""
         return frozenset(self.directed.get(tool or "", ()))
 
     # ------------------------------------------------------------------ the lesson index

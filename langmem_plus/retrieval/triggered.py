@@ -549,7 +549,8 @@ class StepDelivery:
         self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
         live = live_text_rules(self.rules)
         recommended = {head_verb(p) for l in live if not l.wrong for p in [rule_pattern(l)] if p is not None and p.slots}
-        self._right_somewhere = frozenset(recommended | condition_verbs(live) | set().union(*(r.directed for r in self.runs)))
+        directed = set().union(*(r.directed for r in self.runs)) & set().union(*(r.commands for r in self.runs))
+        self._right_somewhere = frozenset(recommended | condition_verbs(live) | directed)
         self._eliminable = _eliminable(self._ranked, live)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], live)  # type: ignore[misc]
         self._known = [p for p in map(rule_pattern, live) if p is not None]
