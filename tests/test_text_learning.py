@@ -27,6 +27,7 @@ from langmem_plus.learning.textrules import (
     live_text_rules,
     offered_verbs,
 )
+from langmem_plus.learning.textdirect import instrument_kin
 from langmem_plus.learning.texteffects import effect_of
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, Hint, Lesson, Step, TaskSpec
@@ -450,3 +451,32 @@ def test_a_recipe_read_where_its_command_was_not_offered_still_makes_that_comman
     memory.general_update(_play(cooking, ROAST_TRAIN, WRONG_CUT, "w1"))  # a recipe that chops: slicing loses
     assert _live_avoidances(memory, "slice <X>") == [["!slice <X>"]]  # avoided wherever the task does not say it
     memory.close()
+
+
+def test_commands_a_tool_first_offers_with_a_directed_one_are_its_kin_before_any_recipe_names_them(
+        cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "instrument"))
+    # the pepper first, then the knife: taking it offers slice, chop and dice on the pepper at once
+    actions = ["read cookbook", "open fridge", "take orange bell pepper", "open cutlery drawer", "take knife",
+               "slice orange bell pepper"]
+    sliced = _play(cooking, SLICE_ROAST, actions, "k1")
+    assert sliced.steps[-1].feedback.reward > 0
+    memory.general_update(sliced)  # no recipe ever said dice or chop
+    assert _live_avoidances(memory, "dice <X>") == [["!dice <X>"]]
+    assert _live_avoidances(memory, "chop <X>") == [["!chop <X>"]]
+    assert _live_avoidances(memory, "eat <X>") == []  # offered on the pepper since it was taken: no kin of slicing
+    memory.close()
+    knife_first = LearningMemory.open(tmp_path / "k", namespace=("t", "instrument"))
+    knife_first.general_update(_play(cooking, SLICE_ROAST, [*WITH_KNIFE, "slice orange bell pepper"], "k2"))
+    assert _live_avoidances(knife_first, "dice <X>") == []  # taking the pepper offered eat and drop with them too
+    knife_first.close()
+
+
+def test_instrument_kin_are_commands_offered_first_with_a_directive_on_the_same_things() -> None:
+    took = Step(index=0, action="take knife", info={"valid_actions": [
+        "slice apple", "dice apple", "chop pear", "eat apple", "drop knife", "eat knife", "look"]})
+    assert instrument_kin([took], ["eat apple", "look"], {"slice"}) == {"dice"}  # chop: another thing; eat: offered before
+    assert instrument_kin([took], ["eat apple", "look"], set()) == set()  # no directive among them
+    held = Step(index=0, action="take apple", info={"valid_actions": ["slice apple", "dice apple", "eat apple"]})
+    assert instrument_kin([held], ["look"], {"slice"}) == set()  # all on the step's own object: holding it offered them
+    assert instrument_kin([took], [], {"slice"}) == set()  # what was offered before the first step is unknown

@@ -31,6 +31,10 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   widened to every situation, ``learn_text_rules``), the others of the same verb and slots are
   avoided outside theirs too, each still right where its own recommendation fires. So one game
   lost to roasting in the stove warns against frying in the oven, instead of a game per pair.
+- **Instrument kin** (``instrument_kin``): commands one step first offered together with a directive
+  verb, on the same things (taking a knife offers ``slice``, ``chop`` and ``dice`` on every
+  ingredient held), are directive verbs too before any task text names them: ``dice`` is avoided
+  where the recipe does not say it once ``slice`` is known, without a game lost to dicing.
 
 Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
 
@@ -46,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, is_negative, negated_line, says_line
-from langmem_plus.records import Lesson
+from langmem_plus.records import Lesson, Step
 
 
 def pattern_verb(lesson: Lesson) -> str:
@@ -149,6 +153,36 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
+def instrument_kin(steps: Sequence[Step], first_valid: Sequence[str], directives: Collection[str]) -> set[str]:
+    """Commands a step first offered together with a directive verb, on the same things, other than the step's own
+    object (taking a knife offers ``slice <X>``, ``chop <X>`` and ``dice <X>`` on every ingredient held): kin of that
+    directive, directive verbs too, though no task text has named them yet.
+
+    Example:
+        >>> took = Step(index=0, action="take knife", info={"valid_actions": [
+        ...     "slice apple", "dice apple", "eat apple", "drop knife", "eat knife", "look"]})
+        >>> sorted(instrument_kin([took], ["eat apple", "look"], {"slice"}))
+        ['dice']
+    """
+    out: set[str] = set()
+    before: set[str] | None = set(first_valid) or None  # unknown before the first step: nothing is new there
+    for step in steps:
+        after = {str(a) for a in step.info.get("valid_actions") or []}
+        if before is None:
+            before = after or None
+            continue
+        own = " ".join(step.action.lower().split()[1:])
+        things: dict[str, set[str]] = {}
+        for action in after - before:
+            words = action.lower().split()
+            if len(words) >= 2 and " ".join(words[1:]) != own:
+                things.setdefault(words[0], set()).add(" ".join(words[1:]))
+        for verb in set(directives) & things.keys():
+            out |= {w for w, objects in things.items() if w != verb and objects == things[verb]}
+        before = after or before
+    return out - set(directives)
+
+
 def directed_rule(has: Callable[[str], Lesson | None], rid: Callable[..., str], verb: str) -> Lesson | None:
     """Memory's recommendation of ``<verb> <X>`` where the task says ``<verb> <X>`` (``is_directed``), if it has one."""
     known = has(rid("prefer", f"{verb} <X>"))
@@ -203,5 +237,5 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
     return out
 
 
-__all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "is_directed",
+__all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "instrument_kin", "is_directed",
            "known_verbs", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]

@@ -76,6 +76,7 @@ from langmem_plus.learning.textdirect import (
     directed_kin,
     directed_rule,
     extend_to_kin,
+    instrument_kin,
     known_verbs,
     revise,
     undirected,
@@ -365,6 +366,8 @@ def learn_text_rules(
     commands = verbs | memory_verbs  # every command known, this run's or memory's
     directives = {v for v in commands if directed_rule(has, rid, v) is not None} | ({l.split()[0] for l in lines if l.split()} | condition_verbs(stored)
                                                          | set(directed_before)) & commands
+    instrumental = instrument_kin(ordered, [str(a) for a in task.context.get("valid_actions") or []], directives) & commands
+    directives |= instrumental
     for step, avoid, pattern, bindings in teach:
         conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
@@ -398,7 +401,7 @@ def learn_text_rules(
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
     _learn_effects(out, has, ordered, task, lines, commands, rid, namespace, run_id, now)
     _revise_stored(out, stored, directives, commands, rid, now)
-    about_things = condition_verbs([*stored, *out.values()])
+    about_things = condition_verbs([*stored, *out.values()]) | instrumental
     for lid, pattern, source in extend_to_kin(has, directives, about_things, rid):
         out[lid] = _derived(source, lid, True, pattern, [f"{UNNAMED}{pattern}"], now)
     for lid, pattern, source in directed_kin(has, directives, about_things, rid):
