@@ -96,6 +96,12 @@ class MemoryConfig(BaseModel):
     same hit@3 (0.985, ``bench retrieval``) and the same protocol, demo and stress results."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
+    pagerank_rtol: float = Field(1.0e-4, gt=0.0, lt=1.0)
+    """Where the graph step's PageRank solve stops (``store.ppr.sparse_ppr``'s ``rtol``): conjugate
+    gradients until the residual is below this share of the right-hand side's, and no power-iteration
+    check after. Only the top lessons' order is used; at 10k lessons 1e-4 takes 12 products where
+    1e-10 (the exact solve, then checked) took 25, with the same top 20 for all 400 bench queries
+    (the order of two near-equal scores differed in 5; scores within 3e-5). docs/PERFORMANCE.md, issue 15."""
     rewrite_miss_factor: float = Field(0.5, ge=0.0, le=1.0)
     """Share of the fingerprint-match credit kept by a rewrite lesson whose WRONG pattern is
     absent from the failing action: one fingerprint (``unknown command <str>``) can have many

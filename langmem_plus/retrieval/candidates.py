@@ -53,7 +53,8 @@ class CandidateSources:
         cfg = self.config
         started = time.perf_counter()
         top = self.graph.personalized_pagerank(
-            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=cfg.candidates_k
+            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=cfg.candidates_k,
+            rtol=cfg.pagerank_rtol,
         )
         return GraphTop(top, (time.perf_counter() - started) * 1000.0)
 
