@@ -340,6 +340,36 @@ def test_guards_equal_reference(seed: int, n: int, bucket_cap: int, run_cap: int
     assert sorted(dropped) == sorted(ref_dropped)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(0, 14), st.integers(1, 3), st.booleans())
+def test_guard_positions_and_reasons_equal_the_reference_loop(seed: int, n: int, cap: int, custom: bool) -> None:
+    """The fast guards (one pass for the default bucket and run, conflict clusters only when a candidate has a
+    link) keep the same positions with the same reasons as ``_guard_positions_reference``."""
+    from langmem_plus.retrieval import select as select_mod
+
+    cfg = MemoryConfig(tag_bucket_cap=cap, per_run_cap=cap)
+    items = _items(seed, n)
+    rng = random.Random(seed)
+    items = [  # untagged lessons have no bucket; some candidates carry no conflict link at all
+        it.model_copy(update={"item": it.item.model_copy(update={"tags": [] if rng.random() < 0.2 else it.item.tags,
+                                                                    "conflicts_with": [] if seed % 2 else it.item.conflicts_with})})
+        for it in items
+    ]
+    run_of = (lambda it: it.item_id[-1:]) if custom else select_mod.default_run_of
+    bucket_of = (lambda it: None) if custom else select_mod.default_bucket_of
+    fast = select_mod._guard_positions(items, cfg, run_of, bucket_of)
+    assert fast == select_mod._guard_positions_reference(items, cfg, run_of, bucket_of)
+
+
+def test_with_reason_equals_model_copy() -> None:
+    from langmem_plus.retrieval.select import _with_reason
+
+    for item in _items(3, 6) + [ScoredItem.model_construct(kind="lesson", item=_items(4, 1)[0].item, score=0.1)]:
+        fast, ref = _with_reason(item, "why"), item.model_copy(update={"reasons": [*item.reasons, "why"]})
+        assert fast == ref and list(fast.__dict__) == list(ref.__dict__)
+        assert fast.__pydantic_fields_set__ == ref.__pydantic_fields_set__ and fast.reasons is not item.reasons
+
+
 @given(st.floats(allow_nan=True, allow_infinity=False, width=32))
 def test_budget_equals_reference(d: float) -> None:
     d = float(d)
