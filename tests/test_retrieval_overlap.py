@@ -189,6 +189,31 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
         mem.close()
 
 
+def test_content_rows_are_kept_by_text_and_equal_embedding_each_lesson(tmp_path: Path) -> None:
+    """MMR's content rows: one cached row per content text (``rule_core``), shared by lessons with one WRONG
+    pattern, equal to embedding each lesson's text alone; a rewritten lesson gets its new text's row."""
+    from langmem_plus.embeddings import HashingEmbeddings
+    from langmem_plus.retrieval.vectors import rule_core
+
+    mem = LearningMemory.open(tmp_path / "s", namespace=NS)
+    try:
+        lessons = [
+            Lesson(id=f"l{i}", namespace=NS, rule_text=f"WRONG: w{i % 3} -> CORRECT: C{i}", wrong=f"w{i % 3}", correct=f"C{i}")
+            for i in range(6)
+        ] + [Lesson(id="plain", namespace=NS, rule_text="Quote the path (seen twice)")]
+        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
+        emb = HashingEmbeddings(dim=mem.config.embedding_dim)
+        rows = cache.content(lessons)
+        assert np.array_equal(rows, np.vstack([emb.embed_array([rule_core(l)])[0] for l in lessons]))
+        assert sorted(cache._content) == ["Quote the path", "w0", "w1", "w2"]
+        rewritten = lessons[0].model_copy(update={"wrong": "w9", "rule_text": "WRONG: w9 -> CORRECT: C0"})
+        cache.drop(rewritten.id)
+        assert np.array_equal(cache.content([rewritten])[0], emb.embed_array(["w9"])[0])
+        assert np.array_equal(cache.content(lessons[:1])[0], rows[0])  # the old text's row is still right for it
+    finally:
+        mem.close()
+
+
 def test_vector_cache_keeps_the_snapshot_rows_it_reads(tmp_path: Path) -> None:
     mem = LearningMemory.open(tmp_path / "s", namespace=NS)
     try:
