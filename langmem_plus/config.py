@@ -48,7 +48,7 @@ class MemoryConfig(BaseModel):
     """Candidates fetched before re-ranking, K (DESIGN §5.2)."""
     error_graph_k: int = Field(10, ge=0)
     """On error, how many of the graph step's best lessons (personalized PageRank) join the candidates;
-    before a run the graph gives ``candidates_k``. Every candidate costs ~25 us of scoring, guards and MMR;
+    before a run the graph gives ``candidates_k``. Every candidate costs ~35-50 us of scoring, guards and MMR;
     with 10 instead of 20 an on-error retrieval took 0.3 ms less at 10k lessons and 0.5 ms less at 100k, with
     the same hit@3 (0.995 / 1.000, ``bench retrieval``). What it leaves out are the graph's ranks 11-20 that
     no other source found: at 10k, 150 of the 1,187 lessons chosen for the bench's 400 queries, none of them

@@ -32,8 +32,8 @@ class VectorCache:
     failure share its text, yet ``filter -> KEEP`` and ``select -> PICK`` are not
     redundant. Local hashing keeps this free of API calls whatever the embedder.
 
-    Both are kept for the ``capacity`` most recently used lessons (least recently used
-    evicted first): agents meet the same lessons again, and a bound keeps a 100k-lesson
+    Both are kept for the ``capacity`` most recently used lessons (content rows by their
+    text, which lessons with one WRONG pattern share; least recently used evicted first): agents meet the same lessons again, and a bound keeps a 100k-lesson
     store (or wide remote embeddings) from holding every vector in memory.
     """
 
