@@ -46,6 +46,13 @@ class MemoryConfig(BaseModel):
     # ---- retrieval (DESIGN §5) ----------------------------------------------
     candidates_k: int = Field(20, ge=1)
     """Candidates fetched before re-ranking, K (DESIGN §5.2)."""
+    error_graph_k: int = Field(10, ge=0)
+    """On error, how many of the graph step's best lessons (personalized PageRank) join the candidates;
+    before a run the graph gives ``candidates_k``. Every candidate costs ~35-50 us of scoring, guards and MMR;
+    with 10 instead of 20 an on-error retrieval took 0.3 ms less at 10k lessons and 0.5 ms less at 100k, with
+    the same hit@3 (0.995 / 1.000, ``bench retrieval``). What it leaves out are the graph's ranks 11-20 that
+    no other source found: at 10k, 150 of the 1,187 lessons chosen for the bench's 400 queries, none of them
+    the labelled fix (docs/PERFORMANCE.md, issue 15). 0: no graph candidates on error."""
     budget_easy: int = Field(3, ge=0)
     """K' when difficulty <= difficulty_easy_max (DESIGN §5.6)."""
     budget_medium: int = Field(5, ge=0)
@@ -96,6 +103,12 @@ class MemoryConfig(BaseModel):
     same hit@3 (0.985, ``bench retrieval``) and the same protocol, demo and stress results."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
+    pagerank_rtol: float = Field(1.0e-4, gt=0.0, lt=1.0)
+    """Where the graph step's PageRank solve stops (``store.ppr.sparse_ppr``'s ``rtol``): conjugate
+    gradients until the residual is below this share of the right-hand side's, and no power-iteration
+    check after. Only the top lessons' order is used; at 10k lessons 1e-4 takes 12 products where
+    1e-10 (the exact solve, then checked) took 25, with the same top 20 for all 400 bench queries
+    (the order of two near-equal scores differed in 5; scores within 3e-5). docs/PERFORMANCE.md, issue 15."""
     rewrite_miss_factor: float = Field(0.5, ge=0.0, le=1.0)
     """Share of the fingerprint-match credit kept by a rewrite lesson whose WRONG pattern is
     absent from the failing action: one fingerprint (``unknown command <str>``) can have many

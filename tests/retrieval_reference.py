@@ -165,7 +165,7 @@ def on_error_reference(
     exact = engine.graph.lessons_for_fingerprint(event.fingerprint_id)
     action = engine.sources.action(event.action, event.tool) if event.action else []
     vec = engine.sources.vector(qvec, engine.config.candidates_k)
-    graph = engine.sources.graph_top(engine.sources.error_seeds(event))
+    graph = engine.sources.graph_top(engine.sources.error_seeds(event), engine.config.error_graph_k)
     sources = engine.sources.error_sources(event, exact, action, vec, graph.scores)
     items = score_reference(
         engine, sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []

@@ -156,6 +156,51 @@ def test_sparse_ppr_solves_the_power_iteration_fixed_point(n: int, seed: int, al
     assert np.abs(again - solved).sum() < n * 1e-6
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 10_000), st.floats(0.1, 0.95), st.integers(0, 3), st.sampled_from([1e-2, 1e-4, 1e-6]))
+def test_sparse_ppr_with_rtol_is_within_the_conjugate_gradients_bound(n: int, seed: int, alpha: float, isolated: int, rtol: float) -> None:
+    """With ``rtol`` (``MemoryConfig.pagerank_rtol``) the solve stops early and is not checked: each score is
+    within ``c sqrt(max degree) rtol |p D^-1/2| / (1 - alpha)`` of the exact answer (the scaled system's
+    eigenvalues are at least ``1 - alpha``; ``c`` the normalisation, exact since dangling rows are ``p``)."""
+    rng = np.random.default_rng(seed)
+    w = rng.random((n, n)) * (rng.random((n, n)) < 0.3) * rng.choice([1.0, 5.0], size=(n, n))
+    w = w + w.T
+    np.fill_diagonal(w, 0.0)
+    w[: min(isolated, n), :] = 0.0
+    w[:, : min(isolated, n)] = 0.0
+    p = rng.random(n) * (rng.random(n) < 0.5)
+    p[0] += 0.5
+    p = p / p.sum()
+    rows, cols = np.nonzero(w)
+    exact = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha)
+    loose = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha, rtol=rtol)
+    degree = w.sum(axis=1)
+    linked = degree > 0
+    c = (1 - alpha) / (1 - alpha * float(p[~linked].sum()))
+    b = np.linalg.norm(p[linked] / np.sqrt(degree[linked])) if linked.any() else 0.0
+    bound = c * math.sqrt(float(degree.max())) * rtol * b / (1 - alpha)
+    assert np.abs(loose - exact).max() <= bound + 1e-12
+    assert loose[~linked] == pytest.approx(exact[~linked], abs=1e-12)  # dangling rows: (1 - alpha) p / ..., exact
+
+
+def test_graph_step_rtol_keeps_the_ranking_on_small_graphs() -> None:
+    """The default ``pagerank_rtol`` on the test graphs: the scores move by less than 1e-5 and the top lessons are
+    the exact solve's, in order, wherever the exact scores differ by more than that."""
+    rtol = DEFAULT_CONFIG.pagerank_rtol
+    for seed in range(4):
+        g = LessonGraph.from_records(_lessons(300, seed), links=_links(300, seed, 80))
+        seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("a"): 0.25}
+        for max_nodes in (33, 200, 10_000):
+            exact = g.personalized_pagerank(seeds, max_nodes=max_nodes)
+            loose = g.personalized_pagerank(seeds, max_nodes=max_nodes, rtol=rtol)
+            assert set(loose) == set(exact)
+            assert max(abs(loose[i] - exact[i]) for i in exact) < 1e-5
+            top = list(g.personalized_pagerank(seeds, max_nodes=max_nodes, top=20, rtol=rtol))
+            want = sorted(exact, key=lambda i: -exact[i])[:20]
+            for got, best in zip(top, want):
+                assert got == best or abs(exact[got] - exact[best]) < 2e-5
+
+
 def test_sparse_ppr_falls_back_to_the_iteration_when_weights_are_not_symmetric_or_negative() -> None:
     rng = np.random.default_rng(3)
     n = 12
@@ -198,6 +243,10 @@ def test_sparse_ppr_needs_few_sparse_products(monkeypatch: pytest.MonkeyPatch) -
     slow = sparse_power_iteration(n, rows, cols, w, p, 0.85)
     assert fast == pytest.approx(slow, abs=1e-4)
     assert fast_calls * 3 < calls
+    calls = 0
+    loose = sparse_ppr(n, rows, cols, w, p, 0.85, rtol=DEFAULT_CONFIG.pagerank_rtol)
+    assert loose == pytest.approx(fast, abs=1e-4)
+    assert calls < fast_calls  # the graph step's stop: fewer products, no check
 
 
 def _neighbourhood_reference(g: LessonGraph, seeds: dict[str, float], hops: int, max_nodes: int) -> list[str]:
@@ -289,6 +338,36 @@ def test_guards_equal_reference(seed: int, n: int, bucket_cap: int, run_cap: int
     ref_kept, ref_dropped = apply_guards_reference(items, cfg)
     assert [k.item_id for k in kept] == ref_kept
     assert sorted(dropped) == sorted(ref_dropped)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(0, 14), st.integers(1, 3), st.booleans())
+def test_guard_positions_and_reasons_equal_the_reference_loop(seed: int, n: int, cap: int, custom: bool) -> None:
+    """The fast guards (one pass for the default bucket and run, conflict clusters only when a candidate has a
+    link) keep the same positions with the same reasons as ``_guard_positions_reference``."""
+    from langmem_plus.retrieval import select as select_mod
+
+    cfg = MemoryConfig(tag_bucket_cap=cap, per_run_cap=cap)
+    items = _items(seed, n)
+    rng = random.Random(seed)
+    items = [  # untagged lessons have no bucket; some candidates carry no conflict link at all
+        it.model_copy(update={"item": it.item.model_copy(update={"tags": [] if rng.random() < 0.2 else it.item.tags,
+                                                                    "conflicts_with": [] if seed % 2 else it.item.conflicts_with})})
+        for it in items
+    ]
+    run_of = (lambda it: it.item_id[-1:]) if custom else select_mod.default_run_of
+    bucket_of = (lambda it: None) if custom else select_mod.default_bucket_of
+    fast = select_mod._guard_positions(items, cfg, run_of, bucket_of)
+    assert fast == select_mod._guard_positions_reference(items, cfg, run_of, bucket_of)
+
+
+def test_with_reason_equals_model_copy() -> None:
+    from langmem_plus.retrieval.select import _with_reason
+
+    for item in _items(3, 6) + [ScoredItem.model_construct(kind="lesson", item=_items(4, 1)[0].item, score=0.1)]:
+        fast, ref = _with_reason(item, "why"), item.model_copy(update={"reasons": [*item.reasons, "why"]})
+        assert fast == ref and list(fast.__dict__) == list(ref.__dict__)
+        assert fast.__pydantic_fields_set__ == ref.__pydantic_fields_set__ and fast.reasons is not item.reasons
 
 
 @given(st.floats(allow_nan=True, allow_infinity=False, width=32))

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from langmem_plus.bench.synthetic import build_memory
 from langmem_plus.memory import LearningMemory
-from langmem_plus.records import Lesson, WorkingContext
+from langmem_plus.config import MemoryConfig
+from langmem_plus.records import Lesson, TaskSpec, WorkingContext
 import langmem_plus.retrieval.select as select_mod
 from langmem_plus.retrieval.engine import Retrieval
 from langmem_plus.retrieval.vectors import VectorCache
@@ -57,6 +59,37 @@ def test_fast_on_error_equals_the_sequential_reference(synthetic: tuple[Path, li
             assert [list(c.components) for c in fast.candidates] == [list(c.components) for c in ref.candidates]
             compared += bool(fast.chosen)
         assert compared > len(queries) // 2  # the comparison was about real results
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize("k", [0, 3, 20])
+def test_error_graph_k_bounds_the_graph_candidates_on_error_only(synthetic: tuple[Path, list], k: int) -> None:  # type: ignore[type-arg]
+    """``error_graph_k``: on error the graph source adds its best ``k`` lessons (the PageRank's top, in order);
+    before a run it still adds ``candidates_k``."""
+    root, queries = synthetic
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(error_graph_k=k))
+    seen: list[tuple[int | None, int]] = []
+    graph_top = mem.engine.sources.graph_top
+
+    def spy(seeds: dict[str, float], top: int | None = None) -> Any:
+        found = graph_top(seeds, top)
+        seen.append((top, len(found.scores)))
+        return found
+
+    try:
+        mem.engine.sources.graph_top = spy  # type: ignore[method-assign]
+        most = 0
+        for q in queries[:20]:
+            mem.retrieve_on_error(q.event, now=NOW)
+            graph = [c for c in mem.last_retrieval.candidates if "source:graph" in c.reasons]
+            assert len(graph) <= k
+            most = max(most, seen[-1][1])
+        assert {top for top, _ in seen} == {k} and (most == k or k == 20)  # the top k are used, when there are k
+        if k == 20:
+            assert most > 10  # the bound was not what limited them
+        mem.retrieve_pre_run(TaskSpec(task_id="t", goal="g", tool=queries[0].event.tool), now=NOW)
+        assert seen[-1][0] is None  # pre-run: candidates_k
     finally:
         mem.close()
 
@@ -152,6 +185,31 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
         small.relevance([lessons[3]])
         small.relevance([lessons[0]])
         assert list(small._relevance) == ["l5", "l3", "l0"]
+    finally:
+        mem.close()
+
+
+def test_content_rows_are_kept_by_text_and_equal_embedding_each_lesson(tmp_path: Path) -> None:
+    """MMR's content rows: one cached row per content text (``rule_core``), shared by lessons with one WRONG
+    pattern, equal to embedding each lesson's text alone; a rewritten lesson gets its new text's row."""
+    from langmem_plus.embeddings import HashingEmbeddings
+    from langmem_plus.retrieval.vectors import rule_core
+
+    mem = LearningMemory.open(tmp_path / "s", namespace=NS)
+    try:
+        lessons = [
+            Lesson(id=f"l{i}", namespace=NS, rule_text=f"WRONG: w{i % 3} -> CORRECT: C{i}", wrong=f"w{i % 3}", correct=f"C{i}")
+            for i in range(6)
+        ] + [Lesson(id="plain", namespace=NS, rule_text="Quote the path (seen twice)")]
+        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
+        emb = HashingEmbeddings(dim=mem.config.embedding_dim)
+        rows = cache.content(lessons)
+        assert np.array_equal(rows, np.vstack([emb.embed_array([rule_core(l)])[0] for l in lessons]))
+        assert sorted(cache._content) == ["Quote the path", "w0", "w1", "w2"]
+        rewritten = lessons[0].model_copy(update={"wrong": "w9", "rule_text": "WRONG: w9 -> CORRECT: C0"})
+        cache.drop(rewritten.id)
+        assert np.array_equal(cache.content([rewritten])[0], emb.embed_array(["w9"])[0])
+        assert np.array_equal(cache.content(lessons[:1])[0], rows[0])  # the old text's row is still right for it
     finally:
         mem.close()
 

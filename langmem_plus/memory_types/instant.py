@@ -457,7 +457,7 @@ class InstantMemory:
             if p < self.config.instant_eviction_threshold:
                 del self._items[item.id]
                 gone.append(item.id)
-            else:
+            elif p != item.priority:  # within one assembly nothing decays: the item stays as it is
                 self._items[item.id] = replace(item, priority=p)
         self.stats.evicted += len(gone)
         return gone

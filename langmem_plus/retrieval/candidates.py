@@ -45,15 +45,18 @@ class CandidateSources:
             return {}
         return {i: sim for i, sim in self.store.query_ids("lessons", qvec, n=n) if i in self.lessons}
 
-    def graph_top(self, seeds: Mapping[str, float]) -> GraphTop:
-        """The top lessons of a personalized PageRank from ``seeds`` on a bounded neighbourhood, and its time."""
-        seeds = {node: w for node, w in seeds.items() if node in self.graph}
-        if not seeds:
-            return GraphTop({}, 0.0)
+    def graph_top(self, seeds: Mapping[str, float], k: int | None = None) -> GraphTop:
+        """The top ``k`` lessons (default ``candidates_k``) of a personalized PageRank from ``seeds`` on a bounded
+        neighbourhood, and its time."""
         cfg = self.config
+        k = cfg.candidates_k if k is None else k
+        seeds = {node: w for node, w in seeds.items() if node in self.graph}
+        if not seeds or k <= 0:
+            return GraphTop({}, 0.0)
         started = time.perf_counter()
         top = self.graph.personalized_pagerank(
-            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=cfg.candidates_k
+            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=k,
+            rtol=cfg.pagerank_rtol,
         )
         return GraphTop(top, (time.perf_counter() - started) * 1000.0)
 

@@ -3,7 +3,7 @@
 On error: exact fingerprint matches (the in-memory index of the lesson graph, not a
 Chroma ``where``), rewrite lessons whose WRONG pattern the failing action repeats
 (an in-memory index too: the same mistake behind a reworded error), vector
-neighbours, then personalized PageRank neighbours on a bounded neighbourhood of the
+neighbours, then the best ``error_graph_k`` personalized PageRank neighbours on a bounded neighbourhood of the
 lesson graph; lessons scoped to another tool are left out. Pre-run: vector
 neighbours of the task intent in its tool/domain scope, exact matches for the
 fingerprints this task hit in earlier runs, and graph neighbours of its task, tool
@@ -273,7 +273,7 @@ class RetrievalEngine:
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
         action = src.action(event.action, event.tool, matcher) if event.action else []
-        graph = src.graph_top(src.error_seeds(event))
+        graph = src.graph_top(src.error_seeds(event), cfg.error_graph_k)
         vec = pending.result()
         sources = src.error_sources(event, exact, action, vec, graph.scores)
         items = self._score_fast(

@@ -199,14 +199,19 @@ def cosines(query: npt.ArrayLike, rows: npt.ArrayLike) -> list[float]:
     if matrix.shape[0] and matrix.shape[1] != va.shape[0]:
         raise ValueError(f"cosine needs vectors of one length, got {va.shape[0]} and {matrix.shape[1]}")
     query_ok = na != 0.0 and math.isfinite(na)
+    if not query_ok:
+        return [0.0] * matrix.shape[0]
+    # One float64 copy of the matrix: each row is then contiguous float64, as the reference's fresh copy, and
+    # its dot products are the same calls on the same values.
+    wide = np.ascontiguousarray(matrix, dtype=np.float64)
     out: list[float] = []
-    for row in matrix:
-        vb = np.asarray(row, dtype=np.float64)  # a fresh float64 copy, as the reference makes
-        nb = math.sqrt(float(vb.dot(vb)))
-        if not query_ok or nb == 0.0 or not math.isfinite(nb):
+    sqrt, isfinite = math.sqrt, math.isfinite
+    for vb in wide:
+        nb = sqrt(float(vb.dot(vb)))
+        if nb == 0.0 or not isfinite(nb):
             out.append(0.0)
             continue
-        out.append(min(1.0, max(-1.0, float(np.dot(va, vb)) / (na * nb))))
+        out.append(min(1.0, max(-1.0, float(va.dot(vb)) / (na * nb))))
     return out
 
 

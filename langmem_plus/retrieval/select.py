@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.records import Episode, Lesson, ScoredItem, WorkingContext
+from langmem_plus.records import RETRIEVABLE_STATUSES, Episode, Lesson, ScoredItem, WorkingContext
 from langmem_plus.retrieval.mmr import mmr_select, mmr_select_reference, similarity_matrix
 
 Selector = Callable[[Sequence[float], npt.ArrayLike, int, float], list[int]]
@@ -163,6 +163,7 @@ def _guard_positions(
     dropped: list[tuple[str, str]] = []
     seen: set[str] = set()
     live: list[int] = []
+    linked = False
     for i in order:
         item_id = ids[i]
         if item_id in seen:
@@ -170,22 +171,31 @@ def _guard_positions(
             continue
         seen.add(item_id)
         it = items[i].item
-        if isinstance(it, Lesson) and not it.retrievable:
-            dropped.append((item_id, f"status:{it.status}"))
-            continue
+        if isinstance(it, Lesson):
+            if it.status not in RETRIEVABLE_STATUSES:
+                dropped.append((item_id, f"status:{it.status}"))
+                continue
+            linked = linked or bool(it.conflicts_with)
         live.append(i)
-    winners = _conflict_winners(items, live)
+    winners = _conflict_winners(items, live) if linked else {}  # no link, no cluster of two
     bucket_cap, run_cap = config.tag_bucket_cap, config.per_run_cap
     per_bucket: dict[str, int] = {}
     per_run: dict[str, int] = {}
     kept: list[tuple[int, str]] = []
+    plain = bucket_of is default_bucket_of and run_of is default_run_of
     for i in live:
         item = items[i]
         won = winners.get(i)
         if won is not None and won != i:
             dropped.append((ids[i], f"conflict_loss:{ids[won]}"))
             continue
-        bucket, run = bucket_of(item), run_of(item)
+        it = item.item
+        if plain and isinstance(it, Lesson):  # ``default_bucket_of`` and ``default_run_of``, one isinstance
+            tags, runs = it.tags, it.provenance.run_ids
+            bucket = (f"{tags[0]}|{it.wrong}" if it.wrong else tags[0]) if tags else None
+            run = runs[0] if len(runs) == 1 else None
+        else:
+            bucket, run = bucket_of(item), run_of(item)
         if bucket is not None and per_bucket.get(bucket, 0) >= bucket_cap:
             dropped.append((ids[i], f"tag_bucket_cap:{bucket}"))
             continue
@@ -255,8 +265,29 @@ def _guard_positions_reference(
     return kept, dropped
 
 
+_PLAIN_COPY = (
+    not ScoredItem.__pydantic_post_init__
+    and not ScoredItem.__pydantic_root_model__
+    and ScoredItem.model_config.get("extra") != "allow"
+    and not ScoredItem.__private_attributes__
+)
+"""Whether ``_with_reason`` may copy the instance state itself; else it calls ``model_copy``."""
+
+
 def _with_reason(item: ScoredItem, reason: str) -> ScoredItem:
-    return item.model_copy(update={"reasons": [*item.reasons, reason]})
+    """``item.model_copy(update={"reasons": [*item.reasons, reason]})``: the same instance state (a shallow copy
+    of ``__dict__`` with the new list, ``reasons`` added to the fields set), written without ``model_copy``'s
+    generic path (a retrieval copies 3-7 items twice)."""
+    if not _PLAIN_COPY:
+        return item.model_copy(update={"reasons": [*item.reasons, reason]})
+    copy = ScoredItem.__new__(ScoredItem)
+    state = dict(item.__dict__)
+    state["reasons"] = [*item.reasons, reason]
+    object.__setattr__(copy, "__dict__", state)
+    object.__setattr__(copy, "__pydantic_fields_set__", item.__pydantic_fields_set__ | {"reasons"})
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
 
 
 def apply_guards(

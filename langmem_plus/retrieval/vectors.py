@@ -32,8 +32,8 @@ class VectorCache:
     failure share its text, yet ``filter -> KEEP`` and ``select -> PICK`` are not
     redundant. Local hashing keeps this free of API calls whatever the embedder.
 
-    Both are kept for the ``capacity`` most recently used lessons (least recently used
-    evicted first): agents meet the same lessons again, and a bound keeps a 100k-lesson
+    Both are kept for the ``capacity`` most recently used lessons (content rows by their
+    text, which lessons with one WRONG pattern share; least recently used evicted first): agents meet the same lessons again, and a bound keeps a 100k-lesson
     store (or wide remote embeddings) from holding every vector in memory.
     """
 
@@ -56,10 +56,9 @@ class VectorCache:
         """Every change to the two caches (fill, touch, evict, drop) happens under it."""
 
     def drop(self, lesson_id: str) -> None:
-        """Forget a lesson's vectors (it was rewritten or removed)."""
+        """Forget a lesson's relevance vector (it was rewritten or removed); content rows are kept by text."""
         with self._guard:
             self._relevance.pop(lesson_id, None)
-            self._content.pop(lesson_id, None)
 
     def _fill(self, cache: OrderedDict[str, np.ndarray], rows: Iterable[tuple[str, np.ndarray]]) -> None:
         with self._guard:
@@ -119,15 +118,23 @@ class VectorCache:
         return known, missing
 
     def content(self, lessons: Sequence[Lesson]) -> np.ndarray:
-        """Content rows for ``lessons`` in order (for MMR)."""
-        known = self._cached(self._content, lessons)
-        missing = [l for l in lessons if l.id not in known]
+        """Content rows for ``lessons`` in order (for MMR).
+
+        Kept by content text (``rule_core``), not by lesson: the row is the hashing embedding of that
+        text alone, so lessons with one WRONG pattern (the same mistake under other tools, or fixed
+        another way) share it, and a rewritten lesson finds its new text's row or embeds it.
+        """
+        texts = [rule_core(l) for l in lessons]
+        with self._guard:
+            known = {t: row for t in texts if (row := self._content.get(t)) is not None}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            rows = self._content_embedder.embed_array([rule_core(l) for l in missing])
-            known.update((l.id, rows[i]) for i, l in enumerate(missing))
-            self._fill(self._content, [(l.id, known[l.id]) for l in missing])
-        self._touch(self._content, (l.id for l in lessons))
-        return self._stack([known[l.id] for l in lessons])
+            rows = self._content_embedder.embed_array(missing)
+            fresh = [(t, rows[i]) for i, t in enumerate(missing)]
+            known.update(fresh)
+            self._fill(self._content, fresh)
+        self._touch(self._content, texts)
+        return self._stack([known[t] for t in texts])
 
     def _cached(self, cache: OrderedDict[str, np.ndarray], lessons: Iterable[Lesson]) -> dict[str, np.ndarray]:
         """The cached rows of ``lessons``, held locally so a concurrent eviction cannot lose them."""

@@ -624,6 +624,7 @@ class LessonGraph:
         alpha: float = DEFAULT_CONFIG.pagerank_alpha,
         exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
         top: int | None = None,
+        rtol: float | None = None,
     ) -> dict[str, float]:
         """Personalised PageRank of lessons around the seeds, on a bounded neighbourhood.
 
@@ -639,6 +640,8 @@ class LessonGraph:
             exclude_status: Lesson statuses left out of the walk and the result.
             top: Only the ``top`` best lessons, best first (ties in neighbourhood order), chosen
                 as arrays; None: every lesson of the neighbourhood, in neighbourhood order.
+            rtol: Where the solve stops (``sparse_ppr``'s ``rtol``, e.g. ``MemoryConfig.pagerank_rtol``);
+                None: the exact, checked solve.
 
         Returns:
             Lesson id -> score for the lessons in the neighbourhood; empty if no seed is in the graph.
@@ -646,13 +649,13 @@ class LessonGraph:
         excluded = tuple(exclude_status)
         walked = self._neighbourhood_ids(seeds, hops=hops, max_nodes=max_nodes, excluded=excluded)
         if walked is not None:
-            return self._pagerank_of_ids(seeds, walked, alpha=alpha, top=top)
+            return self._pagerank_of_ids(seeds, walked, alpha=alpha, top=top, rtol=rtol)
         nodes = self.neighbourhood(seeds, hops=hops, max_nodes=max_nodes, exclude_status=excluded)
         if not nodes:
             return {}
         index = {n: i for i, n in enumerate(nodes)}
         rows, cols, weights = self._edges_among(nodes, index)
-        scores = sparse_ppr(len(nodes), rows, cols, weights, personalization(seeds, index), alpha)
+        scores = sparse_ppr(len(nodes), rows, cols, weights, personalization(seeds, index), alpha, rtol=rtol)
         if top is None:
             return self._lesson_scores(nodes, scores)
         status = self._status
@@ -685,7 +688,13 @@ class LessonGraph:
         return self._masks[1], self._masks[2]
 
     def _pagerank_of_ids(
-        self, seeds: Mapping[str, float], walked: tuple[list[str], list[int], np.ndarray], *, alpha: float, top: int | None
+        self,
+        seeds: Mapping[str, float],
+        walked: tuple[list[str], list[int], np.ndarray],
+        *,
+        alpha: float,
+        top: int | None,
+        rtol: float | None = None,
     ) -> dict[str, float]:
         """``personalized_pagerank`` over a neighbourhood walked by node id; nodes are named only for the answer."""
         start, ids, is_lesson = walked
@@ -695,7 +704,7 @@ class LessonGraph:
         gids = np.asarray(ids, dtype=np.int64)
         rows, cols, weights = adj.edges_among_ids(gids)
         p = personalization(seeds, {node: i for i, node in enumerate(start)}, n=len(ids))  # the seeds come first
-        scores = sparse_ppr(len(ids), rows, cols, weights, p, alpha)
+        scores = sparse_ppr(len(ids), rows, cols, weights, p, alpha, rtol=rtol)
         if top is None:
             return self._lesson_scores([adj.name(g) for g in ids], scores)
         lessons = np.flatnonzero(is_lesson[gids])

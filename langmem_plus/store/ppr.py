@@ -91,6 +91,7 @@ def sparse_ppr(
     *,
     tol: float = PPR_TOL,
     max_iter: int = PPR_MAX_ITER,
+    rtol: float | None = None,
 ) -> np.ndarray:
     """The fixed point ``sparse_power_iteration`` approaches, solved by conjugate gradients.
 
@@ -107,6 +108,13 @@ def sparse_ppr(
     first step meets its stop rule; if the weights are not symmetric and non-negative
     (never the case for ``Adjacency``), that iteration simply carries on to the answer.
 
+    ``rtol`` (the graph step passes ``MemoryConfig.pagerank_rtol``) stops conjugate gradients
+    at that relative residual and returns their answer unchecked: the error of ``u`` in the
+    scaled system is then at most ``rtol / (1 - alpha)`` of the right-hand side's norm. None:
+    ``PPR_CG_RTOL`` and the check above (the exact answer the tests compare with references).
+    The weights must then be symmetric (``Adjacency``'s always are): a negative weight or a
+    breakdown still goes to the iteration, an asymmetric matrix is not detected.
+
     Example:
         >>> r, c, w = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0])
         >>> [round(float(x), 3) for x in sparse_ppr(2, r, c, w, np.array([1.0, 0.0]), 0.5)]
@@ -120,10 +128,12 @@ def sparse_ppr(
         inv_sqrt = np.zeros(n)
         np.divide(1.0, np.sqrt(degree, where=~dangling, out=np.zeros(n)), where=~dangling, out=inv_sqrt)
         scaled = alpha * weights * inv_sqrt[rows] * inv_sqrt[cols]
-        z = _conjugate_gradients(n, rows, cols, scaled, p * inv_sqrt)
+        z = _conjugate_gradients(n, rows, cols, scaled, p * inv_sqrt, rtol=PPR_CG_RTOL if rtol is None else rtol)
         if z is not None:
             u = np.where(dangling, p, np.divide(z, inv_sqrt, where=~dangling, out=np.zeros(n)))
             start = u * ((1 - alpha) / (1 - alpha * float(u[dangling].sum())))
+            if rtol is not None:
+                return start
     return sparse_power_iteration(n, rows, cols, weights, p, alpha, tol=tol, max_iter=max_iter, start=start)
 
 
