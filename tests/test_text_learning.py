@@ -440,6 +440,9 @@ def test_an_effect_is_a_verb_the_game_says_of_a_phrase_of_the_action_that_no_com
     # a word of the action is part of its phrase, not what was done to it ("green" before "apple")
     assert effect_of("slice green apple", "You dice the green apple.", commands) == ("slice <X>", "dice <X>")
     assert effect_of("cook green apple in fry", "Fry green apple", commands) is None
+    # a word right before the phrase later in the sentence is a modifier, not what was done ("the plain door")
+    assert effect_of("close door to west", "You close the plain door to the pantry.", {"close"}) is None
+    assert effect_of("cook green apple in stove", "Fried: green apple.", commands) == ("cook <X> in stove", "fried <X>")
     # bad input: empty, binary and replacement characters, a record's largest observation
     assert effect_of("", "", commands) is None and effect_of("cook apple", "\x00\ufffd apple", commands) is None
     huge = "the stove hums. " * 4000 + "You fry the green apple."

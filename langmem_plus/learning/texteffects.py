@@ -15,6 +15,8 @@ Example:
     ('cook <X> in stove', 'fry <X>')
     >>> effect_of("take green apple", "You take the green apple.", {"cook", "take"}) is None
     True
+    >>> effect_of("close door to west", "You close the plain door to the pantry.", {"close"}) is None
+    True
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from collections.abc import Collection
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"[.!?;\n]+")
 _ARTICLES = frozenset({"a", "an", "the", "some"})
+EFFECT_VERB_POSITION = 1
+"""The latest word of a sentence (counted from 0, articles skipped) that may be the verb: a sentence says what was
+done at its start, or right after its subject (``You fry the green apple``); a word later on, right before the
+phrase, is a modifier (``You close the plain door``)."""
 _NOT_VERBS = frozenset({"you", "it", "is", "are", "was", "be", "and", "or", "of", "in", "on", "to", "at", "with", "from",
                         "into", "for", "by", "your", "this", "that", "there", "here", "not", "no"})
 """Words that precede a phrase without saying what was done to it."""
@@ -39,9 +45,9 @@ def effect_of(action: str, observation: str, commands: Collection[str], slot: st
     ``<verb> <slot>``; None when no sentence of the observation does.
 
     The phrase is the longest run of the action's words after its verb that a sentence of the
-    observation has right after a verb (articles skipped): a word of at least three letters that is
-    neither a word of the action, a command (``commands``) nor a function word. A phrase of digits
-    only is no thing.
+    observation has right after a verb (articles skipped): a word of at least three letters, at most
+    the sentence's second (``EFFECT_VERB_POSITION``), that is neither a word of the action, a command
+    (``commands``) nor a function word. A phrase of digits only is no thing.
     """
     words = _words(action)
     if len(words) < 2:
@@ -54,7 +60,7 @@ def effect_of(action: str, observation: str, commands: Collection[str], slot: st
             if all(w.isdigit() or w in _NOT_VERBS for w in phrase):
                 continue
             for said in sentences:
-                for i in range(1, len(said) - n + 1):
+                for i in range(1, min(EFFECT_VERB_POSITION + 2, len(said) - n + 1)):
                     verb = said[i - 1]
                     if said[i:i + n] == phrase and len(verb) > 2 and verb.isalpha() and verb not in barred \
                             and verb not in _NOT_VERBS:
