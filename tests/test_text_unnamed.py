@@ -176,7 +176,8 @@ def test_a_condition_that_names_another_command_leaves_the_rule_once_that_comman
     task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
     seen = [Step(index=0, action="read cookbook", observation="Directions:\n  roast the red apple", info={"valid_actions": with_knife})]
     hints = StepDelivery(list(existing.values()), runs=[])(task, seen)
-    assert [h.source_id for h in hints if h.text == "Avoid `cook red apple in toaster`"] == [toaster.id]
+    # (cooking was never seen right: it holds anywhere, shown once as its pattern, triggered rule 5)
+    assert [h.source_id for h in hints if h.text == "Avoid `cook <X> in toaster`"] == [toaster.id]
 
 
 def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_real_textworld_game(
