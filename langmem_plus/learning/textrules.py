@@ -304,7 +304,7 @@ def directed_verbs(goal: str, steps: Sequence[Step], task: TaskSpec | None = Non
     ``offered_verbs`` and not read.
 
     Example:
-        >>> read = Step(index=0, action="read recipe", observation="chop the apple\nroast the apple",
+        >>> read = Step(index=0, action="read recipe", observation="chop the apple\\nroast the apple",
         ...             info={"valid_actions": ["cook apple in oven"]})
         >>> sorted(directed_verbs("Read the recipe.", [read]))
         ['chop', 'roast']
