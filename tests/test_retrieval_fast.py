@@ -133,11 +133,9 @@ def test_sparse_power_iteration_equals_dense(n: int, seed: int, alpha: float) ->
     assert sparse == pytest.approx(power_iteration(w, p, alpha), abs=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.integers(1, 30), st.integers(0, 10_000), st.floats(0.1, 0.95), st.integers(0, 3))
-def test_sparse_ppr_solves_the_power_iteration_fixed_point(n: int, seed: int, alpha: float, isolated: int) -> None:
-    """Conjugate gradients reach the same PageRank as the power iteration run to 1e-14, with
-    isolated (dangling) nodes and seeds among them, and the answer meets the iteration's stop rule."""
+def _symmetric_graph(n: int, seed: int, isolated: int) -> tuple[np.ndarray, np.ndarray]:
+    """A random symmetric weight matrix with ``isolated`` dangling nodes first, and a normalised seed vector with at
+    least one seed (node 0, possibly an isolated one)."""
     rng = np.random.default_rng(seed)
     w = rng.random((n, n)) * (rng.random((n, n)) < 0.3) * rng.choice([1.0, 5.0], size=(n, n))
     w = w + w.T
@@ -145,8 +143,16 @@ def test_sparse_ppr_solves_the_power_iteration_fixed_point(n: int, seed: int, al
     w[: min(isolated, n), :] = 0.0
     w[:, : min(isolated, n)] = 0.0
     p = rng.random(n) * (rng.random(n) < 0.5)
-    p[0] += 0.5  # at least one seed, possibly an isolated one
-    p = p / p.sum()
+    p[0] += 0.5
+    return w, p / p.sum()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 10_000), st.floats(0.1, 0.95), st.integers(0, 3))
+def test_sparse_ppr_solves_the_power_iteration_fixed_point(n: int, seed: int, alpha: float, isolated: int) -> None:
+    """Conjugate gradients reach the same PageRank as the power iteration run to 1e-14, with
+    isolated (dangling) nodes and seeds among them, and the answer meets the iteration's stop rule."""
+    w, p = _symmetric_graph(n, seed, isolated)
     rows, cols = np.nonzero(w)
     exact = power_iteration(w, p, alpha, tol=1e-15, max_iter=100_000)
     solved = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha)
@@ -162,15 +168,7 @@ def test_sparse_ppr_with_rtol_is_within_the_conjugate_gradients_bound(n: int, se
     """With ``rtol`` (``MemoryConfig.pagerank_rtol``) the solve stops early and is not checked: each score is
     within ``c sqrt(max degree) rtol |p D^-1/2| / (1 - alpha)`` of the exact answer (the scaled system's
     eigenvalues are at least ``1 - alpha``; ``c`` the normalisation, exact since dangling rows are ``p``)."""
-    rng = np.random.default_rng(seed)
-    w = rng.random((n, n)) * (rng.random((n, n)) < 0.3) * rng.choice([1.0, 5.0], size=(n, n))
-    w = w + w.T
-    np.fill_diagonal(w, 0.0)
-    w[: min(isolated, n), :] = 0.0
-    w[:, : min(isolated, n)] = 0.0
-    p = rng.random(n) * (rng.random(n) < 0.5)
-    p[0] += 0.5
-    p = p / p.sum()
+    w, p = _symmetric_graph(n, seed, isolated)
     rows, cols = np.nonzero(w)
     exact = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha)
     loose = sparse_ppr(n, rows, cols, w[rows, cols], p, alpha, rtol=rtol)
