@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-_WORD = re.compile(r"[a-z0-9]+")
+from langmem_plus.learning.textmatch import norm_words
+
 _SENTENCE = re.compile(r"[.!?;\n]+")
-_ARTICLES = frozenset({"a", "an", "the", "some"})
 EFFECT_VERB_POSITION = 1
 """The latest word of a sentence (counted from 0, articles skipped) that may be the verb: a sentence says what was
 done at its start, or right after its subject (``You fry the green apple``); a word later on, right before the
@@ -34,10 +34,6 @@ phrase, is a modifier (``You close the plain door``)."""
 _NOT_VERBS = frozenset({"you", "it", "is", "are", "was", "be", "and", "or", "of", "in", "on", "to", "at", "with", "from",
                         "into", "for", "by", "your", "this", "that", "there", "here", "not", "no"})
 """Words that precede a phrase without saying what was done to it."""
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _ARTICLES]
 
 
 def effect_of(action: str, observation: str, commands: Collection[str], slot: str = "X") -> tuple[str, str] | None:
@@ -49,11 +45,11 @@ def effect_of(action: str, observation: str, commands: Collection[str], slot: st
     the sentence's second (``EFFECT_VERB_POSITION``), that is neither a word of the action, a command
     (``commands``) nor a function word. A phrase of digits only is no thing.
     """
-    words = _words(action)
+    words = norm_words(action)
     if len(words) < 2:
         return None
     barred = {*commands, *words}  # a word of the action is part of its phrase, not what was done to it
-    sentences = [_words(s) for s in _SENTENCE.split(observation)]
+    sentences = [norm_words(s) for s in _SENTENCE.split(observation)]
     for n in range(len(words) - 1, 0, -1):
         for start in range(1, len(words) - n + 1):
             phrase = words[start:start + n]

@@ -92,18 +92,11 @@ from langmem_plus.learning.textentities import (
     unnamed_entity,
 )
 from langmem_plus.learning.texteffects import effect_of
-from langmem_plus.learning.textmatch import UNNAMED, directing_lines, is_negative, negated_line
+from langmem_plus.learning.textmatch import ARTICLES, UNNAMED, directing_lines, is_negative, negated_line, norm_words
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
-_WORD = re.compile(r"[a-z0-9]+")
-ARTICLES = frozenset({"a", "an", "the", "some"})
-"""Dropped when text is normalised (``the red apple`` and ``a red apple`` are one phrase)."""
 SLOTS = ("X", "Y", "Z")
 """Placeholder names, in order of appearance in an action."""
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
 
 
 def applies_to_text_envs(steps: Sequence[Step]) -> bool:
@@ -127,14 +120,14 @@ def moved_by_layout(step: Step) -> bool:
     it leads is this game's map, a fact of the task, where ``teleport to kitchen`` leads anywhere it is offered."""
     if not moved(step):
         return False
-    place = _words(str((step.state_after or {}).get("location") or ""))
-    return not place or not set(place) <= set(_words(step.action))
+    place = norm_words(str((step.state_after or {}).get("location") or ""))
+    return not place or not set(place) <= set(norm_words(step.action))
 
 
 def is_read(step: Step, goal_words: Collection[str]) -> bool:
     """Whether the step read something the goal names: its object words all occur in the goal and are not
     only prepositions (``FUNCTION_WORDS``), it did not fail, and it did not take the agent elsewhere (``moved``)."""
-    obj = _words(step.action)[1:]
+    obj = norm_words(step.action)[1:]
     if not obj or all(w in FUNCTION_WORDS for w in obj):  # "look around": no thing of the goal
         return False
     return all(w in goal_words for w in obj) and not step.feedback.failed and not moved(step)
@@ -142,13 +135,13 @@ def is_read(step: Step, goal_words: Collection[str]) -> bool:
 
 def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
     """Normalised lines of the task's text: what the agent read in things the goal names (``is_read``)."""
-    goal_words = set(_words(goal))
+    goal_words = set(norm_words(goal))
     lines: list[str] = []
     for step in steps:
         if not is_read(step, goal_words):
             continue
         for line in step.observation.splitlines():
-            words = _words(line)
+            words = norm_words(line)
             if words:
                 lines.append(" ".join(words))
     return list(dict.fromkeys(lines))
@@ -165,8 +158,8 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
         >>> abstract_action("slice red apple with knife", ["slice the red apple"], "cook a meal")
         ('slice <X> with knife', {'X': 'red apple'})
     """
-    words = _words(action)
-    goal_words = set(_words(goal))
+    words = norm_words(action)
+    goal_words = set(norm_words(goal))
     out: list[str] = words[:1]
     bindings: dict[str, str] = {}
     i = 1
@@ -351,7 +344,7 @@ def learn_text_rules(
     goal = str(task.context.get("goal") or task.goal or "")
     ordered = sorted(steps, key=lambda s: s.index)
     lines = task_text_lines(goal, ordered)
-    goal_words = set(_words(goal))
+    goal_words = set(norm_words(goal))
 
     def rid(*key: str) -> str:
         return stable_id("txt", *namespace, task.tool or "", *key)
@@ -383,7 +376,7 @@ def learn_text_rules(
             pattern, conds = unnamed[0], [f"{UNNAMED}<X>"]
         elif role is not None:  # it acted on what the goal names in a role: avoid that for the role's next filler
             pattern, conds = role
-        elif not lines and not all(w in goal_words for w in _words(pattern)[1:]):
+        elif not lines and not all(w in goal_words for w in norm_words(pattern)[1:]):
             continue  # nothing read: a literal rule about things beyond the goal would be this task's fact
         if avoid:
             pattern = unasked_head(pattern, conds)
