@@ -392,10 +392,11 @@ def _answered_verbs(live: Sequence[Lesson]) -> dict[tuple[str, tuple[str, ...]],
     return {key: frozenset(directive | verbs) for key, verbs in families.items()}
 
 
-def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Lesson]) -> list[tuple[ScoredItem, Pattern, frozenset[str]]]:
-    """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs (``_answered_verbs``)."""
+def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Lesson],
+                families: dict[tuple[str, tuple[str, ...]], frozenset[str]]) -> list[tuple[ScoredItem, Pattern, frozenset[str]]]:
+    """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs (``families``, from
+    ``_answered_verbs(live)``)."""
     recommended = {l.correct for l in live if l.correct}
-    families = _answered_verbs(live)
     out = []
     for it, pattern in ranked:
         rule = it.item
@@ -467,10 +468,9 @@ def open_last_word(pattern: Pattern) -> tuple[Pattern, str, str] | None:
     return (shape, free, words[-1]) if shape is not None else None
 
 
-def _conditional_kin(delivered: Sequence[Lesson], live: Sequence[Lesson]) -> list[_Kin]:
+def _conditional_kin(delivered: Sequence[Lesson], families: dict[tuple[str, tuple[str, ...]], frozenset[str]]) -> list[_Kin]:
     """The conditional commands rule 7 looks for siblings of (one placeholder each; of the ``delivered`` rules: a
     recommendation held back as harmful says nothing of its siblings), in a stable order."""
-    families = _answered_verbs(live)
     out: dict[str, _Kin] = {}
     for lesson in delivered:
         raw = conditional_command(lesson)
@@ -547,11 +547,10 @@ class StepDelivery:
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
 
     def __post_init__(self) -> None:
+        live = live_text_rules(self.rules)
+        parsed = [(lesson, pattern) for lesson in live for pattern in [rule_pattern(lesson)] if pattern is not None]
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
-        for lesson in live_text_rules(self.rules):
-            pattern = rule_pattern(lesson)
-            if pattern is None:
-                continue
+        for lesson, pattern in parsed:
             need, gain = rule_utility(lesson, self.runs)
             if need + gain < 0 and not lesson.wrong:  # a recommendation measured to go with losing
                 continue  # (an avoidance's gain is no such measure: module docstring rule 3)
@@ -560,13 +559,13 @@ class StepDelivery:
                               why="fires on this step's valid actions")
             ranked.append((-score, lesson.id, item, pattern))
         self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
-        live = live_text_rules(self.rules)
-        recommended = {head_verb(p) for l in live if not l.wrong for p in [rule_pattern(l)] if p is not None and p.slots}
+        recommended = {head_verb(p) for l, p in parsed if not l.wrong and p.slots}
         directed = set().union(*(r.directed for r in self.runs)) & set().union(*(r.commands for r in self.runs))
         self._right_somewhere = frozenset(recommended | condition_verbs(live) | directed)
-        self._eliminable = _eliminable(self._ranked, live)
-        self._kin = _conditional_kin([it.item for it, _ in self._ranked], live)  # type: ignore[misc]
-        self._known = [p for p in map(rule_pattern, live) if p is not None]
+        families = _answered_verbs(live)
+        self._eliminable = _eliminable(self._ranked, live, families)
+        self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
+        self._known = [p for _, p in parsed]
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
