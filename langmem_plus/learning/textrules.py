@@ -392,7 +392,8 @@ def learn_text_rules(
         known = out.get(rid("prefer", pattern)) or existing.get(rid("prefer", pattern))
         if avoid and conds and not general and known is not None and known.applies_when:  # the exception is known
             out[wid] = _text_lesson(wid, out.get(wid) or existing.get(wid), namespace, run_id, task, step, True, pattern, [], now)
-    _learn_effects(out, has, ordered, task, lines, commands, rid, namespace, run_id, now)
+    taught = {id(t[0]) for t in teach if not t[1]}  # the steps that taught a recommendation themselves
+    _learn_effects(out, has, ordered, taught, task, lines, commands, rid, namespace, run_id, now)
     _revise_stored(out, stored, directives, commands, rid, now)
     about_things = condition_verbs([*stored, *out.values()]) | instrumental
     for lid, pattern, source in extend_to_kin(has, directives, about_things, rid):
@@ -404,13 +405,13 @@ def learn_text_rules(
     return out
 
 
-def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], ordered: Sequence[Step], task: TaskSpec,
-                   lines: Sequence[str], commands: Collection[str], rid: Callable[..., str], namespace: Namespace,
-                   run_id: str, now: float) -> None:
+def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], ordered: Sequence[Step],
+                   taught: Collection[int], task: TaskSpec, lines: Sequence[str], commands: Collection[str],
+                   rid: Callable[..., str], namespace: Namespace, run_id: str, now: float) -> None:
     """Recommendations from what actions did (``learning.texteffects``): a step that taught no recommendation itself,
     whose observation says a verb of a phrase of its action (``You fry the green apple``), recommends the action's
-    pattern where the task says that line, unless the step was fatal where the task said that very line."""
-    taught = {id(step) for step, avoid in teaching_steps(ordered) if not avoid}
+    pattern where the task says that line, unless the step was fatal where the task said that very line. ``taught``:
+    the ids of the steps that taught a recommendation themselves (``teaching_steps``)."""
     for step in ordered:
         if id(step) in taught or (step.feedback.failed and not step.feedback.constraint_failure):
             continue
