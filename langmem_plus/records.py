@@ -488,6 +488,9 @@ class RunRecord(_Record):
     """Verbs that open lines of the run's task text (``textrules.directed_verbs``: ``chop the red apple``); those that
     are the tool's commands (``commands`` of any of its runs) are what it directed, and later runs know them as
     directive verbs."""
+    undone: list[tuple[str, str]] = Field(default_factory=list)
+    """``(undo, done)`` pattern pairs: steps of the run that only reversed an earlier one (``learning.textundo``:
+    ``close <X>`` after ``open <X>``; text games), which later runs are warned against (``retrieval.triggered`` rule 8)."""
     ts: float = Field(default_factory=time.time)
 
 

@@ -63,7 +63,9 @@ How hints are read (the public contract, so any agent can do the same):
   "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no clause
   of the goal and no line of the task's text (the action was not asked for; its placeholders
   bind any phrase of the action, the goal's own words too: ``focus on <X>`` when the task does
-  not say ``focus on <X>`` holds for a room the goal names in another role);
+  not say ``focus on <X>`` holds for a room the goal names in another role); lines quoted after "after"
+  (``after `open <X>```) are history conditions: each, bound, must be an action this attempt took earlier without
+  failing, and their placeholders bind any phrase (``Avoid `close <X>` after `open <X>```: don't take back a step);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
   is ignored.
 
@@ -90,6 +92,8 @@ from typing import Any
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.executors.base import Decision
 from langmem_plus.learning.textmatch import (
+    AFTER,
+    AFTER_WORDS,
     ARTICLES,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
@@ -100,6 +104,7 @@ from langmem_plus.learning.textmatch import (
     bind,
     clauses,
     directing_lines,
+    done_line,
     grounded_conditions,
     listed_only,
     names_phrase,
@@ -119,8 +124,10 @@ STOP_WORDS = frozenset(
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"`([^`]+)`")
-_PRECONDITION = re.compile(rf"\b(says|{NOT_NAMED_WORDS}|{NOT_SAID_WORDS})\b|`([^`]+)`")
+_PRECONDITION = re.compile(rf"\b(says|{NOT_NAMED_WORDS}|{NOT_SAID_WORDS}|{AFTER_WORDS})\b|`([^`]+)`")
 """A precondition's markers (which kind of condition the quoted lines after it are) and its quoted lines."""
+_MARK = {"says": "", NOT_NAMED_WORDS: UNNAMED, NOT_SAID_WORDS: UNNAMED, AFTER_WORDS: AFTER}
+"""The prefix each marker gives the quoted lines after it (``textmatch``: ``!`` negative, ``^`` history)."""
 _SLOT = SLOT
 
 
@@ -148,12 +155,12 @@ def read_hint(hint: Hint) -> ReadHint | None:
         if not patterns:
             return None
         conditions: list[str] = []
-        negative = False  # quoted lines after "does not name" / "does not say" are negative conditions
+        mark = ""  # quoted lines after "does not name" / "does not say" are negative conditions, after "after" history
         for m in _PRECONDITION.finditer(str(hint.precondition or "")):
             if m.group(1) is not None:
-                negative = m.group(1) != "says"
+                mark = _MARK[m.group(1)]
             elif m.group(2).strip():
-                conditions.append((UNNAMED if negative else "") + m.group(2).strip())
+                conditions.append(mark + m.group(2).strip())
         return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, tuple(conditions))
     except (TypeError, ValueError, AttributeError):
         return None
@@ -304,13 +311,20 @@ class TextGameExecutor:
         if binding is None:
             return False
         negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
-        free = {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or "")}  # undirected: anything
+        free = {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or done_line(c) or "")}  # undirected
+        # placeholders bind anything, and a history condition's are bound by the action it names
         if rh.avoid:  # an avoidance's placeholder in a stated condition is bound by that condition
             free |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
         if not all(self._named(v, view, goal_words) or k in free
                    or (k in negated and not all(w in goal_words for w in v.split())) for k, v in binding.items()):
             return False
         for cond in rh.conditions:
+            done = done_line(cond)
+            if done is not None:  # the attempt took the bound action earlier, and it did not fail
+                bound = bind(done, binding)
+                if bound is None or bound not in {norm(s.action) for s in history if not s.feedback.failed}:
+                    return False
+                continue
             neg = unnamed_slot(cond)
             if neg is not None:  # the task's text does not name the bound phrase
                 if names_phrase(binding.get(neg, ""), view.goal, _task_lines(view.goal, history)):

@@ -3,7 +3,7 @@
 Rule-based distillation, no model: a WRONG -> CORRECT lesson says "Use `keep`
 instead of `filter`"; an avoid lesson says what to avoid; a text rule (``Lesson.applies_when``)
 says "Avoid `eat <X>`" or "Prefer `cook <X> in oven`" with the precondition "when the task
-says `roast <X>`"; a success episode offers
+says `roast <X>`" (a history condition: "after `open <X>`"); a success episode offers
 the step that worked before; an avoidance episode reminds what fails; a skill
 offers its first step and its first missing precondition.
 
@@ -28,7 +28,16 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from langmem_plus.learning.textmatch import NOT_NAMED_WORDS, NOT_SAID_WORDS, UNNAMED, is_negative, negated_line, unnamed_slot
+from langmem_plus.learning.textmatch import (
+    AFTER_WORDS,
+    NOT_NAMED_WORDS,
+    NOT_SAID_WORDS,
+    UNNAMED,
+    done_line,
+    is_negative,
+    negated_line,
+    unnamed_slot,
+)
 from langmem_plus.records import Episode, Fact, Hint, Lesson, ScoredItem, Skill
 
 HINTS_HEADER = (
@@ -54,13 +63,15 @@ def _cut(text: str) -> str:
 
 def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
     if lesson.applies_when is not None:  # a text rule: an action pattern and the lines it needs
-        says = [c for c in lesson.applies_when if not is_negative(c)]
+        says = [c for c in lesson.applies_when if not is_negative(c) and done_line(c) is None]
+        done = [line for line in map(done_line, lesson.applies_when) if line is not None]
         nots = [c[len(UNNAMED):] for c in lesson.applies_when if unnamed_slot(c) is not None]
         unsaid = [line for line in map(negated_line, lesson.applies_when) if line is not None]
         parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
             [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
-        pre = f"when the task {' and '.join(parts)}" if parts else None
+        pre = " ".join([*([f"when the task {' and '.join(parts)}"] if parts else []),
+                        *([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else [])]) or None
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre

@@ -33,6 +33,11 @@ NOT_NAMED_WORDS = "does not name"
 """How a hint's precondition introduces its negative bare-placeholder conditions (each back-quoted after these words)."""
 NOT_SAID_WORDS = "does not say"
 """How a hint's precondition introduces its negative line conditions (each back-quoted after these words)."""
+AFTER = "^"
+"""Prefix of a history condition: ``^open <X>`` holds when the attempt took the bound action earlier and it did not
+fail (a fact about the attempt, not a line of the task); hints render it "after `open <X>`"."""
+AFTER_WORDS = "after"
+"""How a hint's precondition introduces its history conditions (each back-quoted after this word)."""
 
 
 def norm_words(text: str) -> list[str]:
@@ -141,6 +146,17 @@ def negated_line(cond: str) -> str | None:
     return text[len(UNNAMED):].strip() or None
 
 
+def done_line(cond: str) -> str | None:
+    """The earlier action a history condition asks for (``^open <X>`` -> ``open <X>``), else None.
+
+    Example:
+        >>> done_line("^open <X>"), done_line("open <X>")
+        ('open <X>', None)
+    """
+    text = cond.strip()
+    return (text[len(AFTER):].strip() or None) if text.startswith(AFTER) else None
+
+
 def is_negative(cond: str) -> bool:
     """Whether ``cond`` says what the task's text lacks (``!<X>``, ``!chop <X>``), not what it holds."""
     return cond.strip().startswith(UNNAMED)
@@ -213,13 +229,13 @@ def bind(line: str, binding: dict[str, str]) -> str | None:
 def grounded_conditions(conditions: Sequence[str], binding: dict[str, str]) -> frozenset[str]:
     """The positive conditions of a rule with ``binding`` applied: the concrete lines the situation must hold
     (``roast <X>`` -> ``roast red apple``; a bare ``<X>`` -> ``red apple``). Negative ones (``!<X>``) say what
-    the task lacks, not what it holds, and are left out.
+    the task lacks, not what it holds, and history ones (``^open <X>``) what the attempt did: both are left out.
 
     Example:
         >>> sorted(grounded_conditions(["roast <X>", "!<Y>"], {"X": "red apple", "Y": "knife"}))
         ['roast red apple']
     """
-    return frozenset(line for c in conditions if not is_negative(c)
+    return frozenset(line for c in conditions if not is_negative(c) and done_line(c) is None
                      for line in [bind(c, binding)] if line)
 
 
@@ -242,5 +258,5 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
     return not any(not set(p) <= set(avoided_in) for p in recommended_in)
 
 
-__all__ = ["ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "directing_lines", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
+           "clauses", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -87,6 +87,13 @@ valid actions and the lines its condition names have been read. So at each step:
    that is right only under a line of its own is not a guess to take without one. A line no known command answers
    (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
    activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
+8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
+   ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
+   recorded as an exact reversal of the valid actions by at least ``min_occurrences`` of the tool's runs
+   (``RunRecord.undone``, ``learning.textundo``), its command (first word) is no command memory recommends anywhere,
+   literal or not, or knows directed (rule 5's test), and the task's text does not say the action. A step spent
+   undoing one is two steps for nothing, and games are lost to their step limit. Like rule 7's, the line is an
+   inference at delivery (``UNDO_PREFIX``), not a stored lesson.
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
@@ -110,18 +117,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
 from langmem_plus.learning.textmatch import (
+    AFTER,
     SLOT,
     Pattern,
     avoidance_stands,
     bind,
     clauses,
     directing_lines,
+    done_line,
     grounded_conditions,
     is_negative,
     listed_only,
@@ -300,11 +310,12 @@ def short_line(item: ScoredItem) -> str:
 
 
 def _as_pattern(item: ScoredItem) -> bool:
-    """Whether the item is an avoidance that states no line the task must say (no condition, or only negative
-    ones: ``!<X>``, ``!chop <X>``): delivered once as its pattern and conditions (the executor binds and checks
+    """Whether the item is an avoidance that states no line the task must say (no condition, or only negative or
+    history ones: ``!<X>``, ``!chop <X>``, ``^open <X>``): delivered once as its pattern and conditions (the executor binds and checks
     them), since grounded it would take a line per object the game shows."""
     lesson = item.item
-    return isinstance(lesson, Lesson) and bool(lesson.wrong) and all(is_negative(c) for c in lesson.applies_when or ())
+    return isinstance(lesson, Lesson) and bool(lesson.wrong) and all(
+        is_negative(c) or done_line(c) is not None for c in lesson.applies_when or ())
 
 
 def _holds_anywhere(lesson: Lesson, pattern: Pattern, right_somewhere: Collection[str], goal_words: Collection[str]) -> bool:
@@ -372,7 +383,10 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     assert isinstance(lesson, Lesson)
     pattern = rule_pattern(lesson)
     binding = (pattern.match(action) if pattern is not None else None) or {}
-    said = [] if lesson.wrong or bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    if lesson.wrong:  # an avoidance's history lines stay, bound: they say why (rule 8)
+        said = [AFTER + line for c in lesson.applies_when or () for d in [done_line(c)] if d for line in [bind(d, binding)] if line]
+    else:
+        said = [] if bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
     grounded = lesson.model_copy(update={
         "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
         "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
@@ -513,6 +527,62 @@ def _kin_item(action: str, thing: str, k: _Kin) -> ScoredItem:
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="an unknown sibling of a conditional command")
 
 
+UNDO_PREFIX = "undo:"
+"""Id prefix of a rule 8 line's item: an inference at delivery from the runs' undo pairs (no activation is recorded)."""
+INFERRED_PREFIXES = (KIN_PREFIX, UNDO_PREFIX)
+"""Id prefixes of the lines inferred at delivery rather than stored as lessons."""
+
+
+def undo_rules(runs: Sequence[RunRecord], commands_used: Collection[str], min_runs: int) -> list[tuple[Pattern, str]]:
+    """Rule 8's pairs, ``(undo pattern, done pattern)``, in order of how many runs recorded them (at least ``min_runs``),
+    leaving out an undo whose command is in ``commands_used`` (memory recommends or knows it directed somewhere).
+
+    Example:
+        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=0, task_id=i, undone=[("close <X>", "open <X>")]) for i in "ab"]
+        >>> [(p.text, d) for p, d in undo_rules(runs, {"open"}, 2)], undo_rules(runs, {"close"}, 2), undo_rules(runs, (), 3)
+        ([('close <X>', 'open <X>')], [], [])
+    """
+    counts = Counter(pair for run in runs for pair in {(u, d) for u, d in run.undone})
+    out: list[tuple[Pattern, str]] = []
+    for (undo, done), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        pattern = Pattern.parse(undo)
+        if n >= min_runs and pattern is not None and head_verb(pattern) not in commands_used:
+            out.append((pattern, done))
+    return out
+
+
+def undoing(rules: Sequence[tuple[Pattern, str]], view: StepView, history: Sequence[Step]) -> list[tuple[ScoredItem, str]]:
+    """Rule 8's firings, ``(item, action)``: each valid action a pair says takes back an action this attempt took
+    without failing and that the task's text does not say. A pair none of whose actions here the task says is shown
+    once as its patterns (``Avoid `close <X>` after `open <X>```, ``_as_pattern``), the reader binding them; else each
+    action apart (``Avoid `close fridge` after `open fridge```)."""
+    done = {norm(s.action) for s in history if not s.feedback.failed}
+    out: list[tuple[ScoredItem, str]] = []
+    seen: set[str] = set()
+    for pattern, done_pattern in rules:
+        fires: list[tuple[str, str]] = []
+        said = False
+        for action in view.valid:
+            binding = pattern.match(action)
+            bound = bind(done_pattern, binding) if binding is not None else None
+            if bound is None or bound not in done:
+                continue
+            if says_line(norm(action), view.directing):
+                said = True
+            elif action not in seen:
+                fires.append((action, bound))
+        seen.update(a for a, _ in fires)
+        out += [(_undo_item(pattern.text, done_pattern) if not said else _undo_item(a, d), a) for a, d in fires]
+    return out
+
+
+def _undo_item(undo: str, done: str) -> ScoredItem:
+    """Rule 8's avoidance of ``undo`` after ``done`` (patterns, or one action and what it takes back) as an item."""
+    lesson = Lesson(id=f"{UNDO_PREFIX}{norm(undo)}", namespace=("triggered",), rule_text=f"AVOID: {undo}",
+                    wrong=undo, applies_when=[f"{AFTER}{done}"])
+    return ScoredItem(kind="lesson", item=lesson, score=0.0, why="it takes back an earlier step of this attempt")
+
+
 @dataclass
 class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
@@ -542,6 +612,8 @@ class StepDelivery:
     """Conditional commands whose unknown siblings rule 7 avoids."""
     _known: list[Pattern] = field(default_factory=list, init=False)
     """Every live rule's pattern: what memory has a rule about (rule 7)."""
+    _undo: list[tuple[Pattern, str]] = field(default_factory=list, init=False)
+    """Rule 8's undo pairs (``undo_rules``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -566,6 +638,8 @@ class StepDelivery:
         self._eliminable = _eliminable(self._ranked, live, families)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
         self._known = [p for _, p in parsed]
+        recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
+        self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
@@ -593,6 +667,7 @@ class StepDelivery:
                                   unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere)]  # type: ignore[union-attr]
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
+        fired += undoing(self._undo, view, history)
         winners = _verdicts(fired)
         taken = {norm(s.action) for s in history}
         alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
@@ -610,7 +685,7 @@ class StepDelivery:
             self.lines.setdefault(line, None)
         hints = hints_from_items(block.shown)
         for hint in hints:
-            if hint.source_id.startswith(KIN_PREFIX):
+            if hint.source_id.startswith(INFERRED_PREFIXES):
                 continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
@@ -625,5 +700,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "KIN_PREFIX", "TRIGGERED_HEADER", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
