@@ -384,3 +384,23 @@ def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_a
     assert stove in texts and not ok
     texts, ok, _ = shown(recipe("dice the red apple"), [oven, dice])  # `cook <X> in oven` alone has the same kin
     assert stove in texts and not ok
+
+
+def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoided_where_undirected_too() -> None:
+    slice_ = rule("slice", wrong="slice <X>", when=["!slice <X>"], runs=("r0", "r1"))
+    recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  slice the red apple\n  prepare meal"
+    holding = ["eat red apple", "eat milk", "drop red apple", "drop milk", "take knife", "look"]
+    cuts = [f"{v} {thing}" for v in ("slice", "dice", "chop") for thing in ("red apple", "milk")]
+    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
+             Step(index=1, action="take knife", observation="You take the knife.",
+                  info={"valid_actions": [*holding[:4], *cuts, "drop knife", "look"]})]
+    deliver = StepDelivery([slice_], runs=[])
+    assert not any("dice" in h.text for h in deliver(task(holding), steps[:1]))  # no knife yet: nothing offered dice
+    hints = deliver(task(holding), steps)
+    shown = {(h.text, h.precondition) for h in hints}
+    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # offered with slice, on the same things
+    assert ("Avoid `chop <X>`", "when the task does not say `chop <X>`") in shown
+    assert not any(lid.startswith(KIN_PREFIX) for lid in deliver.delivered)  # an inference: nothing to activate
+    assert [a for a in cuts if allowed(hints, a, recipe)] == ["slice red apple"]  # the one cut the recipe says
+    known = rule("dice-ok", correct="dice <X>", when=["dice <X>"])
+    assert not any("dice" in h.text for h in StepDelivery([slice_, known], runs=[])(task(holding), steps))  # memory knows dice

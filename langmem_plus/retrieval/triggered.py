@@ -94,6 +94,13 @@ valid actions and the lines its condition names have been read. So at each step:
    literal or not, or knows directed (rule 5's test), and the task's text does not say the action. A step spent
    undoing one is two steps for nothing, and games are lost to their step limit. Like rule 7's, the line is an
    inference at delivery (``UNDO_PREFIX``), not a stored lesson.
+9. **Kin in the attempt**: memory learns a command's instrument kin at the end of a run (``textdirect.instrument_kin``:
+   taking the knife offers ``slice``, ``chop`` and ``dice`` together), so a run that first takes the knife while
+   memory knows only ``slice`` and ``chop`` as directed would dice whatever it holds. The same reading of this
+   attempt's own steps, at delivery, makes a command first offered together with a command memory avoids where the
+   task does not say it (``Avoid `slice <X>` when the task does not say `slice <X>```), on the same things, avoided
+   where the task does not say it too, unless memory has any rule about that command. An inference at delivery
+   (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: every game lost to a cut of one repeat.)
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
@@ -126,6 +133,7 @@ from langmem_plus.learning.hints import hint_from_item, hints_from_items
 from langmem_plus.learning.textmatch import (
     AFTER,
     SLOT,
+    UNNAMED,
     Pattern,
     avoidance_stands,
     bind,
@@ -141,7 +149,14 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
-from langmem_plus.learning.textdirect import condition_verbs, conditional_command, is_directed, pattern_verb, sibling_key
+from langmem_plus.learning.textdirect import (
+    condition_verbs,
+    conditional_command,
+    instrument_kin,
+    is_directed,
+    pattern_verb,
+    sibling_key,
+)
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -583,6 +598,22 @@ def _undo_item(undo: str, done: str) -> ScoredItem:
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="it takes back an earlier step of this attempt")
 
 
+def undirected_verbs(live: Sequence[Lesson]) -> frozenset[str]:
+    """Commands memory avoids wherever the task does not say them (``v <X>`` when the task does not say ``v <X>``)."""
+    return frozenset(pattern_verb(l) for l in live if l.wrong and (l.applies_when or []) == [f"{UNNAMED}{l.wrong}"]
+                     and l.wrong == f"{pattern_verb(l)} <X>")
+
+
+def _attempt_kin_item(verb: str) -> tuple[ScoredItem, Pattern]:
+    """Rule 9's avoidance of ``<verb> <X>`` where the task does not say it, as an item and its pattern."""
+    wrong = f"{verb} <X>"
+    lesson = Lesson(id=f"{KIN_PREFIX}{wrong}", namespace=("triggered",), rule_text=f"AVOID: {wrong}", wrong=wrong,
+                    applies_when=[f"{UNNAMED}{wrong}"])
+    pattern = Pattern.parse(wrong)
+    assert pattern is not None
+    return ScoredItem(kind="lesson", item=lesson, score=0.0, why="offered with a command avoided where undirected"), pattern
+
+
 @dataclass
 class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
@@ -614,6 +645,10 @@ class StepDelivery:
     """Every live rule's pattern: what memory has a rule about (rule 7)."""
     _undo: list[tuple[Pattern, str]] = field(default_factory=list, init=False)
     """Rule 8's undo pairs (``undo_rules``)."""
+    _undirected: frozenset[str] = field(default_factory=frozenset, init=False)
+    """Rule 9: commands memory avoids wherever the task does not say them (``undirected_verbs``)."""
+    _ruled: frozenset[str] = field(default_factory=frozenset, init=False)
+    """Rule 9: the commands of every live rule (a command memory has any rule about is not inferred)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -638,6 +673,8 @@ class StepDelivery:
         self._eliminable = _eliminable(self._ranked, live, families)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
         self._known = [p for _, p in parsed]
+        self._undirected = undirected_verbs(live)
+        self._ruled = frozenset(head_verb(p) for _, p in parsed)
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
         self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
 
@@ -668,6 +705,11 @@ class StepDelivery:
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
         fired += undoing(self._undo, view, history)
+        if self._undirected and history:
+            start = [str(a) for a in (task.context or {}).get("valid_actions") or []]
+            for verb in sorted(instrument_kin(history, start, self._undirected) - self._ruled):
+                it, p = _attempt_kin_item(verb)
+                fired += [(it, a) for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
         taken = {norm(s.action) for s in history}
         alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
@@ -700,5 +742,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
