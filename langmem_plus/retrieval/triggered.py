@@ -89,18 +89,19 @@ valid actions and the lines its condition names have been read. So at each step:
    activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
    ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
-   recorded as an exact reversal of the valid actions by at least ``min_occurrences`` of the tool's runs
+   recorded as a toggle of the valid actions by at least ``min_occurrences`` of the tool's runs
    (``RunRecord.undone``, ``learning.textundo``), its command (first word) is no command memory recommends anywhere,
    literal or not, or knows directed (rule 5's test), and the task's text does not say the action. A step spent
    undoing one is two steps for nothing, and games are lost to their step limit. Like rule 7's, the line is an
-   inference at delivery (``UNDO_PREFIX``), not a stored lesson.
+   inference at delivery (``UNDO_PREFIX``), not a stored lesson. (``twx-cooking:rooms3``, dev fold: 0.71 -> 0.90
+   with 20 collection games, 0.60 -> 0.81 with 6; ScienceWorld's dev fold unchanged.)
 9. **Kin in the attempt**: memory learns a command's instrument kin at the end of a run (``textdirect.instrument_kin``:
    taking the knife offers ``slice``, ``chop`` and ``dice`` together), so a run that first takes the knife while
    memory knows only ``slice`` and ``chop`` as directed would dice whatever it holds. The same reading of this
    attempt's own steps, at delivery, makes a command first offered together with a command memory avoids where the
    task does not say it (``Avoid `slice <X>` when the task does not say `slice <X>```), on the same things, avoided
    where the task does not say it too, unless memory has any rule about that command. An inference at delivery
-   (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: every game lost to a cut of one repeat.)
+   (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: 0.90 -> 0.94, games lost 2.3 -> 0.3.)
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
