@@ -184,15 +184,15 @@ def lesson_rows_fast(
     fps = set(fingerprint_ids)
     miss, credit_if_action = config.rewrite_miss_factor, config.action_match_credit
     if tuple(LESSON_WEIGHTS) != _FUSED_KEYS:
-        comps = lesson_components_fast(
+        composed = lesson_components_fast(
             lessons, fingerprint_ids=fps, tags=tags, text_similarity=text_similarity, now=now, config=config
         )
-        for lesson, c in zip(lessons, comps):
+        for lesson, c in zip(lessons, composed):
             c["fingerprint_match"] = 1.0 if lesson.id in known else fingerprint_credit_fast(
                 lesson, exact=not fps.isdisjoint(lesson.triggers), matcher=matcher, miss_factor=miss,
                 action_credit=credit_if_action,
             )
-        return comps, lesson_scores(comps, config)
+        return composed, lesson_scores(composed, config)
     query_tags = set(tags)
     tau = config.recency_tau_hours
     if tau <= 0 or not math.isfinite(tau):
