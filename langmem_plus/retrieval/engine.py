@@ -253,7 +253,7 @@ class RetrievalEngine:
         pending = self._submit(overlap, src.vector, qvec, cfg.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
-        action = src.action(event.action, event.tool, matcher) if event.action else []
+        action = src.action(event.action, event.tool, matcher, tool_only=True) if event.action else []
         graph = src.graph_top(src.error_seeds(event), cfg.error_graph_k)
         vec = pending.result()
         sources = src.error_sources(event, exact, action, vec, graph.scores)
