@@ -415,6 +415,8 @@ class ScoredItem(_Record):
     @property
     def item_id(self) -> str:
         item = self.item
+        if type(item) is Lesson:  # the common case, without the model metaclass's isinstance (~0.3 us; ~40 a retrieval)
+            return item.id
         if isinstance(item, Episode):
             return item.episode_id
         return item.id

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from langmem_plus.store.audit import AuditLog, audit_path
+from langmem_plus.store.audit import AuditLog, Later, audit_path
 
 NS = ("acme", "agent-7")
 
@@ -218,3 +218,22 @@ def test_concurrent_deferred_and_sync_writers_never_lose_or_interleave(tmp_path:
     for k in range(4):
         assert [r["i"] for r in records if r["writer"] == k] == list(range(100))
     log.close()
+
+
+def test_a_later_value_is_computed_when_encoded_in_write_order(tmp_path: Path) -> None:
+    """A ``Later`` payload value is made when its record is encoded (the writer's thread for deferred writes),
+    written as the value it returns, nested ones too; the rest of the record is as given."""
+    log = AuditLog(tmp_path / "a.jsonl", NS)
+    calls: list[list[int]] = []
+
+    def rows(items: list[int]) -> list[dict[str, object]]:
+        calls.append(items)
+        return [{"i": i, "later": Later(lambda j=i: j * 10)} for i in items]
+
+    rec = log.write_deferred("retrieval", n=0, candidates=Later(rows, [1, 2]))
+    assert isinstance(rec["candidates"], Later)
+    log.write("promote", n=1, x=Later(len, "abc"))  # a synchronous write computes it at once
+    assert [(r["n"], r.get("candidates"), r.get("x")) for r in log.read()] == [
+        (0, [{"i": 1, "later": 10}, {"i": 2, "later": 20}], None), (1, None, 3)
+    ]
+    assert calls == [[1, 2]]  # computed once, when written

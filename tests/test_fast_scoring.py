@@ -21,6 +21,7 @@ from langmem_plus.retrieval.fast_scoring import (
     cosines,
     fingerprint_credit_fast,
     lesson_components_fast,
+    lesson_rows_fast,
     lesson_scores,
 )
 from langmem_plus.retrieval.scoring import (
@@ -117,6 +118,44 @@ def test_components_and_scores_equal_reference_bit_for_bit(seed: int) -> None:
             [math.copysign(1.0, v) for v in c.values()] for c in want
         ]  # no -0.0 for 0.0
         assert lesson_scores(got, cfg) == [lesson_score(c, cfg) for c in want]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("reordered", [False, True])
+def test_lesson_rows_fast_equals_credit_components_and_scores(
+    seed: int, reordered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-pass rows equal the reference's components with the fingerprint credit in place (1.0 for a known
+    lesson), and its scores, bit for bit, keys in the same order; also down the composed path (another weight order)."""
+    import langmem_plus.retrieval.fast_scoring as fast
+
+    if reordered:  # as if ``LESSON_WEIGHTS`` had other keys or another order: the composed path
+        monkeypatch.setattr(fast, "_FUSED_KEYS", ())
+    rng = random.Random(300 + seed)
+    cfg = MemoryConfig(
+        recency_tau_hours=rng.choice([1.0, 72.0]), w_text=rng.choice([0.2, 0.33]),
+        rewrite_miss_factor=rng.choice([0.0, 0.3, 0.5]), action_match_credit=rng.choice([0.25, 0.5]),
+    )
+    lessons = [_lesson(rng, i) for i in range(150)]
+    sims = [rng.choice([rng.random(), -0.2, 1.7, math.nan, math.inf, 0.0]) for _ in lessons]
+    now = rng.choice([1_000.0, 1e6, math.nan])
+    actions = [_pattern(rng, 6) for _ in range(rng.randint(0, 3))]
+    known = {f"l{i}" for i in rng.sample(range(150), 20)}
+    for fps, tags in (({"f1", "f3"}, ["t1", "t2"]), (set(), []), ({"f2"}, ["t1", "t1", "t9"])):
+        comps, scores = lesson_rows_fast(
+            lessons, fingerprint_ids=fps, tags=tags, text_similarity=sims, now=now, matcher=ActionMatcher(actions),
+            known=known, config=cfg,
+        )
+        want = []
+        for lesson, sim in zip(lessons, sims):
+            c = lesson_components(lesson, fingerprint_ids=fps, tags=tags, text_similarity=sim, now=now, config=cfg)
+            c["fingerprint_match"] = 1.0 if lesson.id in known else fingerprint_credit(
+                lesson, exact=bool(fps & set(lesson.triggers)), actions=actions, miss_factor=cfg.rewrite_miss_factor,
+                action_credit=cfg.action_match_credit,
+            )
+            want.append(c)
+        assert comps == want and [list(c) for c in comps] == [list(c) for c in want]
+        assert scores == [lesson_score(c, cfg) for c in want]
 
 
 def test_components_reject_a_bad_tau_like_the_reference() -> None:

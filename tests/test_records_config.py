@@ -83,3 +83,20 @@ def test_config_rejects_inconsistent_numbers_and_unknown_fields() -> None:
 def test_every_config_field_is_documented() -> None:
     missing = [n for n, f in MemoryConfig.model_fields.items() if not f.description]
     assert missing == []
+
+
+def test_scored_item_id_of_each_kind() -> None:
+    """``ScoredItem.item_id``: a lesson's (and a lesson subclass's) ``id``, an episode's ``episode_id``, a skill's ``id``."""
+    from langmem_plus.records import Episode, Lesson, ScoredItem, Skill
+
+    class Special(Lesson):
+        pass
+
+    ns = ("acme",)
+    lesson = Lesson(id="l1", namespace=ns, rule_text="r")
+    special = Special(id="l2", namespace=ns, rule_text="r")
+    episode = Episode(episode_id="e1", namespace=ns, kind="success", goal_signature="g")
+    skill = Skill.model_construct(id="s1")
+    got = [ScoredItem.model_construct(kind=k, item=i, score=0.0).item_id
+           for k, i in (("lesson", lesson), ("lesson", special), ("episode", episode), ("skill", skill))]
+    assert got == ["l1", "l2", "e1", "s1"]

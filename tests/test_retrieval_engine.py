@@ -144,3 +144,19 @@ def test_text_similarity_survives_a_failing_vector_read(tmp_path: Path) -> None:
         mp.undo()
     assert {c.item_id for c in chosen} == {"fix", "other"}
     assert all(c.components["text_similarity"] > 0 for c in chosen)
+
+
+def test_the_audit_record_lists_the_candidates_as_retrieved(tmp_path: Path) -> None:
+    """The retrieval's audit record (its candidates built on the writer's thread) holds each of the first
+    ``candidates_k`` candidates' id, score to 4 places and components, and the chosen ids, as the retrieval returned them."""
+    mem = _mem(tmp_path)
+    mem.add_lessons([_lesson(f"l{i}", f"cmd{i}", f"CMD{i}", "fp1") for i in range(4)])
+    chosen = mem.retrieve_on_error(_event("fp1", "cmd0 | cmd2"))
+    result = mem.last_retrieval
+    assert result is not None
+    record = [r for r in mem.audit.read() if r["kind"] == "retrieval"][-1]
+    assert record["candidates"] == [
+        {"id": c.item_id, "score": round(c.score, 4), "components": dict(c.components)}
+        for c in result.candidates[: mem.config.candidates_k]
+    ]
+    assert record["chosen"] == [c.item_id for c in chosen] and len(record["candidates"]) == 4

@@ -261,6 +261,10 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
                 if mem.lessons[i].retrievable and rewrite_applies(mem.lessons[i], [action])
             )
             assert fast == [i for _, i in ref[: mem.config.candidates_k]]
+            # tool_only (the engine's): this tool's lessons (and unscoped ones) only, the rest never checked; what
+            # ``error_sources`` keeps of the full list
+            mine = mem.engine.sources.action(action, tool, tool_only=True)
+            assert mine == ([i for i in fast if mem.engine.sources.tool_ok(i, tool)] if tool else fast)
             found += len(fast)
             for i in list(mem.lessons)[:50]:
                 assert mem.engine.sources.tool_ok(i, tool or "") == (mem.lessons[i].scope.tool in (None, tool or ""))

@@ -65,7 +65,7 @@ from langmem_plus.records import (
     validate_namespace,
 )
 from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine
-from langmem_plus.store.audit import AuditLog, audit_path
+from langmem_plus.store.audit import AuditLog, Later, audit_path
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.snapshot import RecordTable, SnapshotDir, snapshot_dir
@@ -101,6 +101,12 @@ def _first_steps(activations: Sequence[Activation]) -> dict[str, int]:
     for a in activations:
         first[a.lesson_id] = min(a.step, first.get(a.lesson_id, a.step))
     return first
+
+
+def _candidate_rows(candidates: Sequence[ScoredItem]) -> list[dict[str, Any]]:
+    """A retrieval's audit record of its candidates (id, score to 4 places, components); built on the audit
+    writer's thread (``audit.Later``): the retrieval hands over its items, which nothing changes afterwards."""
+    return [{"id": c.item_id, "score": round(c.score, 4), "components": dict(c.components)} for c in candidates]
 
 
 class LearningMemory:
@@ -389,10 +395,7 @@ class LearningMemory:
                 query=result.query[: self.config.query_error_chars],
                 difficulty=result.difficulty,
                 budget=result.budget,
-                candidates=[
-                    {"id": c.item_id, "score": round(c.score, 4), "components": dict(c.components)}
-                    for c in result.candidates[: self.config.candidates_k]
-                ],
+                candidates=Later(_candidate_rows, result.candidates[: self.config.candidates_k]),
                 chosen=[c.item_id for c in result.chosen],
                 dropped=list(result.dropped),
                 tokens=result.tokens,

@@ -60,24 +60,33 @@ class CandidateSources:
         )
         return GraphTop(top, (time.perf_counter() - started) * 1000.0)
 
-    def action(self, action: str, tool: str | None, matcher: ActionMatcher | None = None) -> list[str]:
+    def action(
+        self, action: str, tool: str | None, matcher: ActionMatcher | None = None, *, tool_only: bool = False
+    ) -> list[str]:
         """Rewrite lessons whose WRONG pattern occurs in the failing action, same tool first, at most K.
 
         The same mistake can come back with a reworded error or fresh literals, so a
         new fingerprint; the action still shows it (an in-memory index, like fingerprints).
         Status, tool and pattern come from the graph's index, so the lessons this drops
         are never parsed. ``matcher`` (over ``[action]``) memoises the pattern checks for
-        the scoring that follows.
+        the scoring that follows. ``tool_only`` (with a ``tool``): lessons scoped to another
+        tool are left out before their patterns are checked. ``error_sources`` drops them
+        anyway, and they sort after this tool's, so its sources are the same; at 100k lessons
+        most lessons sharing the action's WRONG word belong to other tools.
         """
         matcher = matcher if matcher is not None else ActionMatcher([action])
         graph = self.graph
+        skip_other = tool_only and bool(tool)
         found = []
         for i in graph.lessons_for_action(action):
+            other = graph.tool_of(i) not in (None, tool)
+            if other and skip_other:
+                continue
             pattern = graph.rewrite_of(i)
             if pattern is None or graph.status_of(i) not in RETRIEVABLE_STATUSES or i not in self.lessons:
                 continue
             if any(matcher.pattern_hits(*pattern)):
-                found.append((graph.tool_of(i) not in (None, tool), i))
+                found.append((other, i))
         return [i for _, i in sorted(found)[: self.config.candidates_k]]
 
     def retrievable(self, ids: Iterable[str]) -> list[Lesson]:

@@ -51,14 +51,7 @@ from langmem_plus.records import (
     WorkingContext,
 )
 from langmem_plus.retrieval.candidates import CandidateSources
-from langmem_plus.retrieval.fast_scoring import (
-    ActionMatcher,
-    cosines,
-    fingerprint_credit_fast,
-    lesson_components_fast,
-    lesson_scores,
-    scored_lesson,
-)
+from langmem_plus.retrieval.fast_scoring import ActionMatcher, cosines, lesson_rows_fast, scored_lesson
 from langmem_plus.retrieval.query import build_query
 from langmem_plus.retrieval.select import budget, difficulty, select_with_drops, sheet_fill
 from langmem_plus.retrieval.support import choose_support
@@ -150,10 +143,10 @@ class RetrievalEngine:
         """``_score`` with ``matcher.actions`` as ``actions``: the same items, computed faster.
 
         The stored vectors of the non-vector candidates come from the snapshot's rows; when
-        some must be read from Chroma, that read runs on the worker while the fingerprint
-        credits (the costly rewrite checks) are computed here; components and
-        scores come from ``fast_scoring``; ``ScoredItem``s are built without re-validating
-        what this method just computed (``fast_scoring.scored_lesson``, as ``model_construct`` would).
+        some must be read from Chroma, that read runs on the worker while the rewrite checks
+        (the costly part of the fingerprint credits) are memoised here; components, credits and
+        scores come from ``fast_scoring.lesson_rows_fast`` in one pass over the lessons; ``ScoredItem``s
+        are built without re-validating what this method just computed (``fast_scoring.scored_lesson``, as ``model_construct`` would).
         """
         cfg = self.config
         lessons = self.sources.retrievable(sources)
@@ -161,29 +154,17 @@ class RetrievalEngine:
         # The snapshot's rows are a memory read: a thread handoff would cost more than it hides.
         here = self.vectors.relevance_here(need) if need else None
         pending = self._submit(overlap, self.vectors.relevance, need) if need and here is None else None
-        fps = set(fingerprint_ids)
-        credits = [
-            1.0
-            if lesson.id in known
-            else fingerprint_credit_fast(
-                lesson,
-                exact=not fps.isdisjoint(lesson.triggers),
-                matcher=matcher,
-                miss_factor=cfg.rewrite_miss_factor,
-                action_credit=cfg.action_match_credit,
-            )
-            for lesson in lessons
-        ]
+        if pending is not None:  # the stored-vector read runs on the worker: the rewrite checks meanwhile
+            for lesson in lessons:
+                matcher.hits(lesson)
         sims = dict(vector_sims)
         rows = here if pending is None else pending.result()
         if rows is not None:
             sims.update(zip((l.id for l in need), cosines(np.asarray(qvec, dtype=np.float32), rows)))
-        comps = lesson_components_fast(
-            lessons, fingerprint_ids=fps, tags=tags, text_similarity=[sims[l.id] for l in lessons], now=now, config=cfg
+        comps, scores = lesson_rows_fast(
+            lessons, fingerprint_ids=fingerprint_ids, tags=tags, text_similarity=[sims[l.id] for l in lessons], now=now,
+            matcher=matcher, known=known, config=cfg,
         )
-        for c, credit in zip(comps, credits):
-            c["fingerprint_match"] = credit
-        scores = lesson_scores(comps, cfg)
         items = [
             scored_lesson(lesson, score, c, [f"source:{s}" for s in sources[lesson.id]])
             for lesson, score, c in zip(lessons, scores, comps)
@@ -272,7 +253,7 @@ class RetrievalEngine:
         pending = self._submit(overlap, src.vector, qvec, cfg.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
-        action = src.action(event.action, event.tool, matcher) if event.action else []
+        action = src.action(event.action, event.tool, matcher, tool_only=True) if event.action else []
         graph = src.graph_top(src.error_seeds(event), cfg.error_graph_k)
         vec = pending.result()
         sources = src.error_sources(event, exact, action, vec, graph.scores)

@@ -11,7 +11,9 @@ starts on a fresh line so nothing after the tear is lost.
 
 ``write_deferred`` is for the retrieval hot path: the record is built (and its time
 taken) at once, but encoded and appended by a background thread, in order with
-every other write of the same ``AuditLog``. Anything that reads through this
+every other write of the same ``AuditLog``. A payload value may be a ``Later``: computed
+when the record is encoded (on that thread), so the caller hands over references and
+the list building leaves its thread too. Anything that reads through this
 ``AuditLog`` (``read``) or writes synchronously (``write``) first writes what is
 queued, so a reader never misses an earlier write; ``flush`` and ``close`` do it
 explicitly, and interpreter exit flushes every open log. A crash can lose the
@@ -56,6 +58,29 @@ p50 at 100k lessons, ``bench retrieval``); one batch per 50 ms rarely meets a re
 
 _OPEN_LOGS: weakref.WeakSet[AuditLog] = weakref.WeakSet()
 """Logs that may hold deferred records, flushed at interpreter exit."""
+
+
+class Later:
+    """A payload value made when its record is encoded: ``fn(*args)`` (JSON-able), on the writer thread for
+    ``write_deferred``, so the hot path hands over references instead of building the value itself.
+
+    What ``fn`` reads must not change after the write (as for any deferred payload).
+
+    Example:
+        >>> _encode({"n": Later(len, [1, 2])})
+        b'{"n": 2}\\n'
+    """
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.fn, self.args = fn, args
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args)
+
+    def __repr__(self) -> str:
+        return f"Later({getattr(self.fn, '__name__', self.fn)!r})"
 
 
 def audit_path(root: str | Path, namespace: Namespace) -> Path:
@@ -124,7 +149,7 @@ class AuditLog:
         """``write``, with the encoding and the append done by a background thread.
 
         The record (and its ``ts``) is made now and returned; the payload must not be
-        changed afterwards. ``read``, ``write``, ``flush`` and ``close`` first write
+        changed afterwards. ``Later`` values are computed when the record is encoded. ``read``, ``write``, ``flush`` and ``close`` first write
         everything queued. After ``close`` this is ``write``.
         """
         record = self._record(kind, payload)
@@ -245,8 +270,13 @@ class AuditLog:
 
 
 def _encode(record: dict[str, Any]) -> bytes:
-    """One record as one JSON line (anything not JSON-able written with ``str``)."""
-    return (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass")
+    """One record as one JSON line (a ``Later`` computed now, anything else not JSON-able written with ``str``)."""
+    return (json.dumps(record, default=_jsonable, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogatepass")
+
+
+def _jsonable(value: Any) -> Any:
+    """``json.dumps``'s fallback: a ``Later``'s value (encoded in turn), else ``str(value)``."""
+    return value() if isinstance(value, Later) else str(value)
 
 
 @atexit.register
@@ -283,4 +313,4 @@ def _parse(raw: bytes, path: Path, lineno: int) -> dict[str, Any] | None:
     return record
 
 
-__all__ = ["AuditLog", "audit_path"]
+__all__ = ["AuditLog", "Later", "audit_path"]
