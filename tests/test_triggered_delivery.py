@@ -395,7 +395,9 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
              Step(index=1, action="take knife", observation="You take the knife.",
                   info={"valid_actions": [*holding[:4], *cuts, "drop knife", "look"]})]
     deliver = StepDelivery([slice_], runs=[])
-    assert not any("dice" in h.text for h in deliver(task(holding), steps[:1]))  # no knife yet: nothing offered dice
+    from_start = [*holding, *cuts]  # the cuts offered from the start: no step offered dice together with slice
+    first = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": from_start})]
+    assert not any("dice" in h.text for h in StepDelivery([slice_], runs=[])(task(from_start), first))
     hints = deliver(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
     assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # offered with slice, on the same things

@@ -16,7 +16,8 @@ Policy, per step:
    this action) the avoidance does not list: the action was fatal where that line was not
    said, and right where it was. A prefer hint whose lines are all among the avoidance's
    (or that has none) does not override it; a "does not name" precondition lists no line,
-   so such an avoidance is a default any conditioned recommendation overrides.
+   so such an avoidance is a default any conditioned recommendation overrides; nor does a history condition
+   (``after `open <X>```: it is about the attempt, not a line of the task).
 3. Each remaining action scores its content words found in the goal and the
    observations seen so far, each weighted by 1 in the task's text (the goal, and what the
    agent read in things the goal names, such as the cookbook a goal points at) and by
@@ -34,7 +35,7 @@ Policy, per step:
    not name a place already visited, once the room is looked through (no action left here
    that is not a move, not avoided, not taken, and has a word of the task's text), and adds
    ``text_prefer_bonus`` for every
-   prefer hint that matches it (plus ``text_condition_bonus`` per precondition it checked)
+   prefer hint that matches it (plus ``text_condition_bonus`` per line of the task its precondition checked)
    and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
    episode's or a skill's steps) that this attempt has followed so far; a recommendation
    counts only for an action not yet taken, as counted above (it is followed once).

@@ -70,8 +70,8 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
         parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
             [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
-        pre = " ".join([*([f"when the task {' and '.join(parts)}"] if parts else []),
-                        *([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else [])]) or None
+        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []),
+                        *([f"when the task {' and '.join(parts)}"] if parts else [])]) or None  # history first: not cut
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre

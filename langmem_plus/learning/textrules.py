@@ -92,7 +92,15 @@ from langmem_plus.learning.textentities import (
     unnamed_entity,
 )
 from langmem_plus.learning.texteffects import effect_of
-from langmem_plus.learning.textmatch import ARTICLES, UNNAMED, directing_lines, is_negative, negated_line, norm_words
+from langmem_plus.learning.textmatch import (
+    ARTICLES,
+    UNNAMED,
+    directing_lines,
+    done_line,
+    is_negative,
+    negated_line,
+    norm_words,
+)
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
 SLOTS = ("X", "Y", "Z")
@@ -433,8 +441,11 @@ def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], 
 
 def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
     """The text rules among ``lessons`` that are retrievable and that no other of them supersedes (``Lesson.supersedes``:
-    a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces)."""
-    rules = [l for l in lessons if l.applies_when is not None and l.retrievable]
+    a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces). A stored rule
+    with a history condition (``^open <X>``, ``textmatch.done_line``) is none: learning never writes one, and only
+    delivery's rule 8 reads them (an imported one would be misread as a line of the task by the rules here)."""
+    rules = [l for l in lessons if l.applies_when is not None and l.retrievable
+             and not any(done_line(c) is not None for c in l.applies_when)]  # history lines: delivery's inferences only
     retired = {old for l in rules for old in l.supersedes}
     return [l for l in rules if l.id not in retired]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langmem_plus.learning.textmatch import norm_words
+from langmem_plus.learning.textmatch import norm, norm_words
 from langmem_plus.records import Step, TaskSpec
 
 UNDO_SLOT = "<X>"
@@ -56,32 +56,43 @@ def shared_object(undo: str, done: str) -> tuple[str, str] | None:
     return " ".join([*a[:-k], UNDO_SLOT]), " ".join([*b[:-k], UNDO_SLOT])
 
 
+def _valid(raw: object) -> frozenset[str]:
+    """A step's valid actions, normalised (``textmatch.norm``), so ``open the drawer`` is ``open drawer``."""
+    return frozenset(norm(str(a)) for a in raw or []) if isinstance(raw, (list, tuple)) else frozenset()
+
+
 def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
     """``(undo pattern, done pattern)`` for each step of the run that toggled back the latest earlier step it forms
     a toggle with (module docstring), in the run's order, each pair once.
 
-    A step that failed, raised or lowered the score, or ended the game is no undo: its outcome was more than a
+    Only a toggle that takes something back counts: the earlier step offered more than its own undo (opening the
+    door also offered the move through it), and the later one offered nothing but what the earlier one had used
+    up. Closing a door open from the start and opening it again is no undo of the closing: the close offered
+    only the open. A step that failed, raised or lowered the score is no undo: its outcome was more than a
     reversal; nor is one that takes back an undo (``open`` again after ``close``: it redoes what was needed).
-    Steps without valid actions (an environment that does not enumerate them) give nothing.
+    A game's last step offers no actions, and without the valid actions before and after a step (an environment
+    that does not enumerate them) nothing is read from it.
     """
     ordered = sorted(steps, key=lambda s: s.index)
-    before = frozenset(str(a) for a in (task.context or {}).get("valid_actions") or [])
+    before = _valid((task.context or {}).get("valid_actions"))
     plain: list[tuple[Step, frozenset[str], frozenset[str]]] = []  # (step, valid before, valid after) of each plain step
     undos: set[int] = set()
     out: dict[tuple[str, str], None] = {}
     for step in ordered:
-        after = frozenset(str(a) for a in step.info.get("valid_actions") or [])
+        after = _valid(step.info.get("valid_actions"))
         valid_before, before = before, after
         fb = step.feedback
-        if not after or fb.failed or fb.reward != 0:
+        if not after or not valid_before or fb.failed or fb.reward != 0:
             continue
-        act = step.action
+        act = norm(step.action)
         if act in valid_before and act not in after:  # it was offered, and taking it used it up
             for earlier, e_before, e_after in reversed(plain):
-                done = earlier.action
-                if act not in e_before and act in e_after and done in after and done not in valid_before:
+                done = norm(earlier.action)
+                if act not in e_before and act in e_after and done not in e_after and done in after \
+                        and done not in valid_before:
                     pair = shared_object(act, done)
-                    if pair is not None and id(earlier) not in undos:
+                    restores = (after - valid_before) <= (e_before - e_after)  # it offered only what was used up
+                    if pair is not None and id(earlier) not in undos and restores and e_after - e_before - {act}:
                         out.setdefault(pair, None)
                         undos.add(id(step))
                     break

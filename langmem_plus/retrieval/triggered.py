@@ -30,7 +30,7 @@ valid actions and the lines its condition names have been read. So at each step:
    holds unless the recommendation needs a line the avoidance's situation lacked
    (``textmatch.avoidance_stands``, the executor contract of ``TextGameExecutor``, applied
    here so the step shows one verdict per action, and a rule that wins nowhere is not shown).
-   A winning avoidance that states no line the task must say (no condition, or only negative
+   A winning avoidance that states no line the task must say (no condition, or only negative or history
    ones: a default avoidance of whatever the task does not name or say) is delivered once as
    its pattern and conditions, since grounded it would take one line per object the game
    shows; any other winner as the concrete action (``Avoid `cook pork chop in stove```), its
@@ -56,7 +56,8 @@ valid actions and the lines its condition names have been read. So at each step:
    one whose correct avoidance this filter had dropped). What would tell against an avoidance is
    its action taken in its situation without a loss; no such run is counted here yet.
 4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
-   within ``max_context_tokens``, highest utility first, one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
+   within ``max_context_tokens``, highest utility first and the lines inferred at delivery (rules 7-9) after the
+   stored rules (a warning memory earned by a lost game is not cut for an inference), one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
 5. **Never seen right**: an avoidance is kept to the situation it was fatal in (``cook <X> in
    stove`` when the task says ``roast <X>``) because the same command may be right elsewhere. Where
    memory knows no such place, the situation does not narrow it: an avoidance whose command (the
@@ -594,7 +595,7 @@ def undoing(rules: Sequence[tuple[Pattern, str]], view: StepView, history: Seque
 
 def _undo_item(undo: str, done: str) -> ScoredItem:
     """Rule 8's avoidance of ``undo`` after ``done`` (patterns, or one action and what it takes back) as an item."""
-    lesson = Lesson(id=f"{UNDO_PREFIX}{norm(undo)}", namespace=("triggered",), rule_text=f"AVOID: {undo}",
+    lesson = Lesson(id=f"{UNDO_PREFIX}{undo} after {done}", namespace=("triggered",), rule_text=f"AVOID: {undo}",
                     wrong=undo, applies_when=[f"{AFTER}{done}"])
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="it takes back an earlier step of this attempt")
 
@@ -719,6 +720,7 @@ class StepDelivery:
         default = _uncovered([it for it, _ in winners if _as_pattern(it)], fired)
         # an avoidance stating no line once, as its pattern: one line however many actions
         grounded = default + [_grounded(it, action, bare=alone) for it, action in winners if not _as_pattern(it)]
+        grounded.sort(key=lambda it: it.item_id.startswith(INFERRED_PREFIXES))  # stable: what memory stored first
         if not grounded:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
