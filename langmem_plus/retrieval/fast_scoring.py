@@ -114,6 +114,25 @@ def _unit(value: float) -> float:
     return min(1.0, max(0.0, f))
 
 
+def _recency_scale(config: MemoryConfig) -> float:
+    """``recency_tau_hours`` in seconds, refused as ``scoring.recency`` refuses it (its ValueError)."""
+    tau = config.recency_tau_hours
+    if tau <= 0 or not math.isfinite(tau):
+        recency(0.0, tau)  # raises the reference's ValueError
+    return tau * SECONDS_PER_HOUR
+
+
+def _tags_and_age(lesson: Lesson, query_tags: set[str], n_query: int, now: float) -> tuple[float, float]:
+    """The lesson's tag overlap with the query's (the reference's Jaccard from one intersection:
+    |a | b| = |a| + |b| - |a & b|, the same integers) and the seconds since its last activation (0 when not finite)."""
+    lesson_tags = set(lesson.tags)
+    shared = len(lesson_tags & query_tags) if n_query else 0
+    union = len(lesson_tags) + n_query - shared
+    last = lesson.last_activated_at if lesson.last_activated_at is not None else lesson.updated_at
+    dt = float(now - last)
+    return (shared / union if union else 0.0), (dt if math.isfinite(dt) else 0.0)
+
+
 def lesson_components_fast(
     lessons: Sequence[Lesson],
     *,
@@ -126,25 +145,15 @@ def lesson_components_fast(
     """``scoring.lesson_components`` of each lesson (``text_similarity[i]`` for ``lessons[i]``)."""
     fps = set(fingerprint_ids)
     query_tags = set(tags)
-    tau = config.recency_tau_hours
-    if tau <= 0 or not math.isfinite(tau):
-        recency(0.0, tau)  # raises the reference's ValueError
-    scale = tau * SECONDS_PER_HOUR
-    isfinite, exp, n_query = math.isfinite, math.exp, len(query_tags)
+    scale = _recency_scale(config)
+    exp, n_query = math.exp, len(query_tags)
     out: list[dict[str, float]] = []
     for lesson, sim in zip(lessons, text_similarity, strict=True):
-        # The Jaccard of the reference from one intersection: |a | b| = |a| + |b| - |a & b|, the same integers.
-        lesson_tags = set(lesson.tags)
-        shared = len(lesson_tags & query_tags) if n_query else 0
-        union = len(lesson_tags) + n_query - shared
-        last = lesson.last_activated_at if lesson.last_activated_at is not None else lesson.updated_at
-        dt = float(now - last)
-        if not isfinite(dt):
-            dt = 0.0
+        tag, dt = _tags_and_age(lesson, query_tags, n_query, now)
         out.append(
             {
                 "fingerprint_match": 0.0 if fps.isdisjoint(lesson.triggers) else 1.0,
-                "tag_overlap": shared / union if union else 0.0,
+                "tag_overlap": tag,
                 "text_similarity": _unit(sim),
                 "reliability": _unit(lesson.reliability),
                 "recency": exp(-max(dt, 0.0) / scale),
@@ -194,12 +203,9 @@ def lesson_rows_fast(
             )
         return composed, lesson_scores(composed, config)
     query_tags = set(tags)
-    tau = config.recency_tau_hours
-    if tau <= 0 or not math.isfinite(tau):
-        recency(0.0, tau)  # raises the reference's ValueError
-    scale = tau * SECONDS_PER_HOUR
+    scale = _recency_scale(config)
     w_fp, w_tags, w_text, w_rel, w_rec = (float(getattr(config, LESSON_WEIGHTS[k])) for k in _FUSED_KEYS)
-    isfinite, exp, n_query = math.isfinite, math.exp, len(query_tags)
+    exp, n_query = math.exp, len(query_tags)
     comps: list[dict[str, float]] = []
     scores: list[float] = []
     for lesson, sim in zip(lessons, text_similarity, strict=True):
@@ -210,14 +216,7 @@ def lesson_rows_fast(
                 lesson, exact=not fps.isdisjoint(lesson.triggers), matcher=matcher, miss_factor=miss,
                 action_credit=credit_if_action,
             )
-        lesson_tags = set(lesson.tags)  # as lesson_components_fast: Jaccard from one intersection
-        shared = len(lesson_tags & query_tags) if n_query else 0
-        union = len(lesson_tags) + n_query - shared
-        last = lesson.last_activated_at if lesson.last_activated_at is not None else lesson.updated_at
-        dt = float(now - last)
-        if not isfinite(dt):
-            dt = 0.0
-        tag = shared / union if union else 0.0
+        tag, dt = _tags_and_age(lesson, query_tags, n_query, now)
         text = _unit(sim)
         rel = _unit(lesson.reliability)
         rec = exp(-max(dt, 0.0) / scale)
