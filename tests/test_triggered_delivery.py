@@ -406,3 +406,7 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
     assert [a for a in cuts if allowed(hints, a, recipe)] == ["slice red apple"]  # the one cut the recipe says
     known = rule("dice-ok", correct="dice <X>", when=["dice <X>"])
     assert not any("dice" in h.text for h in StepDelivery([slice_, known], runs=[])(task(holding), steps))  # memory knows dice
+    stepwise = StepDelivery([slice_], runs=[])  # called step by step, it reads each step once: the same verdicts
+    stepwise(task(holding), steps[:1])
+    assert stepwise(task(holding), steps) == hints
+    assert not any("dice" in h.text for h in stepwise(task(from_start), first))  # another attempt is read afresh

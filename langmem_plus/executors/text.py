@@ -88,6 +88,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
@@ -211,6 +212,12 @@ class _View:
     valid: list[str]
     state: str
     start_state: Any = None
+    history: Sequence[Step] = ()
+
+    @cached_property
+    def done(self) -> frozenset[str]:
+        """The attempt's actions that did not fail, normalised: what a history condition (``after `open <X>```) needs."""
+        return frozenset(norm(s.action) for s in self.history if not s.feedback.failed)
 
     @property
     def seen(self) -> str:
@@ -233,7 +240,7 @@ def _view(task: TaskSpec, history: Sequence[Step]) -> _View:
         valid = [str(a) for a in ctx.get("valid_actions") or []]
         state = ctx.get("state")
     key = json.dumps(state, sort_keys=True, default=str) + "\n" + "\n".join(sorted(valid))
-    return _View(goal, observations, valid, key, ctx.get("state"))
+    return _View(goal, observations, valid, key, ctx.get("state"), history)
 
 
 def _location(state: Any) -> str | None:
@@ -323,7 +330,7 @@ class TextGameExecutor:
             done = done_line(cond)
             if done is not None:  # the attempt took the bound action earlier, and it did not fail
                 bound = bind(done, binding)
-                if bound is None or bound not in {norm(s.action) for s in history if not s.feedback.failed}:
+                if bound is None or bound not in view.done:
                     return False
                 continue
             neg = unnamed_slot(cond)

@@ -34,11 +34,6 @@ UNDO_SLOT = "<X>"
 """The placeholder an undo pair's patterns put where the two actions' shared object was."""
 
 
-def _delta(before: frozenset[str], after: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
-    """(added, removed): what one step changed in the valid actions."""
-    return after - before, before - after
-
-
 def shared_object(undo: str, done: str) -> tuple[str, str] | None:
     """The two actions as patterns over their longest common tail of words (``close <X>``, ``open <X>``), or None
     when they share no tail or nothing precedes it in either (no two commands to tell apart).
@@ -75,7 +70,7 @@ def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
     """
     ordered = sorted(steps, key=lambda s: s.index)
     before = _valid((task.context or {}).get("valid_actions"))
-    plain: list[tuple[Step, frozenset[str], frozenset[str]]] = []  # (step, valid before, valid after) of each plain step
+    plain: list[tuple[Step, str, frozenset[str], frozenset[str]]] = []  # (step, action, valid before, after): plain steps
     undos: set[int] = set()
     out: dict[tuple[str, str], None] = {}
     for step in ordered:
@@ -86,8 +81,7 @@ def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
             continue
         act = norm(step.action)
         if act in valid_before and act not in after:  # it was offered, and taking it used it up
-            for earlier, e_before, e_after in reversed(plain):
-                done = norm(earlier.action)
+            for earlier, done, e_before, e_after in reversed(plain):
                 if act not in e_before and act in e_after and done not in e_after and done in after \
                         and done not in valid_before:
                     pair = shared_object(act, done)
@@ -96,7 +90,7 @@ def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
                         out.setdefault(pair, None)
                         undos.add(id(step))
                     break
-        plain.append((step, valid_before, after))
+        plain.append((step, act, valid_before, after))
     return list(out)
 
 

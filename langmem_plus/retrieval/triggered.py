@@ -400,10 +400,7 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     assert isinstance(lesson, Lesson)
     pattern = rule_pattern(lesson)
     binding = (pattern.match(action) if pattern is not None else None) or {}
-    if lesson.wrong:  # an avoidance's history lines stay, bound: they say why (rule 8)
-        said = [AFTER + line for c in lesson.applies_when or () for d in [done_line(c)] if d for line in [bind(d, binding)] if line]
-    else:
-        said = [] if bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
+    said = [] if lesson.wrong or bare else sorted(grounded_conditions(lesson.applies_when or (), binding))
     grounded = lesson.model_copy(update={
         "id": f"{lesson.id}{GROUNDED_SEP}{action}", "applies_when": said,
         "wrong": action if lesson.wrong else None, "correct": None if lesson.wrong else action})
@@ -651,6 +648,10 @@ class StepDelivery:
     """Rule 9: commands memory avoids wherever the task does not say them (``undirected_verbs``)."""
     _ruled: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 9: the commands of every live rule (a command memory has any rule about is not inferred)."""
+    _kin_read: list[Step] = field(default_factory=list, init=False)
+    """Rule 9: the steps of the attempt already read for kin (``_attempt_kin``), so each step is read once."""
+    _kin_found: set[str] = field(default_factory=set, init=False)
+    """Rule 9: the kin those steps gave."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -708,8 +709,7 @@ class StepDelivery:
         fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
         fired += undoing(self._undo, view, history)
         if self._undirected and history:
-            start = [str(a) for a in (task.context or {}).get("valid_actions") or []]
-            for verb in sorted(instrument_kin(history, start, self._undirected) - self._ruled):
+            for verb in sorted(self._attempt_kin(task, history) - self._ruled):
                 it, p = _attempt_kin_item(verb)
                 fired += [(it, a) for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
@@ -734,6 +734,18 @@ class StepDelivery:
                 continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
+
+    def _attempt_kin(self, task: TaskSpec, history: Sequence[Step]) -> set[str]:
+        """``instrument_kin`` of the attempt so far (rule 9), reading only the steps added since the last call: the
+        same verbs as reading the whole history (a step's new actions are against the last step that offered any)."""
+        read = self._kin_read
+        if len(read) > len(history) or any(a is not b for a, b in zip(read, history)):
+            read, self._kin_found = [], set()  # another attempt's history: read from its start
+        offered = [s.info.get("valid_actions") for s in reversed(read) if s.info.get("valid_actions")]
+        before = (offered[0] if offered else (task.context or {}).get("valid_actions")) or []
+        self._kin_found |= instrument_kin(history[len(read):], [str(a) for a in before], self._undirected)
+        self._kin_read = list(history)
+        return self._kin_found
 
     @property
     def tokens(self) -> int:
