@@ -343,7 +343,10 @@ def test_a_sibling_never_seen_right_is_avoided_on_a_thing_the_task_asks_nothing_
     anywhere = rule("oven-any", correct="cook <X> in oven")  # cooking right with no line: no sibling to eliminate by
     assert not avoided("dice the red apple", [anywhere, siblings[2], toaster])
     seen_right = rule("toaster-right", correct="cook <X> in toaster", when=["grill <X>"])
-    assert not avoided("dice the red apple", [*siblings, toaster, seen_right])  # right somewhere: rule 6 does not apply
+    # right somewhere, so rule 6 does not apply; but right only where the task says `grill <X>`, it is not asked
+    # here, and rule 7 avoids it as it would an unknown sibling
+    assert avoided("dice the red apple", [*siblings, toaster, seen_right])
+    assert not avoided("grill the red apple", [*siblings, toaster, seen_right])
 
 
 def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_asks_nothing_unanswered_of_its_thing() -> None:
@@ -375,7 +378,9 @@ def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_a
     assert stove in texts and not ok  # nothing read of the apple yet: no line makes any cooking of it right
     fry = rule("stove", correct="cook <X> in stove", when=["fry <X>"])
     texts, ok, _ = shown(recipe("dice the red apple"), [oven, toaster, dice, fry])
-    assert stove not in texts  # memory has a rule about the stove: not unknown (rules 5 and 6 decide about it)
+    assert stove in texts and not ok  # known right only where the task says `fry <X>`: not asked here either
+    texts, ok, _ = shown(recipe("fry the red apple"), [oven, toaster, dice, fry])
+    assert "Prefer `cook red apple in stove`" in texts and stove not in texts and ok  # its own line: its rule decides
     anywhere = rule("oven-any", correct="cook <X> in oven")  # right with no line: not a conditional command
     texts, ok, _ = shown(recipe("dice the red apple"), [anywhere, dice])
     assert stove not in texts and ok
@@ -410,3 +415,27 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
     stepwise(task(holding), steps[:1])
     assert stepwise(task(holding), steps) == hints
     assert not any("dice" in h.text for h in stepwise(task(from_start), first))  # another attempt is read afresh
+
+
+def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memory_knows_an_undirected_command_fatal() -> None:
+    fry_stove = rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"])
+    widened = rule("stove-widened", wrong="cook <X> in stove")  # right where the task says fry, fatal elsewhere
+    recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  dice the red apple\n  fry the red apple\n  prepare meal"
+    holding = ["eat red apple", "eat milk", "drop red apple", "drop milk", "take knife", "look"]
+    cuts = [f"{v} {thing}" for v in ("slice", "dice", "chop") for thing in ("red apple", "milk")]
+    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
+             Step(index=1, action="take knife", observation="You take the knife.",
+                  info={"valid_actions": [*holding[:4], *cuts, "drop knife", "look"]})]
+    hints = StepDelivery([fry_stove, widened], runs=[])(task(holding), steps)
+    shown = {(h.text, h.precondition) for h in hints}
+    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # a line of the recipe opens with it
+    assert ("Avoid `slice <X>`", "when the task does not say `slice <X>`") in shown  # offered with dice
+    assert [a for a in cuts if allowed(hints, a, recipe)] == ["dice red apple"]  # the one cut the recipe says
+    unproven = StepDelivery([fry_stove], runs=[])(task(holding), steps)  # nothing fatal known: no inference
+    assert not any(h.text.startswith("Avoid") for h in unproven)
+    assert len([a for a in cuts if allowed(unproven, a, recipe)]) == len(cuts)
+    in_its_place = rule("stove-roast", wrong="cook <X> in stove", when=["roast <X>"])  # fatal where roast, not fry
+    assert ("Avoid `chop <X>`", "when the task does not say `chop <X>`") in {
+        (h.text, h.precondition) for h in StepDelivery([fry_stove, in_its_place], runs=[])(task(holding), steps)}
+    where_directed = rule("stove-fry", wrong="cook <X> in stove", when=["fry <X>"])  # fatal only where directed
+    assert not any("dice" in h.text for h in StepDelivery([fry_stove, where_directed], runs=[])(task(holding), steps))

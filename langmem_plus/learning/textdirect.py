@@ -35,6 +35,9 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
   verb, on the same things (taking a knife offers ``slice``, ``chop`` and ``dice`` on every
   ingredient held), are directive verbs too before any task text names them: ``dice`` is avoided
   where the recipe does not say it once ``slice`` is known, without a game lost to dicing.
+  At delivery the same reading applies to the attempt itself (``offered_together``, ``kin_of``), and
+  ``fatal_where_undirected`` says whether memory has the evidence that makes an attempt's own directive verbs
+  avoided where undirected (``retrieval.triggered``, rule 9).
 
 Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
 
@@ -153,18 +156,11 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
-def instrument_kin(steps: Sequence[Step], first_valid: Sequence[str], directives: Collection[str]) -> set[str]:
-    """Commands a step first offered together with a directive verb, on the same things, other than the step's own
-    object (taking a knife offers ``slice <X>``, ``chop <X>`` and ``dice <X>`` on every ingredient held): kin of that
-    directive, directive verbs too, though no task text has named them yet.
-
-    Example:
-        >>> took = Step(index=0, action="take knife", info={"valid_actions": [
-        ...     "slice apple", "dice apple", "eat apple", "drop knife", "eat knife", "look"]})
-        >>> sorted(instrument_kin([took], ["eat apple", "look"], {"slice"}))
-        ['dice']
-    """
-    out: set[str] = set()
+def offered_together(steps: Sequence[Step], first_valid: Sequence[str]) -> list[dict[str, frozenset[str]]]:
+    """Per step, the commands it first offered, verb -> the things it offered them on, other than the step's own
+    object (taking a knife offers ``slice``, ``chop`` and ``dice`` on every ingredient held); a step that offered none
+    adds nothing. The first step is read against ``first_valid``; with none known, it only sets what was offered."""
+    out: list[dict[str, frozenset[str]]] = []
     before: set[str] | None = set(first_valid) or None  # unknown before the first step: nothing is new there
     for step in steps:
         after = {str(a) for a in step.info.get("valid_actions") or []}
@@ -177,10 +173,49 @@ def instrument_kin(steps: Sequence[Step], first_valid: Sequence[str], directives
             words = action.lower().split()
             if len(words) >= 2 and " ".join(words[1:]) != own:
                 things.setdefault(words[0], set()).add(" ".join(words[1:]))
+        if things:
+            out.append({verb: frozenset(objects) for verb, objects in things.items()})
+        before = after or before
+    return out
+
+
+def kin_of(groups: Iterable[Mapping[str, frozenset[str]]], directives: Collection[str]) -> set[str]:
+    """Commands offered together with a directive verb (``offered_together``), on the same things, other than the
+    directive verbs themselves: its kin."""
+    out: set[str] = set()
+    for things in groups:
         for verb in set(directives) & things.keys():
             out |= {w for w, objects in things.items() if w != verb and objects == things[verb]}
-        before = after or before
     return out - set(directives)
+
+
+def instrument_kin(steps: Sequence[Step], first_valid: Sequence[str], directives: Collection[str]) -> set[str]:
+    """Commands a step first offered together with a directive verb, on the same things, other than the step's own
+    object (``offered_together``, ``kin_of``): kin of that directive, directive verbs too, though no task text has
+    named them yet.
+
+    Example:
+        >>> took = Step(index=0, action="take knife", info={"valid_actions": [
+        ...     "slice apple", "dice apple", "eat apple", "drop knife", "eat knife", "look"]})
+        >>> sorted(instrument_kin([took], ["eat apple", "look"], {"slice"}))
+        ['dice']
+    """
+    return kin_of(offered_together(steps, first_valid), directives)
+
+
+def fatal_where_undirected(rules: Iterable[Lesson]) -> bool:
+    """Whether memory knows a command that is fatal where the task's text does not direct it: a conditional command
+    (``conditional_command``: ``cook <X> in stove`` where the task says ``fry <X>``) avoided in a situation without
+    its directive line (widened to every situation, or kept to another one: ``roast <X>``)."""
+    rules = list(rules)
+    directed: dict[str, list[set[str]]] = {}
+    for lesson in rules:
+        pattern = conditional_command(lesson)
+        if pattern:
+            directed.setdefault(pattern, []).append({c for c in lesson.applies_when or () if not is_negative(c)})
+    return any(lesson.wrong in directed and lesson.retrievable
+               and any(not lines & set(lesson.applies_when or ()) for lines in directed[lesson.wrong])
+               for lesson in rules)
 
 
 def directed_rule(has: Callable[[str], Lesson | None], rid: Callable[..., str], verb: str) -> Lesson | None:
@@ -237,5 +272,5 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
     return out
 
 
-__all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "instrument_kin", "is_directed",
-           "known_verbs", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]
+__all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "fatal_where_undirected",
+           "instrument_kin", "is_directed", "kin_of", "known_verbs", "offered_together", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]

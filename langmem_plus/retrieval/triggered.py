@@ -81,13 +81,18 @@ valid actions and the lines its condition names have been read. So at each step:
    nothing for the oven to do to it; one that says ``roast`` it (a verb no sibling answers) does
    not stop the oven. So with two appliances known, the third is not tried on an ingredient the
    recipe does not cook (``twx-cooking:rooms3``, 20 collection games, dev fold: games lost 5.3 -> 2.3).
-7. **Unknown kin**: a valid action memory has no rule about on its thing, that is a conditional command with its last
+7. **Unknown kin**: a valid action memory recommends nowhere outright on its thing (it may know it as a conditional
+   command, right only where the task says a line of its own), that is a conditional command with its last
    word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``, known right only where the task says
    ``grill <X>``), is avoided where the task asks nothing of the thing but
    lines memory can answer (rule 6's test), and where its text says nothing of the thing yet: a command of a family
    that is right only under a line of its own is not a guess to take without one. A line no known command answers
    (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
    activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
+   A conditional command memory knows is no exception: right where the task says ``fry <X>``, the stove is not asked
+   of an apple the recipe only chops, and where the recipe fries it, its recommendation wins (rule 2). Lines memory
+   can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
+   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
    ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
    recorded as a toggle of the valid actions by at least ``min_occurrences`` of the tool's runs
@@ -103,6 +108,14 @@ valid actions and the lines its condition names have been read. So at each step:
    task does not say it (``Avoid `slice <X>` when the task does not say `slice <X>```), on the same things, avoided
    where the task does not say it too, unless memory has any rule about that command. An inference at delivery
    (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: 0.90 -> 0.94, games lost 2.3 -> 0.3.)
+   The attempt's text directs commands of its own: a line of the task's text that opens with a verb the attempt was
+   offered as a command on a thing (``dice the red apple`` beside ``dice red apple``) makes that verb a directive
+   verb here, avoided where the task does not say it, and its kin with it, even when memory has never seen it
+   offered. The evidence is memory's, not the attempt's: this holds only once memory knows some command fatal
+   where the task does not direct it (an undirected avoidance, or a conditional command avoided in a situation
+   without its directive line: ``cook <X> in stove`` right where the task says ``fry <X>``, fatal where it says
+   ``roast <X>``; ``textdirect.fatal_where_undirected``). So collection games that never took the knife still
+   keep the next attempt from cutting what its recipe does not cut.
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first fired), and the distinct lines shown
@@ -154,8 +167,10 @@ from langmem_plus.learning.textmatch import (
 from langmem_plus.learning.textdirect import (
     condition_verbs,
     conditional_command,
-    instrument_kin,
+    fatal_where_undirected,
     is_directed,
+    kin_of,
+    offered_together,
     pattern_verb,
     sibling_key,
 )
@@ -409,9 +424,9 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
 
 def _answered_verbs(live: Sequence[Lesson]) -> dict[tuple[str, tuple[str, ...]], frozenset[str]]:
     """Per family of conditional commands (``textdirect.sibling_key``), the verbs whose lines memory can answer
-    (rules 6 and 7): directive verbs (memory recommends ``<v> <X>`` where the task says ``<v> <X>``) and the first
-    words of the family's condition lines."""
-    directive = {pattern_verb(l) for l in live if is_directed(l)}
+    (rules 6 and 7): directive verbs (memory recommends ``<v> <X>`` where the task says ``<v> <X>``, or avoids it
+    where the task does not say it) and the first words of the family's condition lines."""
+    directive = {pattern_verb(l) for l in live if is_directed(l)} | undirected_verbs(live)
     families: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for lesson in live:
         if conditional_command(lesson):
@@ -513,7 +528,7 @@ def _conditional_kin(delivered: Sequence[Lesson], families: dict[tuple[str, tupl
 def unknown_kin(kin: Sequence[_Kin], known: Sequence[Pattern], view: StepView) -> list[tuple[str, str, _Kin]]:
     """Rule 7: ``(action, thing, command)`` for each valid action that is an unknown sibling of a conditional command:
     the command with its last word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``), that no
-    pattern in ``known`` matches with that thing bound, and whose thing the task asks nothing of but answered verbs'
+    pattern in ``known`` (memory's outright recommendations) matches with that thing bound, and whose thing the task asks nothing of but answered verbs'
     lines (``asks_only_answered``; also when its text says nothing of it: a conditional command is right only where a
     line about its thing says so)."""
     out: dict[str, tuple[str, str, _Kin]] = {}
@@ -610,7 +625,7 @@ def _attempt_kin_item(verb: str) -> tuple[ScoredItem, Pattern]:
                     applies_when=[f"{UNNAMED}{wrong}"])
     pattern = Pattern.parse(wrong)
     assert pattern is not None
-    return ScoredItem(kind="lesson", item=lesson, score=0.0, why="offered with a command avoided where undirected"), pattern
+    return ScoredItem(kind="lesson", item=lesson, score=0.0, why="a directive verb of the attempt, or its kin"), pattern
 
 
 @dataclass
@@ -641,17 +656,20 @@ class StepDelivery:
     _kin: list[_Kin] = field(default_factory=list, init=False)
     """Conditional commands whose unknown siblings rule 7 avoids."""
     _known: list[Pattern] = field(default_factory=list, init=False)
-    """Every live rule's pattern: what memory has a rule about (rule 7)."""
+    """The patterns memory recommends outright (no conditional command): rule 7 leaves what they match to them."""
     _undo: list[tuple[Pattern, str]] = field(default_factory=list, init=False)
     """Rule 8's undo pairs (``undo_rules``)."""
     _undirected: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 9: commands memory avoids wherever the task does not say them (``undirected_verbs``)."""
+    _guarded: bool = field(default=False, init=False)
+    """Rule 9: memory knows a command fatal where the task does not direct it (``_undirected``, or
+    ``textdirect.fatal_where_undirected``), so the attempt's own directive verbs are avoided where undirected too."""
     _ruled: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 9: the commands of every live rule (a command memory has any rule about is not inferred)."""
     _kin_read: list[Step] = field(default_factory=list, init=False)
-    """Rule 9: the steps of the attempt already read for kin (``_attempt_kin``), so each step is read once."""
-    _kin_found: set[str] = field(default_factory=set, init=False)
-    """Rule 9: the kin those steps gave."""
+    """Rule 9: the steps of the attempt already read for kin (``_offered``), so each step is read once."""
+    _kin_groups: list[dict[str, frozenset[str]]] = field(default_factory=list, init=False)
+    """Rule 9: the commands those steps first offered together (``textdirect.offered_together``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -675,8 +693,9 @@ class StepDelivery:
         families = _answered_verbs(live)
         self._eliminable = _eliminable(self._ranked, live, families)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
-        self._known = [p for _, p in parsed]
+        self._known = [p for l, p in parsed if not l.wrong and not conditional_command(l)]
         self._undirected = undirected_verbs(live)
+        self._guarded = bool(self._undirected) or fatal_where_undirected(live)
         self._ruled = frozenset(head_verb(p) for _, p in parsed)
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
         self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
@@ -708,8 +727,8 @@ class StepDelivery:
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
         fired += undoing(self._undo, view, history)
-        if self._undirected and history:
-            for verb in sorted(self._attempt_kin(task, history) - self._ruled):
+        if self._guarded and history:
+            for verb in sorted(self._attempt_directives(task, history, view) - self._ruled):
                 it, p = _attempt_kin_item(verb)
                 fired += [(it, a) for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
@@ -735,17 +754,25 @@ class StepDelivery:
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
 
-    def _attempt_kin(self, task: TaskSpec, history: Sequence[Step]) -> set[str]:
-        """``instrument_kin`` of the attempt so far (rule 9), reading only the steps added since the last call: the
-        same verbs as reading the whole history (a step's new actions are against the last step that offered any)."""
+    def _attempt_directives(self, task: TaskSpec, history: Sequence[Step], view: StepView) -> set[str]:
+        """Rule 9's commands: those a line of this task's text opens with that the attempt was offered on a thing (its
+        own directive verbs), memory's undirected ones, and their kin in the attempt (``textdirect.kin_of``)."""
+        groups = self._offered(task, history)
+        offered = {w for things in groups for w in things} | {a.split()[0] for a in view.valid if len(a.split()) > 1}
+        directives = set(self._undirected) | ({l.split()[0] for l in view.task_lines if l.split()} & offered)
+        return directives | kin_of(groups, directives)
+
+    def _offered(self, task: TaskSpec, history: Sequence[Step]) -> list[dict[str, frozenset[str]]]:
+        """``offered_together`` over the attempt so far, reading only the steps added since the last call: the same
+        groups as reading the whole history (a step's new actions are against the last step that offered any)."""
         read = self._kin_read
         if len(read) > len(history) or any(a is not b for a, b in zip(read, history)):
-            read, self._kin_found = [], set()  # another attempt's history: read from its start
+            read, self._kin_groups = [], []  # another attempt's history: read from its start
         offered = [s.info.get("valid_actions") for s in reversed(read) if s.info.get("valid_actions")]
         before = (offered[0] if offered else (task.context or {}).get("valid_actions")) or []
-        self._kin_found |= instrument_kin(history[len(read):], [str(a) for a in before], self._undirected)
+        self._kin_groups += offered_together(history[len(read):], [str(a) for a in before])
         self._kin_read = list(history)
-        return self._kin_found
+        return self._kin_groups
 
     @property
     def tokens(self) -> int:
