@@ -439,3 +439,45 @@ def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memo
         (h.text, h.precondition) for h in StepDelivery([fry_stove, in_its_place], runs=[])(task(holding), steps)}
     where_directed = rule("stove-fry", wrong="cook <X> in stove", when=["fry <X>"])  # fatal only where directed
     assert not any("dice" in h.text for h in StepDelivery([fry_stove, where_directed], runs=[])(task(holding), steps))
+    stepwise = StepDelivery([fry_stove, widened], runs=[])  # step by step: the same verdicts
+    stepwise(task(holding), steps[:1])
+    assert stepwise(task(holding), steps) == hints
+
+
+def test_the_attempts_own_directive_verbs_need_an_instrument_and_a_line_that_says_the_action_whole() -> None:
+    evidence = [rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"]), rule("stove-widened", wrong="cook <X> in stove")]
+    recipe = "Ingredients:\n  red apple\nDirections:\n  dice the red apple\n  prepare meal"
+    holding = ["eat red apple", "drop red apple", "take knife", "look"]
+    cuts = [f"{v} red apple with knife" for v in ("slice", "dice", "chop")]  # no line says a cut whole
+    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
+             Step(index=1, action="take knife", observation="You take the knife.", info={"valid_actions": [*holding[:2], *cuts, "look"]})]
+    hints = StepDelivery(evidence, runs=[])(task(holding), steps)
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in hints)
+    assert allowed(hints, "dice red apple with knife", recipe)  # the directed cut stays open
+    plain = [f"{v} red apple" for v in ("slice", "dice", "chop")]
+    roasted = "Ingredients:\n  red apple\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
+    knife = [Step(index=0, action="read cookbook", observation=roasted, info={"valid_actions": holding}),
+             Step(index=1, action="take knife", observation="You take the knife.", info={"valid_actions": [*holding[:2], *plain, "look"]})]
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[])(task(holding), knife))
+    note = "Take the key from the drawer.\nOpen the chest."  # a step offers `open` alone: no instrument's command
+    valid = ["open drawer", "open chest", "look"]
+    lit = [Step(index=0, action="read cookbook", observation=note, info={"valid_actions": ["light lamp", "look"]}),
+           Step(index=1, action="light lamp", observation="You can see now.", info={"valid_actions": valid})]
+    hints = StepDelivery(evidence, runs=[])(task(["light lamp", "look"]), lit)
+    assert not any(h.text.startswith("Avoid `open") for h in hints) and allowed(hints, "open drawer", note)
+
+
+def test_a_conditional_command_whose_line_the_task_says_is_never_avoided_as_kin_though_its_recommendation_is_held_back() -> None:
+    oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
+    stove = rule("stove", correct="cook <X> in stove", when=["fry <X>"], runs=("x",))
+    lost = [RunRecord(run_id=f"l{i}", namespace=("ns",), seq=i, task_id=f"t{i}", tool="game", passed=False, activated=["stove"])
+            for i in range(3)]
+    runs = [*lost, RunRecord(run_id="w", namespace=("ns",), seq=9, task_id="w", tool="game", passed=True)]
+    need, gain = rule_utility(stove, runs)
+    assert need + gain < 0  # held back (rule 3)
+    valid = ["cook red apple in stove", "cook red apple in oven", "look"]
+    fried = "Ingredients:\n  red apple\nDirections:\n  fry the red apple\n  prepare meal"
+    toaster = rule("toaster", correct="cook <X> in toaster", when=["grill <X>"])  # its kin covers the oven
+    hints = StepDelivery([oven, stove, toaster], runs=runs)(task(valid), taken(valid, "look", fried))
+    assert "Avoid `cook red apple in stove`" not in {h.text for h in hints} and allowed(hints, "cook red apple in stove", fried)
+    assert "Avoid `cook red apple in oven`" in {h.text for h in hints}  # the oven is not asked of a fried apple

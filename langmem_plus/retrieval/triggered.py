@@ -76,8 +76,8 @@ valid actions and the lines its condition names have been read. So at each step:
    oven`` beside ``cook <X> in stove``) memory knows right only where the task says a line of
    their own (``textdirect.conditional_command``), also fires on a thing the task's text names
    and asks nothing of that memory cannot answer: every line naming it, but the bare mention,
-   opens with a verb memory knows the answer to (a directive verb, recommended where directed,
-   or a sibling's condition verb). The recipe that only says ``dice the red hot pepper`` leaves
+   opens with a verb memory knows the answer to (a directive verb, recommended where directed
+   or avoided where undirected, or a sibling's condition verb). The recipe that only says ``dice the red hot pepper`` leaves
    nothing for the oven to do to it; one that says ``roast`` it (a verb no sibling answers) does
    not stop the oven. So with two appliances known, the third is not tried on an ingredient the
    recipe does not cook (``twx-cooking:rooms3``, 20 collection games, dev fold: games lost 5.3 -> 2.3).
@@ -90,7 +90,8 @@ valid actions and the lines its condition names have been read. So at each step:
    (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
    activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
    A conditional command memory knows is no exception: right where the task says ``fry <X>``, the stove is not asked
-   of an apple the recipe only chops, and where the recipe fries it, its recommendation wins (rule 2). Lines memory
+   of an apple the recipe only chops; where the recipe fries it, its own line is said and rule 7 leaves it alone,
+   whether or not its recommendation is delivered (rule 3 may hold one back). Lines memory
    can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
    the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
@@ -108,10 +109,12 @@ valid actions and the lines its condition names have been read. So at each step:
    task does not say it (``Avoid `slice <X>` when the task does not say `slice <X>```), on the same things, avoided
    where the task does not say it too, unless memory has any rule about that command. An inference at delivery
    (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: 0.90 -> 0.94, games lost 2.3 -> 0.3.)
-   The attempt's text directs commands of its own: a line of the task's text that opens with a verb the attempt was
-   offered as a command on a thing (``dice the red apple`` beside ``dice red apple``) makes that verb a directive
-   verb here, avoided where the task does not say it, and its kin with it, even when memory has never seen it
-   offered. The evidence is memory's, not the attempt's: this holds only once memory knows some command fatal
+   The attempt's text directs commands of its own (``attempt_directives``): a command a step first offered together
+   with another on the same things (an instrument's: the knife's cuts), on a thing the task's text names alone,
+   that a line of the task's text opens with (``dice the red apple``), is a directive verb here, avoided where the
+   task does not say it, and its kin with it, even when memory has never seen it offered. A command offered alone
+   (``open``), or whose actions run on past the thing (``dice red apple with knife``, which no "does not say" line
+   could check), is not. The evidence is memory's, not the attempt's: this holds only once memory knows some command fatal
    where the task does not direct it (an undirected avoidance, or a conditional command avoided in a situation
    without its directive line: ``cook <X> in stove`` right where the task says ``fry <X>``, fatal where it says
    ``roast <X>``; ``textdirect.fatal_where_undirected``). So collection games that never took the knife still
@@ -525,21 +528,23 @@ def _conditional_kin(delivered: Sequence[Lesson], families: dict[tuple[str, tupl
     return [out[k] for k in sorted(out)]
 
 
-def unknown_kin(kin: Sequence[_Kin], known: Sequence[Pattern], view: StepView) -> list[tuple[str, str, _Kin]]:
+def unknown_kin(kin: Sequence[_Kin], known: Sequence[Pattern], view: StepView,
+                spared: Collection[str] = ()) -> list[tuple[str, str, _Kin]]:
     """Rule 7: ``(action, thing, command)`` for each valid action that is an unknown sibling of a conditional command:
     the command with its last word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``), that no
     pattern in ``known`` (memory's outright recommendations) matches with that thing bound, and whose thing the task asks nothing of but answered verbs'
     lines (``asks_only_answered``; also when its text says nothing of it: a conditional command is right only where a
-    line about its thing says so)."""
+    line about its thing says so). An action in ``spared`` (one a conditional command memory knows fires on here: its own
+    line is said, whether or not its recommendation is delivered) is left alone."""
     out: dict[str, tuple[str, str, _Kin]] = {}
     for k in kin:
         for action in view.valid:
             binding = k.shape.match(action)
-            if action in out or binding is None or binding[k.open_slot] == k.word:
+            if action in out or action in spared or binding is None or binding[k.open_slot] == k.word:
                 continue
             thing = binding[k.slot]
-            if any(thing in (m or {}).values() for m in (p.match(action) for p in known)):
-                continue  # memory has a rule about this command on this thing
+            if any(m is not None and (not m or thing in m.values()) for m in (p.match(action) for p in known)):
+                continue  # memory recommends this command on this thing (a literal rule: this very action)
             if asks_only_answered(thing, k.answered, view):
                 out[action] = (action, thing, k)
     return list(out.values())
@@ -628,6 +633,33 @@ def _attempt_kin_item(verb: str) -> tuple[ScoredItem, Pattern]:
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="a directive verb of the attempt, or its kin"), pattern
 
 
+def attempt_directives(groups: Sequence[dict[str, frozenset[str]]], view: StepView) -> set[str]:
+    """Rule 9: commands this attempt's own text directs. A step first offered them together with another command on the
+    same things (an instrument's commands: ``offered_together``), one of those things is a phrase the task's text
+    names (``StepView.names``: the command takes the thing alone), and a clause of the goal or a line of the task's
+    text opens with the command (``dice the red apple``).
+
+    All three are needed: a command offered alone (``open chest``) is no instrument's; one whose actions run on
+    past the thing (``dice red apple with knife``) could not be checked against the task's lines, so avoiding it
+    where the task does not say it would avoid the directed one too; and a command no line opens with is directed
+    nowhere in this task.
+
+    Example:
+        >>> view = StepView(frozenset(), "", ("red apple", "dice red apple"), (), (), directing=("dice red apple",))
+        >>> knife = {"slice": frozenset({"red apple"}), "dice": frozenset({"red apple"}), "drop": frozenset({"knife"})}
+        >>> sorted(attempt_directives([knife], view)), attempt_directives([{"dice": frozenset({"red apple"})}], view)
+        (['dice'], set())
+    """
+    opening = {line.split()[0] for line in view.directing if line.split()}
+    out: set[str] = set()
+    for things in groups:
+        for verb, objects in things.items():
+            shared = any(other != verb and same == objects for other, same in things.items())
+            if verb in opening and shared and any(view.names(thing) for thing in objects):
+                out.add(verb)
+    return out
+
+
 @dataclass
 class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
@@ -655,6 +687,9 @@ class StepDelivery:
     """Rule 5 avoidances without their situation lines, by id (``_as_anywhere``)."""
     _kin: list[_Kin] = field(default_factory=list, init=False)
     """Conditional commands whose unknown siblings rule 7 avoids."""
+    _conditional: list[tuple[Lesson, Pattern]] = field(default_factory=list, init=False)
+    """Every live conditional command (``textdirect.conditional_command``), delivered or held back: rule 7 spares
+    the actions whose own line the task says."""
     _known: list[Pattern] = field(default_factory=list, init=False)
     """The patterns memory recommends outright (no conditional command): rule 7 leaves what they match to them."""
     _undo: list[tuple[Pattern, str]] = field(default_factory=list, init=False)
@@ -694,6 +729,7 @@ class StepDelivery:
         self._eliminable = _eliminable(self._ranked, live, families)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
         self._known = [p for l, p in parsed if not l.wrong and not conditional_command(l)]
+        self._conditional = [(l, p) for l, p in parsed if conditional_command(l)]
         self._undirected = undirected_verbs(live)
         self._guarded = bool(self._undirected) or fatal_where_undirected(live)
         self._ruled = frozenset(head_verb(p) for _, p in parsed)
@@ -725,7 +761,9 @@ class StepDelivery:
                  for a in firings(it.item, p, view, self.config,  # type: ignore[arg-type]
                                   unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere)]  # type: ignore[union-attr]
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
-        fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view)]
+        if self._kin:
+            spared = {a for lesson, p in self._conditional for a in firings(lesson, p, view, self.config)}
+            fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
         fired += undoing(self._undo, view, history)
         if self._guarded and history:
             for verb in sorted(self._attempt_directives(task, history, view) - self._ruled):
@@ -755,11 +793,10 @@ class StepDelivery:
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
 
     def _attempt_directives(self, task: TaskSpec, history: Sequence[Step], view: StepView) -> set[str]:
-        """Rule 9's commands: those a line of this task's text opens with that the attempt was offered on a thing (its
-        own directive verbs), memory's undirected ones, and their kin in the attempt (``textdirect.kin_of``)."""
+        """Rule 9's commands: memory's undirected ones, the attempt's own directive verbs (``attempt_directives``),
+        and their kin in the attempt (``textdirect.kin_of``)."""
         groups = self._offered(task, history)
-        offered = {w for things in groups for w in things} | {a.split()[0] for a in view.valid if len(a.split()) > 1}
-        directives = set(self._undirected) | ({l.split()[0] for l in view.task_lines if l.split()} & offered)
+        directives = set(self._undirected) | attempt_directives(groups, view)
         return directives | kin_of(groups, directives)
 
     def _offered(self, task: TaskSpec, history: Sequence[Step]) -> list[dict[str, frozenset[str]]]:
@@ -784,5 +821,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
