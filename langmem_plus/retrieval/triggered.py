@@ -91,7 +91,9 @@ valid actions and the lines its condition names have been read. So at each step:
    activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
    A conditional command memory knows is no exception: right where the task says ``fry <X>``, the stove is not asked
    of an apple the recipe only chops; where the recipe fries it, its own line is said and rule 7 leaves it alone,
-   whether or not its recommendation is delivered (rule 3 may hold one back). Lines memory
+   whether or not its recommendation is delivered (rule 3 may hold one back). On a thing the task's text does not
+   name yet, the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not name `<X>```)
+   rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
    can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
    the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
@@ -555,10 +557,18 @@ KIN_PREFIX = "kin:"
 """Id prefix of a rule 7 line's item: an inference at delivery, not a stored lesson (no activation is recorded)."""
 
 
-def _kin_item(action: str, thing: str, k: _Kin) -> ScoredItem:
-    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```)."""
-    lesson = Lesson(id=f"{KIN_PREFIX}{k.shape.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
-                    wrong=action, applies_when=[thing])
+def _kin_item(action: str, thing: str, k: _Kin, *, named: bool = True) -> ScoredItem:
+    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```); where the
+    task's text does not name the thing (``named`` false), the command's pattern where the task does not name its
+    thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for every such thing."""
+    if not named:
+        binding = k.shape.match(action) or {}
+        wrong = re.sub(rf"<{k.open_slot}>", binding.get(k.open_slot, ""), k.shape.text)
+        lesson = Lesson(id=f"{KIN_PREFIX}{wrong}", namespace=("triggered",), rule_text=f"AVOID: {wrong}", wrong=wrong,
+                        applies_when=[f"{UNNAMED}<{k.slot}>"])
+    else:
+        lesson = Lesson(id=f"{KIN_PREFIX}{k.shape.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
+                        wrong=action, applies_when=[thing])
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="an unknown sibling of a conditional command")
 
 
@@ -764,7 +774,8 @@ class StepDelivery:
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         if self._kin:
             spared = {a for lesson, p in self._conditional for a in firings(lesson, p, view, self.config)}
-            fired += [(_kin_item(a, thing, k), a) for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
+            fired += [(_kin_item(a, thing, k, named=view.names(thing)), a)
+                      for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
         fired += undoing(self._undo, view, history)
         if self._guarded and history:
             for verb in sorted(self._attempt_directives(task, history, view) - self._ruled):
