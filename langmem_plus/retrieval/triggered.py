@@ -95,7 +95,7 @@ valid actions and the lines its condition names have been read. So at each step:
    name yet, the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not name `<X>```)
    rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
    can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
-   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
+   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.956.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
    ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
    recorded as a toggle of the valid actions by at least ``min_occurrences`` of the tool's runs
@@ -563,7 +563,7 @@ def _kin_item(action: str, thing: str, k: _Kin, *, named: bool = True) -> Scored
     thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for every such thing."""
     if not named:
         binding = k.shape.match(action) or {}
-        wrong = re.sub(rf"<{k.open_slot}>", binding.get(k.open_slot, ""), k.shape.text)
+        wrong = k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, ""))
         lesson = Lesson(id=f"{KIN_PREFIX}{wrong}", namespace=("triggered",), rule_text=f"AVOID: {wrong}", wrong=wrong,
                         applies_when=[f"{UNNAMED}<{k.slot}>"])
     else:
