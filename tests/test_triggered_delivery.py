@@ -386,6 +386,9 @@ def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_a
     assert stove in texts and not ok  # known right only where the task says `fry <X>`: not asked here either
     texts, ok, _ = shown(recipe("fry the red apple"), [oven, toaster, dice, fry])
     assert "Prefer `cook red apple in stove`" in texts and stove not in texts and ok  # its own line: its rule decides
+    pepper = "Ingredients:\n  red hot pepper\nDirections:\n  dice the red hot pepper\n  prepare meal"
+    texts, ok, _ = shown(pepper, [oven, toaster, dice])  # `red` leads a listed phrase: the reader holds the apple named
+    assert stove in texts and not ok  # so its line is the action itself, not a "does not name" pattern it would not apply
     texts, ok, _ = shown("The fridge holds a red apple.", [oven, toaster, dice, fry])
     assert "Avoid `cook <X> in stove`" in texts and not ok  # a command memory knows: a guess too before its line
     anywhere = rule("oven-any", correct="cook <X> in oven")  # right with no line: not a conditional command

@@ -92,8 +92,9 @@ valid actions and the lines its condition names have been read. So at each step:
    A conditional command memory knows is no exception: right where the task says ``fry <X>``, the stove is not asked
    of an apple the recipe only chops; where the recipe fries it, its own line is said and rule 7 leaves it alone,
    whether or not its recommendation is delivered (rule 3 may hold one back). On a thing the task's text does not
-   name yet, the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not name `<X>```)
-   rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
+   name yet (as the reader reads "does not name": no leading part of it in a line of the task's text either, and a
+   word beyond the goal's), the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not
+   name `<X>```), unless it would cover an action memory recommends outright, rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
    can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
    the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.956.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
@@ -558,9 +559,10 @@ KIN_PREFIX = "kin:"
 
 
 def _kin_item(action: str, thing: str, k: _Kin, *, named: bool = True) -> ScoredItem:
-    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```); where the
-    task's text does not name the thing (``named`` false), the command's pattern where the task does not name its
-    thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for every such thing."""
+    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```); with
+    ``named`` false (``StepDelivery._kin_pattern``: the reader holds the thing unnamed), the command's pattern where the
+    task does not name its thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for
+    every such thing."""
     if not named:
         binding = k.shape.match(action) or {}
         wrong = k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, ""))
@@ -774,7 +776,7 @@ class StepDelivery:
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         if self._kin:
             spared = {a for lesson, p in self._conditional for a in firings(lesson, p, view, self.config)}
-            fired += [(_kin_item(a, thing, k, named=view.names(thing)), a)
+            fired += [(_kin_item(a, thing, k, named=not self._kin_pattern(a, thing, k, view)), a)
                       for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
         fired += undoing(self._undo, view, history)
         if self._guarded and history:
@@ -803,6 +805,17 @@ class StepDelivery:
                 continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
+
+    def _kin_pattern(self, action: str, thing: str, k: _Kin, view: StepView) -> bool:
+        """Whether rule 7's line for ``action`` may be its pattern where the task does not name ``<X>``: the reader's
+        reading of that condition (``textmatch.names_phrase``, a word beyond the goal's) holds for ``thing``, and no
+        valid action the pattern covers is one memory recommends outright (rule 7 leaves those alone)."""
+        if names_phrase(thing, view.goal, view.task_lines) or all(w in view.goal_words for w in norm(thing).split()):
+            return False
+        binding = k.shape.match(action) or {}
+        pattern = Pattern.parse(k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, "")))
+        return pattern is not None and not any(
+            pattern.match(v) is not None and any(p.match(v) is not None for p in self._known) for v in view.valid)
 
     def _attempt_directives(self, task: TaskSpec, history: Sequence[Step], view: StepView) -> set[str]:
         """Rule 9's commands: memory's undirected ones, the attempt's own directive verbs (``attempt_directives``),
