@@ -96,7 +96,7 @@ valid actions and the lines its condition names have been read. So at each step:
    word beyond the goal's), the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not
    name `<X>```), unless it would cover an action memory recommends outright, rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
    can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
-   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.956.)
+   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
 8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
    ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
    recorded as a toggle of the valid actions by at least ``min_occurrences`` of the tool's runs
