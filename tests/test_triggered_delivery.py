@@ -454,7 +454,7 @@ def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memo
     assert stepwise(task(holding), steps) == hints
 
 
-def test_the_attempts_own_directive_verbs_need_an_instrument_and_a_line_that_says_the_action_whole() -> None:
+def test_the_attempts_own_directive_verbs_need_an_instrument_a_thing_named_alone_and_a_line_opening_with_them() -> None:
     evidence = [rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"]), rule("stove-widened", wrong="cook <X> in stove")]
     recipe = "Ingredients:\n  red apple\nDirections:\n  dice the red apple\n  prepare meal"
     holding = ["eat red apple", "drop red apple", "take knife", "look"]
