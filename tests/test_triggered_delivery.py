@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 
 from fixed_executor import Fixed
 from langmem_plus import LearningMemory
@@ -491,3 +493,36 @@ def test_a_conditional_command_whose_line_the_task_says_is_never_avoided_as_kin_
     hints = StepDelivery([oven, stove, toaster], runs=runs)(task(valid), taken(valid, "look", fried))
     assert "Avoid `cook red apple in stove`" not in {h.text for h in hints} and allowed(hints, "cook red apple in stove", fried)
     assert "Avoid `cook red apple in oven`" in {h.text for h in hints}  # the oven is not asked of a fried apple
+
+
+def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_its_recipe_says(tmp_path: Path) -> None:
+    pytest.importorskip("textworld_express")
+    if shutil.which("java") is None:
+        pytest.skip("the text games need a Java runtime")
+    from langmem_plus.bench.env import _tasks, parse_range
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.learning.textdirect import fatal_where_undirected, pattern_verb
+    from langmem_plus.learning.textmatch import says_line
+    from langmem_plus.learning.textrules import live_text_rules, task_text_lines
+
+    env = make_env("twx-cooking:rooms3")
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "rule9"))
+    ex = TextGameExecutor(seed=0)
+    cuts = ("slice", "dice", "chop")
+    try:
+        for t in _tasks(env, "train", parse_range("0-5")):  # six memory-free games, none of them takes the knife
+            memory.general_update(run_episode(env, ex, t, Context(), run_id=f"c-{t.task_id}", max_steps=50))
+        rules = [l for l in memory.list_lessons() if l.applies_when is not None]
+        assert not any(pattern_verb(l) in cuts for l in rules)  # memory knows nothing about cutting
+        assert fatal_where_undirected(live_text_rules(rules))  # but a stove that was fatal where the recipe did not fry
+        for t in _tasks(env, "dev", parse_range("7-8")):  # games the same memory lost to a cut before rule 9 read the recipe
+            deliver = StepDelivery(rules, [r for r in memory.runs if r.tool == t.tool], memory.config)
+            traj = run_episode(env, ex, t, Context(step_hints=deliver), max_steps=50)
+            lines = task_text_lines(str(t.context.get("goal") or t.goal), traj.steps)
+            taken = [s.action for s in traj.steps if s.action.split()[0] in cuts]
+            assert taken and all(says_line(a, lines) for a in taken), (t.task_id, taken)  # every cut the recipe's own
+            assert traj.verdict is not None and traj.verdict.passed, t.task_id
+            assert any(line.startswith(f'- "Avoid `{c} <X>` when the task does not say') for line in deliver.lines for c in cuts)
+    finally:
+        memory.close()
+        env.close()
