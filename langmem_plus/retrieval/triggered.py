@@ -429,11 +429,12 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     return it.model_copy(update={"item": grounded})
 
 
-def _answered_verbs(live: Sequence[Lesson]) -> dict[tuple[str, tuple[str, ...]], frozenset[str]]:
+def _answered_verbs(live: Sequence[Lesson], undirected: Collection[str]) -> dict[tuple[str, tuple[str, ...]], frozenset[str]]:
     """Per family of conditional commands (``textdirect.sibling_key``), the verbs whose lines memory can answer
     (rules 6 and 7): directive verbs (memory recommends ``<v> <X>`` where the task says ``<v> <X>``, or avoids it
-    where the task does not say it) and the first words of the family's condition lines."""
-    directive = {pattern_verb(l) for l in live if is_directed(l)} | undirected_verbs(live)
+    where the task does not say it: ``undirected``, from ``undirected_verbs(live)``) and the first words of the
+    family's condition lines."""
+    directive = {pattern_verb(l) for l in live if is_directed(l)} | set(undirected)
     families: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for lesson in live:
         if conditional_command(lesson):
@@ -445,7 +446,7 @@ def _answered_verbs(live: Sequence[Lesson]) -> dict[tuple[str, tuple[str, ...]],
 def _eliminable(ranked: Sequence[tuple[ScoredItem, Pattern]], live: Sequence[Lesson],
                 families: dict[tuple[str, tuple[str, ...]], frozenset[str]]) -> list[tuple[ScoredItem, Pattern, frozenset[str]]]:
     """The avoidances rule 6 applies to, in rank order, each with its family's answered verbs (``families``, from
-    ``_answered_verbs(live)``)."""
+    ``_answered_verbs``)."""
     recommended = {l.correct for l in live if l.correct}
     out = []
     for it, pattern in ranked:
@@ -558,16 +559,14 @@ KIN_PREFIX = "kin:"
 """Id prefix of a rule 7 line's item: an inference at delivery, not a stored lesson (no activation is recorded)."""
 
 
-def _kin_item(action: str, thing: str, k: _Kin, *, named: bool = True) -> ScoredItem:
-    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```); with
-    ``named`` false (``StepDelivery._kin_pattern``: the reader holds the thing unnamed), the command's pattern where the
-    task does not name its thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for
-    every such thing."""
-    if not named:
-        binding = k.shape.match(action) or {}
-        wrong = k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, ""))
-        lesson = Lesson(id=f"{KIN_PREFIX}{wrong}", namespace=("triggered",), rule_text=f"AVOID: {wrong}", wrong=wrong,
-                        applies_when=[f"{UNNAMED}<{k.slot}>"])
+def _kin_item(action: str, thing: str, k: _Kin, pattern: str | None = None) -> ScoredItem:
+    """Rule 7's avoidance of ``action`` as an item to ground and show (``Avoid `cook pork chop in stove```); given
+    ``pattern`` (``StepDelivery._kin_pattern``: the reader holds the thing unnamed), that pattern where the task does
+    not name its thing (``Avoid `cook <X> in stove` when the task does not name `<X>```), shown once for every such
+    thing."""
+    if pattern is not None:
+        lesson = Lesson(id=f"{KIN_PREFIX}{pattern}", namespace=("triggered",), rule_text=f"AVOID: {pattern}",
+                        wrong=pattern, applies_when=[f"{UNNAMED}<{k.slot}>"])
     else:
         lesson = Lesson(id=f"{KIN_PREFIX}{k.shape.text}", namespace=("triggered",), rule_text=f"AVOID: {action}",
                         wrong=action, applies_when=[thing])
@@ -738,12 +737,12 @@ class StepDelivery:
         recommended = {head_verb(p) for l, p in parsed if not l.wrong and p.slots}
         directed = set().union(*(r.directed for r in self.runs)) & set().union(*(r.commands for r in self.runs))
         self._right_somewhere = frozenset(recommended | condition_verbs(live) | directed)
-        families = _answered_verbs(live)
+        self._undirected = undirected_verbs(live)
+        families = _answered_verbs(live, self._undirected)
         self._eliminable = _eliminable(self._ranked, live, families)
         self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
         self._known = [p for l, p in parsed if not l.wrong and not conditional_command(l)]
         self._conditional = [(l, p) for l, p in parsed if conditional_command(l)]
-        self._undirected = undirected_verbs(live)
         self._guarded = bool(self._undirected) or fatal_where_undirected(live)
         self._ruled = frozenset(head_verb(p) for _, p in parsed)
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
@@ -776,7 +775,7 @@ class StepDelivery:
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         if self._kin:
             spared = {a for lesson, p in self._conditional for a in firings(lesson, p, view, self.config)}
-            fired += [(_kin_item(a, thing, k, named=not self._kin_pattern(a, thing, k, view)), a)
+            fired += [(_kin_item(a, thing, k, self._kin_pattern(a, thing, k, view)), a)
                       for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
         fired += undoing(self._undo, view, history)
         if self._guarded and history:
@@ -806,16 +805,20 @@ class StepDelivery:
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], len(history))
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
 
-    def _kin_pattern(self, action: str, thing: str, k: _Kin, view: StepView) -> bool:
-        """Whether rule 7's line for ``action`` may be its pattern where the task does not name ``<X>``: the reader's
-        reading of that condition (``textmatch.names_phrase``, a word beyond the goal's) holds for ``thing``, and no
-        valid action the pattern covers is one memory recommends outright (rule 7 leaves those alone)."""
+    def _kin_pattern(self, action: str, thing: str, k: _Kin, view: StepView) -> str | None:
+        """The pattern rule 7's line for ``action`` may be, where the task does not name ``<X>`` (``cook <X> in stove``),
+        or None: the reader's reading of that condition (``textmatch.names_phrase``, a word beyond the goal's) must
+        hold for ``thing``, and no valid action the pattern covers may be one memory recommends outright (rule 7
+        leaves those alone)."""
         if names_phrase(thing, view.goal, view.task_lines) or all(w in view.goal_words for w in norm(thing).split()):
-            return False
+            return None
         binding = k.shape.match(action) or {}
-        pattern = Pattern.parse(k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, "")))
-        return pattern is not None and not any(
-            pattern.match(v) is not None and any(p.match(v) is not None for p in self._known) for v in view.valid)
+        text = k.shape.text.replace(f"<{k.open_slot}>", binding.get(k.open_slot, ""))
+        pattern = Pattern.parse(text)
+        if pattern is None or any(pattern.match(v) is not None and any(p.match(v) is not None for p in self._known)
+                                  for v in view.valid):
+            return None
+        return text
 
     def _attempt_directives(self, task: TaskSpec, history: Sequence[Step], view: StepView) -> set[str]:
         """Rule 9's commands: memory's undirected ones, the attempt's own directive verbs (``attempt_directives``),
