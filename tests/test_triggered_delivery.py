@@ -403,14 +403,23 @@ def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_a
     assert stove in texts and not ok
 
 
+HOLDING = ["eat red apple", "eat milk", "drop red apple", "drop milk", "take knife", "look"]
+"""What is offered holding a red apple and milk, the knife at hand."""
+CUTS = [f"{v} {thing}" for v in ("slice", "dice", "chop") for thing in ("red apple", "milk")]
+"""What taking the knife offers on them."""
+
+
+def knife_taken(recipe: str) -> list[Step]:
+    """The recipe read, then the knife taken: its cuts first offered together, on the red apple and the milk."""
+    return [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": HOLDING}),
+            Step(index=1, action="take knife", observation="You take the knife.",
+                 info={"valid_actions": [*HOLDING[:4], *CUTS, "drop knife", "look"]})]
+
+
 def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoided_where_undirected_too() -> None:
     slice_ = rule("slice", wrong="slice <X>", when=["!slice <X>"], runs=("r0", "r1"))
     recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  slice the red apple\n  prepare meal"
-    holding = ["eat red apple", "eat milk", "drop red apple", "drop milk", "take knife", "look"]
-    cuts = [f"{v} {thing}" for v in ("slice", "dice", "chop") for thing in ("red apple", "milk")]
-    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
-             Step(index=1, action="take knife", observation="You take the knife.",
-                  info={"valid_actions": [*holding[:4], *cuts, "drop knife", "look"]})]
+    holding, cuts, steps = HOLDING, CUTS, knife_taken(recipe)
     deliver = StepDelivery([slice_], runs=[])
     from_start = [*holding, *cuts]  # the cuts offered from the start: no step offered dice together with slice
     first = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": from_start})]
@@ -433,11 +442,7 @@ def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memo
     fry_stove = rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"])
     widened = rule("stove-widened", wrong="cook <X> in stove")  # right where the task says fry, fatal elsewhere
     recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  dice the red apple\n  fry the red apple\n  prepare meal"
-    holding = ["eat red apple", "eat milk", "drop red apple", "drop milk", "take knife", "look"]
-    cuts = [f"{v} {thing}" for v in ("slice", "dice", "chop") for thing in ("red apple", "milk")]
-    steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
-             Step(index=1, action="take knife", observation="You take the knife.",
-                  info={"valid_actions": [*holding[:4], *cuts, "drop knife", "look"]})]
+    holding, cuts, steps = HOLDING, CUTS, knife_taken(recipe)
     hints = StepDelivery([fry_stove, widened], runs=[])(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
     assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # a line of the recipe opens with it
