@@ -15,7 +15,8 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
-from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, rule_pattern, rule_utility
+from langmem_plus.learning.textdirect import offered_on_own
+from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, object_phrase, rule_pattern, rule_utility
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
 RECIPE = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
@@ -484,6 +485,79 @@ def test_the_attempts_own_directive_verbs_need_an_instrument_a_thing_named_alone
     assert not any(h.text.startswith("Avoid `open") for h in hints) and allowed(hints, "open drawer", note)
 
 
+def test_the_tools_directive_verbs_offered_as_an_instrument_are_avoided_where_a_recipe_that_cuts_nothing_or_is_unread_does_not_say_them() -> None:
+    evidence = [rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"]), rule("stove-widened", wrong="cook <X> in stove")]
+    cut_before = RunRecord(run_id="r", namespace=("ns",), seq=1, task_id="t", tool="game", passed=True,
+                           directed=["dice", "prepare"], commands=["dice", "slice", "prepare", "take"])
+    roasted = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
+    steps = knife_taken(roasted)
+    hints = StepDelivery(evidence, runs=[cut_before])(task(HOLDING), steps)
+    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in {(h.text, h.precondition) for h in hints}
+    assert not [a for a in CUTS if allowed(hints, a, roasted)]  # the recipe cuts nothing
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[])(task(HOLDING), steps))
+    never_directed = cut_before.model_copy(update={"directed": ["prepare"]})  # the tool's texts never opened with a cut
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[never_directed])(task(HOLDING), steps))
+    unread = [Step(index=0, action="look", observation="A kitchen.", info={"valid_actions": HOLDING}), steps[1]]
+    blind = StepDelivery(evidence, runs=[cut_before])(task(HOLDING), unread)  # the recipe not read yet: no cut is asked for
+    assert not [a for a in CUTS if allowed(blind, a, "A kitchen.")]
+    with_knife = [f"{v} red apple with knife" for v in ("slice", "dice", "chop")]  # every cut runs on past the thing
+    runs_on = [unread[0], Step(index=1, action="take knife", observation="You take the knife.",
+                               info={"valid_actions": [*HOLDING[:4], *with_knife, "look"]})]
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[cut_before])(task(HOLDING), runs_on))
+    put = ["put red apple in counter", "put milk in counter", "take knife", "look"]  # `put` alone says they are things
+    put_knife = [Step(index=0, action="look", observation="A kitchen.", info={"valid_actions": put}),
+                 Step(index=1, action="take knife", observation="You take the knife.",  # `put knife` first offered too:
+                      info={"valid_actions": [*put[:2], *CUTS, "put knife in counter", "look"]})]  # not the cuts' group
+    assert not [a for a in CUTS if allowed(StepDelivery(evidence, runs=[cut_before])(task(put), put_knife), a, "A kitchen.")]
+
+
+def test_kin_read_on_a_steps_own_object_are_avoided_only_where_a_directive_is_offered_so_the_meal_is_still_eaten() -> None:
+    evidence = [rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"]), rule("stove-widened", wrong="cook <X> in stove")]
+    recipe = "Ingredients:\n  red apple\nDirections:\n  slice the red apple\n  roast the red apple\n  prepare meal"
+    apple = ["eat red apple", "put red apple in counter", "cook red apple in oven"]
+    cuts = ["slice red apple", "dice red apple", "chop red apple"]
+    rest = ["read cookbook", "put knife in counter", "look"]
+
+    def at(i: int, action: str, *valid: str, seen: str = "Done.") -> Step:
+        return Step(index=i, action=action, observation=seen, info={"valid_actions": [*rest, *valid]})
+
+    start = ["take knife", "take red apple", *rest]
+    steps = [at(0, "read cookbook", "take knife", "take red apple", seen=recipe), at(1, "take knife", "take red apple"),
+             at(2, "take red apple", *apple, *cuts)]  # the knife first: `eat` is first offered with the cuts, on the apple
+    deliver = StepDelivery(evidence, runs=[])
+    held = deliver(task(start), steps)
+    assert not allowed(held, "eat red apple", recipe) and not allowed(held, "dice red apple", recipe)
+    assert allowed(held, "slice red apple", recipe)  # the recipe's own cut
+    steps += [at(3, "slice red apple", *apple), at(4, "cook red apple in oven", "prepare meal"), at(5, "prepare meal", "eat meal")]
+    assert allowed(deliver(task(start), steps), "eat meal", recipe)  # nothing cuts the meal: `eat` is no directive's kin there
+
+
+def test_an_object_phrase_is_the_object_of_a_command_outside_the_group() -> None:
+    valid = ["slice red apple", "dice red apple", "put red apple in fridge", "slice red apple with knife", "look"]
+    assert object_phrase("red apple", {"slice", "dice"}, valid)  # `put red apple in fridge` takes it
+    assert not object_phrase("red apple", {"slice", "dice", "put"}, valid)  # only the group's commands do
+    assert not object_phrase("red apple with knife", {"slice", "dice"}, valid)
+    assert not object_phrase("red", {"slice", "dice"}, ["put redder apple in fridge"])  # whole words only
+
+
+def test_commands_a_step_first_offers_on_its_own_object_count_against_an_earlier_step_of_the_same_command() -> None:
+    def took(thing: str, *offered: str) -> Step:
+        return Step(index=0, action=f"take {thing}", info={"valid_actions": ["look", *offered]})
+
+    cuts_and_eat = ("eat apple", "slice apple", "dice apple")
+    assert offered_on_own([took("knife"), took("apple", *cuts_and_eat)], ["look"], {}) == [
+        {"dice": frozenset({"apple"}), "eat": frozenset({"apple"}), "slice": frozenset({"apple"})}]
+    after_salt = offered_on_own([took("salt", "eat salt"), took("knife", "eat salt"), took("apple", "eat salt", *cuts_and_eat)],
+                                ["look"], {})
+    assert after_salt == [{"dice": frozenset({"apple"}), "slice": frozenset({"apple"})}]  # eat: what any take offers
+    assert offered_on_own([took("apple", *cuts_and_eat)], ["look"], {}) == []  # no earlier take to compare with
+    assert offered_on_own([took("knife"), took("apple", *cuts_and_eat)], [], {}) == []  # the first step's offers unknown
+    seen: dict[str, set[str]] = {}  # read step by step, the state carries the comparison
+    assert offered_on_own([took("knife")], ["look"], seen) == []
+    assert offered_on_own([took("apple", *cuts_and_eat)], ["look"], seen) == [
+        {"dice": frozenset({"apple"}), "eat": frozenset({"apple"}), "slice": frozenset({"apple"})}]
+
+
 def test_a_conditional_command_whose_line_the_task_says_is_never_avoided_as_kin_though_its_recommendation_is_held_back() -> None:
     oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
     stove = rule("stove", correct="cook <X> in stove", when=["fry <X>"], runs=("x",))
@@ -520,14 +594,18 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
         rules = [l for l in memory.list_lessons() if l.applies_when is not None]
         assert not any(pattern_verb(l) in cuts for l in rules)  # memory knows nothing about cutting
         assert fatal_where_undirected(live_text_rules(rules))  # but a stove that was fatal where the recipe did not fry
-        for t in _tasks(env, "dev", parse_range("7-8")):  # games the same memory lost to a cut before rule 9 read the recipe
+        # games the same memory lost to a cut: 7-8 before rule 9 read the recipe; 6 (its recipe cuts nothing, read
+        # late), 11 and 23 (cut before the recipe was read) before it knew the tool's directive verbs
+        for t in _tasks(env, "dev", [*parse_range("6-8"), 11, 23]):
             deliver = StepDelivery(rules, [r for r in memory.runs if r.tool == t.tool], memory.config)
             traj = run_episode(env, ex, t, Context(step_hints=deliver), max_steps=50)
-            lines = task_text_lines(str(t.context.get("goal") or t.goal), traj.steps)
-            taken = [s.action for s in traj.steps if s.action.split()[0] in cuts]
-            assert taken and all(says_line(a, lines) for a in taken), (t.task_id, taken)  # every cut the recipe's own
-            assert traj.verdict is not None and traj.verdict.passed, t.task_id
+            assert not any(s.feedback.constraint_failure for s in traj.steps), t.task_id
+            taken = [(s.action, task_text_lines(str(t.context.get("goal") or t.goal), traj.steps[:s.index]))
+                     for s in traj.steps if s.action.split()[0] in cuts]
+            assert all(says_line(a, lines) for a, lines in taken), (t.task_id, taken)  # every cut the recipe's own, read
             assert any(line.startswith(f'- "Avoid `{c} <X>` when the task does not say') for line in deliver.lines for c in cuts)
+            if t.task_id != "dev-10006":  # its cookbook is read late, with too few steps left: lost to the step limit
+                assert taken and traj.verdict is not None and traj.verdict.passed, t.task_id
     finally:
         memory.close()
         env.close()

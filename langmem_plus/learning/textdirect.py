@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, is_negative, negated_line, says_line
+from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, is_negative, negated_line, norm_words, says_line
 from langmem_plus.records import Lesson, Step
 
 
@@ -179,6 +179,39 @@ def offered_together(steps: Sequence[Step], first_valid: Sequence[str]) -> list[
     return out
 
 
+def offered_on_own(steps: Sequence[Step], first_valid: Sequence[str], seen: dict[str, set[str]]) -> list[dict[str, frozenset[str]]]:
+    """Per step, the commands it first offered on its own object that no earlier step of the same command first
+    offered on its own: taking an ingredient while holding a knife offers ``slice``, ``chop`` and ``dice`` on it,
+    where an earlier ``take`` offered ``eat`` or nothing. ``offered_together`` leaves the own object out, since
+    holding a thing offers commands on it; this compares like with like, so it reads the knife's cuts when the knife
+    was taken before any ingredient. A step counts only after an earlier step of its command (``seen``, command ->
+    the commands its steps first offered on their own objects, updated in place) gave the comparison; the first step
+    is read against ``first_valid`` as in ``offered_together``.
+
+    Example:
+        >>> def took(thing, *offered): return Step(index=0, action=f"take {thing}", info={"valid_actions": list(offered)})
+        >>> steps = [took("knife", "look"), took("book", "look"), took("apple", "look", "eat apple", "slice apple", "dice apple")]
+        >>> offered_on_own(steps, ["look"], {})
+        [{'dice': frozenset({'apple'}), 'eat': frozenset({'apple'}), 'slice': frozenset({'apple'})}]
+    """
+    out: list[dict[str, frozenset[str]]] = []
+    before: set[str] | None = set(first_valid) or None
+    for step in steps:
+        after = {str(a) for a in step.info.get("valid_actions") or []}
+        if before is None:
+            before = after or None
+            continue
+        words = norm_words(step.action)
+        command, own = (words[0], " ".join(words[1:])) if len(words) >= 2 else ("", "")
+        if command:
+            mine = {a[0] for a in map(norm_words, after - before) if len(a) >= 2 and " ".join(a[1:]) == own}
+            if command in seen and len(mine - seen[command]) >= 2:
+                out.append({verb: frozenset({own}) for verb in sorted(mine - seen[command])})
+            seen.setdefault(command, set()).update(mine)
+        before = after or before
+    return out
+
+
 def kin_of(groups: Iterable[Mapping[str, frozenset[str]]], directives: Collection[str]) -> set[str]:
     """Commands offered together with a directive verb (``offered_together``), on the same things, other than the
     directive verbs themselves: its kin."""
@@ -273,4 +306,4 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
 
 
 __all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "fatal_where_undirected",
-           "instrument_kin", "is_directed", "kin_of", "known_verbs", "offered_together", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]
+           "instrument_kin", "is_directed", "kin_of", "known_verbs", "offered_on_own", "offered_together", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]
