@@ -697,12 +697,12 @@ def attempt_directives(groups: Sequence[dict[str, frozenset[str]]], view: StepVi
     out: set[str] = set()
     for things in groups:
         for verb, objects in things.items():
-            if verb in out or not any(other != verb and same == objects for other, same in things.items()):
+            group = {other for other, same in things.items() if same == objects}  # the commands on the same things
+            if verb in out or len(group) < 2:
                 continue
             if verb in opening and any(view.names(thing) for thing in objects):
                 out.add(verb)
-            elif verb in known and any(view.names(thing) or object_phrase(thing, group, view.valid) for thing in objects
-                                       for group in [{w for w, same in things.items() if same == objects}]):
+            elif verb in known and any(view.names(thing) or object_phrase(thing, group, view.valid) for thing in objects):
                 out.add(verb)
     return out
 
