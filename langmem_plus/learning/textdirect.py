@@ -50,9 +50,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
-from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, is_negative, negated_line, norm_words, says_line
+from langmem_plus.learning.textmatch import SLOT, UNNAMED, bind, command_and_object, is_negative, negated_line, says_line
 from langmem_plus.records import Lesson, Step
 
 
@@ -156,37 +156,44 @@ def extend_to_kin(has: Callable[[str], Lesson | None], directives: Collection[st
     return [(rid("avoid", f"{v} <X>", f"{UNNAMED}{v} <X>"), f"{v} <X>", source) for v in kin]
 
 
-def offered_together(steps: Sequence[Step], first_valid: Sequence[str]) -> list[dict[str, frozenset[str]]]:
-    """Per step, the commands it first offered, verb -> the things it offered them on, other than the step's own
-    object (taking a knife offers ``slice``, ``chop`` and ``dice`` on every ingredient held); a step that offered none
-    adds nothing. The first step is read against ``first_valid``; with none known, it only sets what was offered."""
-    out: list[dict[str, frozenset[str]]] = []
+def first_offered(steps: Sequence[Step], first_valid: Sequence[str]) -> Iterator[tuple[Step, set[str]]]:
+    """Each step with the actions it first offered (valid after it, not before it). The first step is read against
+    ``first_valid``; with none known, it only sets what was offered. A step that offered no actions is read as
+    leaving them as they were."""
     before: set[str] | None = set(first_valid) or None  # unknown before the first step: nothing is new there
     for step in steps:
         after = {str(a) for a in step.info.get("valid_actions") or []}
         if before is None:
             before = after or None
             continue
+        yield step, after - before
+        before = after or before
+
+
+def offered_together(steps: Sequence[Step], first_valid: Sequence[str]) -> list[dict[str, frozenset[str]]]:
+    """Per step, the commands it first offered (``first_offered``), verb -> the things it offered them on, other than
+    the step's own object (taking a knife offers ``slice``, ``chop`` and ``dice`` on every ingredient held); a step
+    that offered none adds nothing."""
+    out: list[dict[str, frozenset[str]]] = []
+    for step, new in first_offered(steps, first_valid):
         own = " ".join(step.action.lower().split()[1:])
         things: dict[str, set[str]] = {}
-        for action in after - before:
+        for action in new:
             words = action.lower().split()
             if len(words) >= 2 and " ".join(words[1:]) != own:
                 things.setdefault(words[0], set()).add(" ".join(words[1:]))
         if things:
             out.append({verb: frozenset(objects) for verb, objects in things.items()})
-        before = after or before
     return out
 
 
 def offered_on_own(steps: Sequence[Step], first_valid: Sequence[str], seen: dict[str, set[str]]) -> list[dict[str, frozenset[str]]]:
-    """Per step, the commands it first offered on its own object that no earlier step of the same command first
-    offered on its own: taking an ingredient while holding a knife offers ``slice``, ``chop`` and ``dice`` on it,
-    where an earlier ``take`` offered ``eat`` or nothing. ``offered_together`` leaves the own object out, since
-    holding a thing offers commands on it; this compares like with like, so it reads the knife's cuts when the knife
-    was taken before any ingredient. A step counts only after an earlier step of its command (``seen``, command ->
-    the commands its steps first offered on their own objects, updated in place) gave the comparison; the first step
-    is read against ``first_valid`` as in ``offered_together``.
+    """Per step, the commands it first offered on its own object (``first_offered``) that no earlier step of the same
+    command first offered on its own: taking an ingredient while holding a knife offers ``slice``, ``chop`` and
+    ``dice`` on it, where an earlier ``take`` offered ``eat`` or nothing. ``offered_together`` leaves the own object
+    out, since holding a thing offers commands on it; this compares like with like, so it reads the knife's cuts when
+    the knife was taken before any ingredient. A step counts only after an earlier step of its command (``seen``,
+    command -> the commands its steps first offered on their own objects, updated in place) gave the comparison.
 
     Example:
         >>> def took(thing, *offered): return Step(index=0, action=f"take {thing}", info={"valid_actions": list(offered)})
@@ -195,20 +202,14 @@ def offered_on_own(steps: Sequence[Step], first_valid: Sequence[str], seen: dict
         [{'dice': frozenset({'apple'}), 'eat': frozenset({'apple'}), 'slice': frozenset({'apple'})}]
     """
     out: list[dict[str, frozenset[str]]] = []
-    before: set[str] | None = set(first_valid) or None
-    for step in steps:
-        after = {str(a) for a in step.info.get("valid_actions") or []}
-        if before is None:
-            before = after or None
+    for step, new in first_offered(steps, first_valid):
+        command, own = command_and_object(step.action)
+        if not own:
             continue
-        words = norm_words(step.action)
-        command, own = (words[0], " ".join(words[1:])) if len(words) >= 2 else ("", "")
-        if command:
-            mine = {a[0] for a in map(norm_words, after - before) if len(a) >= 2 and " ".join(a[1:]) == own}
-            if command in seen and len(mine - seen[command]) >= 2:
-                out.append({verb: frozenset({own}) for verb in sorted(mine - seen[command])})
-            seen.setdefault(command, set()).update(mine)
-        before = after or before
+        mine = {verb for verb, thing in map(command_and_object, new) if thing == own}
+        if command in seen and len(mine - seen[command]) >= 2:
+            out.append({verb: frozenset({own}) for verb in sorted(mine - seen[command])})
+        seen.setdefault(command, set()).update(mine)
     return out
 
 
@@ -306,4 +307,4 @@ def widened_kin(rules: Iterable[Lesson], has: Callable[[str], Lesson | None],
 
 
 __all__ = ["conditional_command", "condition_verbs", "directed_kin", "directed_rule", "extend_to_kin", "fatal_where_undirected",
-           "instrument_kin", "is_directed", "kin_of", "known_verbs", "offered_on_own", "offered_together", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]
+           "first_offered", "instrument_kin", "is_directed", "kin_of", "known_verbs", "offered_on_own", "offered_together", "pattern_verb", "revise", "sibling_key", "undirected", "widened_kin"]

@@ -55,6 +55,12 @@ def norm(text: str) -> str:
     return " ".join(norm_words(text))
 
 
+def command_and_object(action: str) -> tuple[str, str]:
+    """An action's first word and the rest, normalised (``norm_words``): ``("slice", "red apple")``."""
+    words = norm_words(action)
+    return (words[0], " ".join(words[1:])) if words else ("", "")
+
+
 _CLAUSE_END = re.compile(r"[,.;:!?()\[\]]")
 
 
@@ -259,4 +265,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -169,6 +169,7 @@ from langmem_plus.learning.textmatch import (
     avoidance_stands,
     bind,
     clauses,
+    command_and_object,
     directing_lines,
     done_line,
     grounded_conditions,
@@ -655,12 +656,6 @@ def _attempt_kin_item(verb: str) -> tuple[ScoredItem, Pattern]:
     return ScoredItem(kind="lesson", item=lesson, score=0.0, why="a directive verb of the attempt, or its kin"), pattern
 
 
-def command_and_object(action: str) -> tuple[str, str]:
-    """An action's first word and the rest, normalised (``textmatch.norm``): ``("slice", "red apple")``."""
-    words = norm(action).split()
-    return (words[0], " ".join(words[1:])) if words else ("", "")
-
-
 def object_phrase(thing: str, group: Collection[str], valid: Sequence[str]) -> bool:
     """Whether a valid action of a command outside ``group`` takes ``thing`` as its object, whole or followed by more
     words (``put red apple in counter``): a thing of its own, not a phrase that runs on past it
@@ -821,7 +816,8 @@ class StepDelivery:
         fired += undoing(self._undo, view, history)
         if self._guarded and history:
             directives, kin = self._attempt_directives(task, history, view)
-            directed_on = {thing for verb, thing in map(command_and_object, view.valid) if verb in directives}
+            directed_on = ({thing for verb, thing in map(command_and_object, view.valid) if verb in directives}
+                           if kin - self._ruled else set())  # only kin need it
             for verb in sorted((directives | kin) - self._ruled):
                 it, p = _attempt_kin_item(verb)
                 fired += [(it, a) for a in firings(it.item, p, view, self.config)  # type: ignore[arg-type]
@@ -896,5 +892,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "command_and_object", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
