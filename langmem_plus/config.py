@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -429,6 +431,10 @@ class MemoryConfig(BaseModel):
     """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
     whose verb changed the state's ``location`` earlier in the attempt) once nothing the task's text
     names is left to do there, so the agent leaves a room it has looked through rather than rearranging it."""
+    text_guard: Literal["off", "avoidances", "all"] = "all"
+    """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
+    the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until
+    the agent proposes something else; ``"off"`` lists them before it chooses. What an agent does unprompted costs no line."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

@@ -12,7 +12,7 @@ from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.learning.textentities import goal_directed
 from langmem_plus.learning.textrules import learn_text_rules, live_text_rules
 from langmem_plus.records import Feedback, Lesson, ScoredItem, Step, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery
+from listing import listing
 
 FIND_A = "Your task is to find a(n) living thing. First, focus on the thing. Then, move it to the red box in the bathroom."
 FIND_B = "Your task is to find a(n) living thing. First, focus on the thing. Then, move it to the purple box in the living room."
@@ -64,7 +64,7 @@ def test_fatal_focuses_on_unnamed_and_goal_named_things_become_one_rule_that_gua
     assert [(l.wrong, l.applies_when, sorted(l.provenance.run_ids)) for l in live] == [
         ("focus on <X>", ["!focus on <X>"], ["r1", "r2"])]
     valid = ["focus on living room", "focus on purple box", "focus on picture", "focus on thing", "look around"]
-    hints = StepDelivery(live, runs=[])(_task(FIND_B, valid), [])
+    hints = listing(live, runs=[])(_task(FIND_B, valid), [])
     assert [(h.text, h.precondition) for h in hints] == [("Avoid `focus on <X>`", "when the task does not say `focus on <X>`")]
     ex = TextGameExecutor(seed=0)
     task = _task(FIND_B, [a for a in valid if a != "focus on thing"])
@@ -80,7 +80,7 @@ def test_a_command_fatal_although_directed_keeps_its_situation_beside_the_undire
     assert live == {frozenset({"focus on <X>", "temperature of <X>"}), frozenset({"!focus on <X>"})}  # the first is not rewritten as undirected
     rules = live_text_rules(list(memory.values()))
     valid = ["focus on thermometer", "focus on wood", "focus on bedroom", "look around"]
-    hints = StepDelivery(rules, runs=[])(_task(MEASURE_B, valid), [])
+    hints = listing(rules, runs=[])(_task(MEASURE_B, valid), [])
     read = [read_hint(h) for h in hints]
     assert all(r is not None and r.avoid for r in read)
     ex = TextGameExecutor(seed=0)

@@ -383,7 +383,7 @@ def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, 
     assert set(result["designs"]) == {"no_memory", "langmem_plus"} == set(result["curves"])
     for fig in result["designs"].values():
         for key in ("success", "success_se", "score", "steps", "fatal_failures", "repeated_fatal_failures", "invalid_actions",
-                    "context_tokens_per_task", "seconds"):
+                    "context_tokens_per_task", "guarded_proposals", "seconds"):
             assert key in fig
         assert 0 <= fig["repeated_fatal_failures"] <= fig["fatal_failures"]
         assert 0.0 <= fig["success"] <= 1.0 and fig["repeats"] == 2
@@ -393,6 +393,7 @@ def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, 
         repeated = curve["cumulative_repeated_fatal_failures"]
         assert repeated == sorted(repeated) and all(r <= f for r, f in zip(repeated, curve["cumulative_fatal_failures"]))
     assert result["designs"]["no_memory"]["context_tokens_per_task"] == 0
+    assert result["designs"]["no_memory"]["guarded_proposals"] == 0  # no memory: nothing answers a proposal
 
 
 def test_bench_env_context_tokens_reach_the_langmem_plus_design() -> None:

@@ -14,7 +14,7 @@ from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.learning.textrules import is_read, learn_text_rules, live_text_rules
 from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
 from langmem_plus.memory import Trajectory
-from langmem_plus.retrieval.triggered import StepDelivery
+from listing import listing
 
 GOAL = "Your task is to find a living thing and to move it to the red box."
 """A goal that names the thing's destination but directs no command by name (no clause opens with one)."""
@@ -66,7 +66,7 @@ def test_executor_avoids_other_unnamed_objects_but_not_goal_named_ones_and_yield
 def test_triggered_delivery_shows_the_default_avoidance_once_as_its_pattern() -> None:
     task, steps = _run()
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
-    deliver = StepDelivery(list(learned.values()), runs=[])
+    deliver = listing(list(learned.values()), runs=[])
     other = TaskSpec(task_id="t2", goal=GOAL, tool="game", context={
         "observation": "In it, you see:\n\ta chair\n\ta table",
         "valid_actions": ["focus on chair", "focus on table", "focus on red box"]})
@@ -83,7 +83,7 @@ def test_a_fatal_action_on_a_goal_named_thing_is_learned_under_its_goal_role_and
                   info={"valid_actions": ["focus on red box"]}, feedback=Feedback(constraint_failure=True, error_text="x"))]
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task, steps=steps, existing={}, now=0.0)
     assert {(l.wrong, tuple(l.applies_when or ())) for l in learned.values()} == {("focus on <X>", ("it to <X>",))}
-    deliver = StepDelivery(list(learned.values()), runs=[])
+    deliver = listing(list(learned.values()), runs=[])
     other = TaskSpec(task_id="b", goal=goal_b, tool="game", context={
         "observation": f"Goal: {goal_b}\nIn it, you see:\n\tthe green box\n\tthe red box",
         "valid_actions": ["focus on green box", "focus on red box"]})
@@ -128,12 +128,12 @@ def test_undirected_use_fatal_for_one_directed_command_is_extended_to_its_kin() 
     for verb, avoided in (("slice", {"Avoid `chop <X>`", "Avoid `dice <X>`"}), ("chop", {"Avoid `dice <X>`"})):
         task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game", context={"valid_actions": valid})
         seen = [Step(index=0, action="read cookbook", observation=recipe.format(verb=verb), info={"valid_actions": cuts})]
-        hints = StepDelivery(rules, runs=[])(task, seen)
+        hints = listing(rules, runs=[])(task, seen)
         if any(h.text.startswith("Prefer") for h in hints):  # the directed cut is recommended: avoidances wait
             assert not any(h.text.startswith("Avoid") for h in hints)
         assert TextGameExecutor(seed=0).act(task, seen, hints).action == f"{verb} red apple"  # only the directed cut
         done = [*seen, Step(index=1, action=f"{verb} red apple", observation="Done.", info={"valid_actions": cuts})]
-        hints = StepDelivery(rules, runs=[])(task, done)
+        hints = listing(rules, runs=[])(task, done)
         assert {h.text for h in hints if h.text.startswith("Avoid")} == avoided  # one line per rule, not per thing
 
 
@@ -175,7 +175,7 @@ def test_a_condition_that_names_another_command_leaves_the_rule_once_that_comman
     # the narrow rule is retired: delivery shows the revised one where the task says roast and nothing of slicing
     task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
     seen = [Step(index=0, action="read cookbook", observation="Directions:\n  roast the red apple", info={"valid_actions": with_knife})]
-    hints = StepDelivery(list(existing.values()), runs=[])(task, seen)
+    hints = listing(list(existing.values()), runs=[])(task, seen)
     # (cooking was never seen right: it holds anywhere, shown once as its pattern, triggered rule 5)
     assert [h.source_id for h in hints if h.text == "Avoid `cook <X> in toaster`"] == [toaster.id]
 

@@ -17,6 +17,7 @@ from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.learning.textdirect import offered_on_own
 from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, object_phrase, rule_pattern, rule_utility
+from listing import listing
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
 RECIPE = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
@@ -76,10 +77,10 @@ def taken(valid: Sequence[str], action: str, observation: str = RECIPE) -> list[
 def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
              rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove")]
-    first = StepDelivery(rules, runs=[])(task([]), read(COOKS))
+    first = listing(rules, runs=[])(task([]), read(COOKS))
     assert [h.text for h in first] == ["Prefer `cook red apple in oven`"]  # avoidances wait while it is not followed
     assert first[0].precondition is None  # no avoidance beside it: its line need not say why it wins
-    hints = StepDelivery(rules, runs=[])(task([]), taken(COOKS, "cook red apple in oven"))
+    hints = listing(rules, runs=[])(task([]), taken(COOKS, "cook red apple in oven"))
     texts = {h.text: h.source_id for h in hints}
     assert {h.text: h.precondition for h in hints}["Prefer `cook red apple in oven`"] == "when the task says `roast red apple`"
     assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
@@ -97,9 +98,9 @@ def test_a_recommendation_wins_with_a_line_the_avoidances_situation_lacked() -> 
     # fatal where the task said `chop <X>` and `fry <X>`; the recommendation's line was in that situation too
     stove = [rule("stove-when-both", wrong="cook <X> in stove", when=["chop <X>", "fry <X>"]),
              rule("stove", correct="cook <X> in stove", when=["fry <X>"])]
-    hints = StepDelivery([*chop, *stove], runs=[])(task([]), taken(cuts, "look", recipe))
+    hints = listing([*chop, *stove], runs=[])(task([]), taken(cuts, "look", recipe))
     assert allowed(hints, "chop red apple", recipe)
-    hints = StepDelivery([*chop, *stove], runs=[])(task([]), taken(cuts, "chop red apple", recipe))
+    hints = listing([*chop, *stove], runs=[])(task([]), taken(cuts, "chop red apple", recipe))
     assert not allowed(hints, "cook red apple in stove", recipe)
     assert {h.source_id for h in hints} == {"chop", "stove-when-both"}  # one verdict per action
 
@@ -109,10 +110,10 @@ def test_rules_are_ranked_by_measured_utility_within_the_budget() -> None:
     often = rule("often", wrong="eat <X>", runs=["r0", "r1", "r2", "r3"])
     rare = rule("rare", wrong="cook <X> in stove", runs=["r0"])
     assert rule_utility(often, runs)[0] > rule_utility(rare, runs)[0]
-    roomy = StepDelivery([rare, often], runs=runs)
+    roomy = listing([rare, often], runs=runs)
     assert [h.source_id for h in roomy(task([]), read(COOKS))] == ["often", "rare"]
     # a budget with room for the header and one line keeps the rule that mattered in more runs
-    tight = StepDelivery([rare, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
+    tight = listing([rare, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
     assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
 
 
@@ -124,8 +125,8 @@ def test_delivery_outcomes_move_a_rules_gain_and_a_harmful_recommendation_is_hel
             for i in range(6)]
     need, gain = rule_utility(lesson, base + lost)
     assert gain < 0 and need + gain < 0
-    assert StepDelivery([lesson], runs=base + lost)(task([]), read(COOKS)) == []
-    assert [h.source_id for h in StepDelivery([lesson], runs=base)(task([]), read(COOKS))] == ["r"]
+    assert listing([lesson], runs=base + lost)(task([]), read(COOKS)) == []
+    assert [h.source_id for h in listing([lesson], runs=base)(task([]), read(COOKS))] == ["r"]
 
 
 def test_an_avoidance_is_delivered_whatever_the_pass_rate_of_the_runs_it_was_shown_in() -> None:
@@ -136,7 +137,7 @@ def test_an_avoidance_is_delivered_whatever_the_pass_rate_of_the_runs_it_was_sho
              for i in range(6)]
     need, gain = rule_utility(avoid, runs)
     assert need + gain < 0
-    hints = StepDelivery([avoid], runs=runs)(task([]), read(COOKS))
+    hints = listing([avoid], runs=runs)(task([]), read(COOKS))
     assert [h.text for h in hints] == ["Avoid `eat <X>`"] and not allowed(hints, "eat red apple")
 
 
@@ -147,7 +148,7 @@ def test_avoidances_are_ranked_by_need_alone_within_the_budget() -> None:
     lucky = rule("lucky", wrong="cook <X> in stove", runs=["r0"])  # one; shown in runs that passed
     assert rule_utility(often, runs)[0] > rule_utility(lucky, runs)[0]
     assert sum(rule_utility(often, runs)) < sum(rule_utility(lucky, runs))  # its gain would rank it last
-    tight = StepDelivery([lucky, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
+    tight = listing([lucky, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
     assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
 
 
@@ -156,19 +157,130 @@ def test_literal_rules_of_one_run_about_other_things_stay_with_their_task() -> N
     family = rule("meal", correct="prepare meal")  # names only the goal's words
     seen_twice = rule("fridge", correct="open fridge", runs=["r0", "r1"])
     valid = ["take red hot pepper", "prepare meal", "open fridge"]
-    got = {h.source_id for h in StepDelivery([one_run, family, seen_twice], runs=[])(task(valid), [])}
+    got = {h.source_id for h in listing([one_run, family, seen_twice], runs=[])(task(valid), [])}
     assert got == {"meal", "fridge"}
 
 
 def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> None:
     rules = [rule("eat", wrong="eat <X>")]
-    own, shared = StepDelivery(rules, runs=[]), StepDelivery(rules, runs=[], header="")
+    own, shared = listing(rules, runs=[]), listing(rules, runs=[], header="")
     for d in (own, shared):
         d(task([]), read(COOKS))
         d(task([]), read(COOKS) * 2)  # the same line again at a later step
     assert list(own.lines) == list(shared.lines) == ['- "Avoid `eat <X>`"']  # no id in the text: activations keep it
     assert own.tokens > shared.tokens > 0
     assert [(a.lesson_id, a.step) for a in own.activations("run")] == [("eat", 1)]
+
+
+# --------------------------------------------------------------------------- rule 10: the guard
+
+
+def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_stands_on() -> None:
+    deliver = StepDelivery([rule("eat", wrong="eat <X>", when=["<X>"])], runs=[])  # the default: text_guard="all"
+    listed = "Ingredients:\n  red apple"  # the task's text names it and says nothing more: the rule's situation
+    history = read(COOKS, listed)
+    assert deliver(task([]), history) == [] and deliver.tokens == 0  # nothing shown before the agent proposes
+    assert [(a.lesson_id, a.step) for a in deliver.activations("run")] == [("eat", 1)]  # in force all the same
+    assert deliver.check(task([]), history, "look") == []  # a proposal it does not stand on
+    assert deliver.check(task([]), history[:0], "eat red apple") == []  # not the step last delivered
+    answer = deliver.check(task([]), history, "eat red apple")
+    assert [h.text for h in answer] == ["Avoid `eat red apple`"] and deliver.tokens > 0
+    assert not allowed(answer, "eat red apple", listed) and allowed(answer, "look", listed)
+    assert deliver.check(task([]), history, "eat red apple") == []  # once per step: the agent has it
+    later = [*history, Step(index=1, action="look", observation="A kitchen.", info={"valid_actions": COOKS})]
+    assert [h.text for h in deliver(task([]), later)] == ["Avoid `eat red apple`"]  # paid for: shown while it stands
+
+
+def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something_else() -> None:
+    rules = [rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
+    for guard in ("all", "avoidances"):
+        deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.model_copy(update={"text_guard": guard}))
+        shown = [h.text for h in deliver(task([]), read(COOKS))]
+        assert shown == ([] if guard == "all" else ["Prefer `cook red apple in oven`"])
+        assert deliver.check(task([]), read(COOKS), "cook red apple in oven") == []  # follows memory already
+        other = [h.text for h in deliver.check(task([]), read(COOKS), "eat red apple")]
+        assert other == (["Prefer `cook red apple in oven`"] if guard == "all" else [])
+        assert list(deliver.lines) == ['- "Prefer `cook red apple in oven`"']
+
+
+def test_a_pattern_shown_at_a_proposal_brings_the_recommendations_it_would_override_with_their_lines() -> None:
+    rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
+    deliver = StepDelivery(rules, runs=[])
+    history = taken(COOKS, "look")
+    assert [h.text for h in deliver(task([]), history)] == []
+    assert deliver.check(task([]), history, "cook red apple in oven") == []  # memory's own recommendation
+    answer = deliver.check(task([]), history, "cook milk in oven")
+    assert {h.text: h.precondition for h in answer} == {
+        "Avoid `cook <X> in oven`": None, "Prefer `cook red apple in oven`": "when the task says `roast red apple`"}
+    assert allowed(answer, "cook red apple in oven") and not allowed(answer, "cook milk in oven")
+    assert not allowed([h for h in answer if h.text.startswith("Avoid")], "cook red apple in oven")  # what the line is for
+
+
+def test_a_pattern_shown_earlier_comes_back_with_the_recommendation_it_would_override_and_its_lines() -> None:
+    rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
+    before = ["look", "cook milk in oven", "read cookbook"]
+    looked = Step(index=0, action="look", observation="A kitchen.\nmilk", info={"valid_actions": before})
+    after = ["cook red apple in oven", "cook milk in oven"]
+    deliver = StepDelivery(rules, runs=[])
+    deliver(task(before), [looked])
+    assert [h.text for h in deliver.check(task(before), [looked], "cook milk in oven")] == ["Avoid `cook <X> in oven`"]
+    history = [looked, Step(index=1, action="read cookbook", observation=RECIPE, info={"valid_actions": after})]
+    shown = deliver(task(before), history)  # the pattern is paid for: the recommendation it covers is not held
+    assert {h.text: h.precondition for h in shown} == {
+        "Avoid `cook <X> in oven`": None, "Prefer `cook red apple in oven`": "when the task says `roast red apple`"}
+    assert TextGameExecutor(seed=0).act(task(before), history, shown).action == "cook red apple in oven"
+    assert deliver.check(task(before), history, "cook red apple in oven") == []
+
+
+def test_a_recommendation_shown_with_a_pattern_is_not_shown_again_bare_and_a_stale_history_gets_no_answer() -> None:
+    rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
+    deliver = StepDelivery(rules, runs=[])
+    history = taken(COOKS, "look")
+    deliver(task([]), history)
+    assert len(deliver.check(task([]), history, "cook milk in oven")) == 2  # the pattern and the bound recommendation
+    assert deliver.check(task([]), history, "eat red apple") == []  # it already has the recommendation
+    fresh = StepDelivery(rules, runs=[])
+    fresh(task([]), history)
+    assert fresh.check(task([]), taken(COOKS, "eat red apple"), "cook milk in oven") == []  # another history, same length
+    assert fresh.check(task([]), taken(COOKS, "look"), "cook milk in oven") != []  # an equal one (rebuilt) is answered
+
+
+def test_with_the_guard_the_executor_chooses_what_it_chooses_with_every_standing_rule_listed() -> None:
+    rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
+             rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove"),
+             rule("eat", wrong="eat <X>")]
+    executor = TextGameExecutor(seed=0)
+    for history in (read(COOKS), taken(COOKS, "look"), taken(COOKS, "cook red apple in oven")):
+        listed = executor.act(task([]), history, listing(rules, runs=[])(task([]), history))
+        deliver = StepDelivery(rules, runs=[])
+        hints = deliver(task([]), history)
+        decision = executor.act(task([]), history, hints)
+        while answer := deliver.check(task([]), history, decision.action):  # the episode loop's guard
+            hints = [*hints, *answer]
+            decision = executor.act(task([]), history, hints)
+        assert decision.action == listed.action
+
+
+def test_the_episode_loop_asks_memory_before_each_step_and_records_what_it_answered(cooking: TextGameEnv, tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "guard"))
+    lost = run_episode(cooking, Fixed(["read cookbook", "take red hot pepper", "eat red hot pepper"]), _task(cooking, "train-14"),
+                       Context(), run_id="e1", max_steps=3)
+    memory.general_update(lost)
+    deliver = StepDelivery(memory.text_rules(cooking.name), memory.runs, memory.config)
+    stubborn = Fixed(["read cookbook", "take salt", "eat salt"])  # asked again, it proposes the same action
+    traj = run_episode(cooking, stubborn, _task(cooking, "train-2"), Context(step_hints=deliver), max_steps=3)
+    assert "Avoid `eat <X>`" not in stubborn.seen[2] and "Avoid `eat <X>`" in stubborn.seen[3]  # answered at its proposal
+    assert [s.info.get("guarded") for s in traj.steps] == [None, None, ["eat salt"]]
+    assert len(stubborn.seen) == 4  # one more call for the one proposal answered, none for the others
+    executor = TextGameExecutor(seed=0)
+    for task_id in ("train-2", "train-6"):
+        guarded = StepDelivery(memory.text_rules(cooking.name), memory.runs, memory.config)
+        played = run_episode(cooking, executor, _task(cooking, task_id), Context(step_hints=guarded), max_steps=30)
+        listed = listing(memory.text_rules(cooking.name), memory.runs, memory.config)
+        reference = run_episode(cooking, executor, _task(cooking, task_id), Context(step_hints=listed), max_steps=30)
+        assert not any(s.action.startswith("eat ") and s.action != "eat meal" for s in played.steps)
+        assert played.verdict.passed == reference.verdict.passed and guarded.tokens <= listed.tokens
+    memory.close()
 
 
 # --------------------------------------------------------------------------- a real game
@@ -188,7 +300,7 @@ def test_a_rule_learned_on_one_ingredient_reaches_another_at_the_step_it_matters
         memory.general_update(run_episode(cooking, Fixed(actions), _task(cooking, task_id), Context(), run_id=run_id,
                                           max_steps=len(actions)))
     rules = [l for l in memory.list_lessons() if l.applies_when is not None]
-    deliver = StepDelivery(rules, memory.runs, memory.config)
+    deliver = listing(rules, memory.runs, memory.config)
     agent = Fixed(["open fridge", "read cookbook", "take chicken wing"])  # dev-10001: roast the chicken wing, no chopping
     run_episode(cooking, agent, _task(cooking, "dev-10001"), Context(step_hints=deliver), max_steps=4)
     before_reading, after_reading, holding = agent.seen[1], agent.seen[2], agent.seen[3]
@@ -260,7 +372,7 @@ def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_
                   feedback=Feedback(constraint_failure=True, error_text="x"))]
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task_, steps=steps, existing={}, now=0.0)
     assert [(l.wrong, l.applies_when) for l in learned.values()] == [("cook <X>", ["<X>"])]  # not only in the toaster
-    hints = StepDelivery(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
+    hints = listing(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
     assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
     assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple
 
@@ -274,7 +386,7 @@ def test_avoidances_withheld_while_a_recommendation_is_unfollowed_would_not_chan
     ex = TextGameExecutor(seed=0)
     for valid in (COOKS, COOKS[1:], ["cook red apple in oven", "eat red apple"]):
         steps = read(valid)
-        cut = StepDelivery(rules, runs=[])(task([]), steps)
+        cut = listing(rules, runs=[])(task([]), steps)
         if any(h.text.startswith("Prefer") for h in cut):
             assert not any(h.text.startswith("Avoid") for h in cut)
         assert ex.act(task([]), steps, cut).action == ex.act(task([]), steps, every).action
@@ -291,24 +403,24 @@ def test_an_avoidance_of_a_command_never_seen_right_holds_beyond_the_situation_i
     stove = rule("stove", wrong="cook <X> in stove", when=["roast <X>"])
     oven = rule("oven", correct="cook <X> in oven", when=["roast <X>"])
     offered = ["eat red apple", "cook red apple in stove", "eat meal", "look"]
-    hints = StepDelivery([eat, stove, oven], runs=[])(task([]), taken(offered, "look", FRY))
+    hints = listing([eat, stove, oven], runs=[])(task([]), taken(offered, "look", FRY))
     # holding anywhere, it states no line the task must say: shown once as its pattern, and the reader binds it as the
     # rule does (what something names, never the goal's own words: the meal stays edible)
     assert {h.text for h in hints} == {"Avoid `eat <X>`"}
     assert not allowed(hints, "eat red apple", FRY) and allowed(hints, "eat meal", FRY)
     # once memory recommends the command over a placeholder somewhere, its avoidance keeps its situation again
     eat_right = rule("eat-right", correct="eat <X>", when=["dessert <X>"])
-    assert StepDelivery([eat, eat_right], runs=[])(task([]), taken(offered, "look", FRY)) == []
+    assert listing([eat, eat_right], runs=[])(task([]), taken(offered, "look", FRY)) == []
     # so does a command a task's text directs: a rule's condition line starts with it, or a run's text directed it
     assert all(h.text != "Avoid `eat red apple`" for h in
-               StepDelivery([eat, rule("eat-line", wrong="look", when=["eat <X>"])], runs=[])(task([]), taken(offered, "look", FRY)))
+               listing([eat, rule("eat-line", wrong="look", when=["eat <X>"])], runs=[])(task([]), taken(offered, "look", FRY)))
     directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", directed=["eat"], commands=["eat"])
-    assert StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look", FRY)) == []
+    assert listing([eat], runs=[directed])(task([]), taken(offered, "look", FRY)) == []
     # a line's first word that no run was offered as a command is no command a text directed
     worded = directed.model_copy(update={"commands": ["look"]})
-    assert {h.text for h in StepDelivery([eat], runs=[worded])(task([]), taken(offered, "look", FRY))} == {"Avoid `eat <X>`"}
+    assert {h.text for h in listing([eat], runs=[worded])(task([]), taken(offered, "look", FRY))} == {"Avoid `eat <X>`"}
     # and in its own situation it holds as before
-    assert {h.text for h in StepDelivery([eat], runs=[directed])(task([]), taken(offered, "look"))} == {"Avoid `eat red apple`"}
+    assert {h.text for h in listing([eat], runs=[directed])(task([]), taken(offered, "look"))} == {"Avoid `eat red apple`"}
 
 
 def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_recipes_one(cooking: TextGameEnv,
@@ -320,7 +432,7 @@ def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_
     memory.general_update(lost)
     learned = [l.applies_when for l in memory.text_rules(cooking.name) if l.wrong and l.wrong.startswith("eat")]
     assert learned and all(learned)  # learned in its situation (the recipe's line)
-    deliver = StepDelivery(memory.text_rules(cooking.name), memory.runs, memory.config)
+    deliver = listing(memory.text_rules(cooking.name), memory.runs, memory.config)
     agent = Fixed(["read cookbook", "take salt", "look"])  # train-2: salt, which no line of the recipe slices
     run_episode(cooking, agent, _task(cooking, "train-2"), Context(step_hints=deliver), max_steps=3)
     assert "Avoid `eat <X>`" in agent.seen[2]  # another situation; nothing ever said eating is right
@@ -337,7 +449,7 @@ def test_a_sibling_never_seen_right_is_avoided_on_a_thing_the_task_asks_nothing_
 
     def avoided(directions: str, rules: Sequence[Lesson]) -> bool:
         recipe = f"Ingredients:\n  red apple\nDirections:\n  {directions}\n  prepare meal"
-        hints = StepDelivery(rules, runs=[])(task(valid), taken(valid, "look", recipe))
+        hints = listing(rules, runs=[])(task(valid), taken(valid, "look", recipe))
         return "Avoid `cook red apple in toaster`" in {h.text for h in hints} and not allowed(hints, "cook red apple in toaster", recipe)
 
     assert avoided("dice the red apple", [*siblings, toaster])  # dicing is answered by `dice`: nothing left to cook
@@ -359,7 +471,7 @@ def test_an_unknown_sibling_of_a_conditional_command_is_avoided_where_the_task_a
     valid = ["cook red apple in stove", "cook red apple in oven", "cook red apple in toaster", "look"]
 
     def shown(observation: str, rules: Sequence[Lesson], done: str = "look") -> tuple[set[str], bool, StepDelivery]:
-        deliver = StepDelivery(rules, runs=[])
+        deliver = listing(rules, runs=[])
         history = taken(valid, done, observation) if observation.startswith("Ingredients") else \
             [Step(index=0, action="open fridge", observation=observation, info={"valid_actions": valid})]
         hints = deliver(task(valid), history)
@@ -421,10 +533,10 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
     slice_ = rule("slice", wrong="slice <X>", when=["!slice <X>"], runs=("r0", "r1"))
     recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  slice the red apple\n  prepare meal"
     holding, cuts, steps = HOLDING, CUTS, knife_taken(recipe)
-    deliver = StepDelivery([slice_], runs=[])
+    deliver = listing([slice_], runs=[])
     from_start = [*holding, *cuts]  # the cuts offered from the start: no step offered dice together with slice
     first = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": from_start})]
-    assert not any("dice" in h.text for h in StepDelivery([slice_], runs=[])(task(from_start), first))
+    assert not any("dice" in h.text for h in listing([slice_], runs=[])(task(from_start), first))
     hints = deliver(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
     assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # offered with slice, on the same things
@@ -432,8 +544,8 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
     assert not any(lid.startswith(KIN_PREFIX) for lid in deliver.delivered)  # an inference: nothing to activate
     assert [a for a in cuts if allowed(hints, a, recipe)] == ["slice red apple"]  # the one cut the recipe says
     known = rule("dice-ok", correct="dice <X>", when=["dice <X>"])
-    assert not any("dice" in h.text for h in StepDelivery([slice_, known], runs=[])(task(holding), steps))  # memory knows dice
-    stepwise = StepDelivery([slice_], runs=[])  # called step by step, it reads each step once: the same verdicts
+    assert not any("dice" in h.text for h in listing([slice_, known], runs=[])(task(holding), steps))  # memory knows dice
+    stepwise = listing([slice_], runs=[])  # called step by step, it reads each step once: the same verdicts
     stepwise(task(holding), steps[:1])
     assert stepwise(task(holding), steps) == hints
     assert not any("dice" in h.text for h in stepwise(task(from_start), first))  # another attempt is read afresh
@@ -444,20 +556,20 @@ def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memo
     widened = rule("stove-widened", wrong="cook <X> in stove")  # right where the task says fry, fatal elsewhere
     recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  dice the red apple\n  fry the red apple\n  prepare meal"
     holding, cuts, steps = HOLDING, CUTS, knife_taken(recipe)
-    hints = StepDelivery([fry_stove, widened], runs=[])(task(holding), steps)
+    hints = listing([fry_stove, widened], runs=[])(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
     assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # a line of the recipe opens with it
     assert ("Avoid `slice <X>`", "when the task does not say `slice <X>`") in shown  # offered with dice
     assert [a for a in cuts if allowed(hints, a, recipe)] == ["dice red apple"]  # the one cut the recipe says
-    unproven = StepDelivery([fry_stove], runs=[])(task(holding), steps)  # nothing fatal known: no inference
+    unproven = listing([fry_stove], runs=[])(task(holding), steps)  # nothing fatal known: no inference
     assert not any(h.text.startswith("Avoid") for h in unproven)
     assert len([a for a in cuts if allowed(unproven, a, recipe)]) == len(cuts)
     in_its_place = rule("stove-roast", wrong="cook <X> in stove", when=["roast <X>"])  # fatal where roast, not fry
     assert ("Avoid `chop <X>`", "when the task does not say `chop <X>`") in {
-        (h.text, h.precondition) for h in StepDelivery([fry_stove, in_its_place], runs=[])(task(holding), steps)}
+        (h.text, h.precondition) for h in listing([fry_stove, in_its_place], runs=[])(task(holding), steps)}
     where_directed = rule("stove-fry", wrong="cook <X> in stove", when=["fry <X>"])  # fatal only where directed
-    assert not any("dice" in h.text for h in StepDelivery([fry_stove, where_directed], runs=[])(task(holding), steps))
-    stepwise = StepDelivery([fry_stove, widened], runs=[])  # step by step: the same verdicts
+    assert not any("dice" in h.text for h in listing([fry_stove, where_directed], runs=[])(task(holding), steps))
+    stepwise = listing([fry_stove, widened], runs=[])  # step by step: the same verdicts
     stepwise(task(holding), steps[:1])
     assert stepwise(task(holding), steps) == hints
 
@@ -469,19 +581,19 @@ def test_the_attempts_own_directive_verbs_need_an_instrument_a_thing_named_alone
     cuts = [f"{v} red apple with knife" for v in ("slice", "dice", "chop")]  # no line says a cut whole
     steps = [Step(index=0, action="read cookbook", observation=recipe, info={"valid_actions": holding}),
              Step(index=1, action="take knife", observation="You take the knife.", info={"valid_actions": [*holding[:2], *cuts, "look"]})]
-    hints = StepDelivery(evidence, runs=[])(task(holding), steps)
+    hints = listing(evidence, runs=[])(task(holding), steps)
     assert not any(h.source_id.startswith(KIN_PREFIX) for h in hints)
     assert allowed(hints, "dice red apple with knife", recipe)  # the directed cut stays open
     plain = [f"{v} red apple" for v in ("slice", "dice", "chop")]
     roasted = "Ingredients:\n  red apple\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
     knife = [Step(index=0, action="read cookbook", observation=roasted, info={"valid_actions": holding}),
              Step(index=1, action="take knife", observation="You take the knife.", info={"valid_actions": [*holding[:2], *plain, "look"]})]
-    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[])(task(holding), knife))
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[])(task(holding), knife))
     note = "Take the key from the drawer.\nOpen the chest."  # a step offers `open` alone: no instrument's command
     valid = ["open drawer", "open chest", "look"]
     lit = [Step(index=0, action="read cookbook", observation=note, info={"valid_actions": ["light lamp", "look"]}),
            Step(index=1, action="light lamp", observation="You can see now.", info={"valid_actions": valid})]
-    hints = StepDelivery(evidence, runs=[])(task(["light lamp", "look"]), lit)
+    hints = listing(evidence, runs=[])(task(["light lamp", "look"]), lit)
     assert not any(h.text.startswith("Avoid `open") for h in hints) and allowed(hints, "open drawer", note)
 
 
@@ -491,24 +603,24 @@ def test_the_tools_directive_verbs_offered_as_an_instrument_are_avoided_where_a_
                            directed=["dice", "prepare"], commands=["dice", "slice", "prepare", "take"])
     roasted = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
     steps = knife_taken(roasted)
-    hints = StepDelivery(evidence, runs=[cut_before])(task(HOLDING), steps)
+    hints = listing(evidence, runs=[cut_before])(task(HOLDING), steps)
     assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in {(h.text, h.precondition) for h in hints}
     assert not [a for a in CUTS if allowed(hints, a, roasted)]  # the recipe cuts nothing
-    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[])(task(HOLDING), steps))
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[])(task(HOLDING), steps))
     never_directed = cut_before.model_copy(update={"directed": ["prepare"]})  # the tool's texts never opened with a cut
-    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[never_directed])(task(HOLDING), steps))
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[never_directed])(task(HOLDING), steps))
     unread = [Step(index=0, action="look", observation="A kitchen.", info={"valid_actions": HOLDING}), steps[1]]
-    blind = StepDelivery(evidence, runs=[cut_before])(task(HOLDING), unread)  # the recipe not read yet: no cut is asked for
+    blind = listing(evidence, runs=[cut_before])(task(HOLDING), unread)  # the recipe not read yet: no cut is asked for
     assert not [a for a in CUTS if allowed(blind, a, "A kitchen.")]
     with_knife = [f"{v} red apple with knife" for v in ("slice", "dice", "chop")]  # every cut runs on past the thing
     runs_on = [unread[0], Step(index=1, action="take knife", observation="You take the knife.",
                                info={"valid_actions": [*HOLDING[:4], *with_knife, "look"]})]
-    assert not any(h.source_id.startswith(KIN_PREFIX) for h in StepDelivery(evidence, runs=[cut_before])(task(HOLDING), runs_on))
+    assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[cut_before])(task(HOLDING), runs_on))
     put = ["put red apple in counter", "put milk in counter", "take knife", "look"]  # `put` alone says they are things
     put_knife = [Step(index=0, action="look", observation="A kitchen.", info={"valid_actions": put}),
                  Step(index=1, action="take knife", observation="You take the knife.",  # `put knife` first offered too:
                       info={"valid_actions": [*put[:2], *CUTS, "put knife in counter", "look"]})]  # not the cuts' group
-    assert not [a for a in CUTS if allowed(StepDelivery(evidence, runs=[cut_before])(task(put), put_knife), a, "A kitchen.")]
+    assert not [a for a in CUTS if allowed(listing(evidence, runs=[cut_before])(task(put), put_knife), a, "A kitchen.")]
 
 
 def test_kin_read_on_a_steps_own_object_are_avoided_only_where_a_directive_is_offered_so_the_meal_is_still_eaten() -> None:
@@ -524,7 +636,7 @@ def test_kin_read_on_a_steps_own_object_are_avoided_only_where_a_directive_is_of
     start = ["take knife", "take red apple", *rest]
     steps = [at(0, "read cookbook", "take knife", "take red apple", seen=recipe), at(1, "take knife", "take red apple"),
              at(2, "take red apple", *apple, *cuts)]  # the knife first: `eat` is first offered with the cuts, on the apple
-    deliver = StepDelivery(evidence, runs=[])
+    deliver = listing(evidence, runs=[])
     held = deliver(task(start), steps)
     assert not allowed(held, "eat red apple", recipe) and not allowed(held, "dice red apple", recipe)
     assert allowed(held, "slice red apple", recipe)  # the recipe's own cut
@@ -569,7 +681,7 @@ def test_a_conditional_command_whose_line_the_task_says_is_never_avoided_as_kin_
     valid = ["cook red apple in stove", "cook red apple in oven", "look"]
     fried = "Ingredients:\n  red apple\nDirections:\n  fry the red apple\n  prepare meal"
     toaster = rule("toaster", correct="cook <X> in toaster", when=["grill <X>"])  # its kin covers the oven
-    hints = StepDelivery([oven, stove, toaster], runs=runs)(task(valid), taken(valid, "look", fried))
+    hints = listing([oven, stove, toaster], runs=runs)(task(valid), taken(valid, "look", fried))
     assert "Avoid `cook red apple in stove`" not in {h.text for h in hints} and allowed(hints, "cook red apple in stove", fried)
     assert "Avoid `cook red apple in oven`" in {h.text for h in hints}  # the oven is not asked of a fried apple
 

@@ -14,7 +14,7 @@ from langmem_plus.executors.text import TextGameExecutor, read_hint
 from langmem_plus.learning.textundo import shared_object, undo_pairs
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.retrieval.triggered import StepDelivery
+from listing import listing
 
 
 def _step(i: int, action: str, valid: Sequence[str], *, reward: float = 0.0, failed: bool = False) -> Step:
@@ -71,7 +71,7 @@ def test_delivery_avoids_taking_back_a_step_once_enough_runs_recorded_the_pair()
     valid = ["close fridge", "close door", "look"]
     task = TaskSpec(task_id="t", goal="Find the milk.", tool="game", context={"observation": "A kitchen.", "valid_actions": valid})
     opened = [_step(0, "open fridge", valid)]
-    deliver = StepDelivery([], _runs(2))
+    deliver = listing([], _runs(2))
     assert deliver(task, []) == []  # nothing taken yet: nothing to take back
     hints = deliver(task, opened)
     assert [(h.text, h.precondition) for h in hints] == [("Avoid `close <X>`", "after `open <X>`")]
@@ -79,13 +79,13 @@ def test_delivery_avoids_taking_back_a_step_once_enough_runs_recorded_the_pair()
     assert {TextGameExecutor(seed=s).act(task, opened, []).action for s in range(8)} == {"close fridge"}  # unwarned
     warned = {TextGameExecutor(seed=s).act(task, opened, hints).action for s in range(8)}
     assert "close fridge" not in warned and "close door" in warned  # never opened: closing it takes nothing back
-    assert StepDelivery([], _runs(1))(task, opened) == []  # one run is not evidence enough (``min_occurrences``)
+    assert listing([], _runs(1))(task, opened) == []  # one run is not evidence enough (``min_occurrences``)
     recommended = Lesson(id="p", namespace=("ns",), rule_text="p", correct="close <X>", applies_when=["<X>"],
                          scope=LessonScope(tool="game"), provenance=Provenance(run_ids=["r0", "r1"]))
-    assert not any(h.text.startswith("Avoid") for h in StepDelivery([recommended], _runs(2))(task, opened))
+    assert not any(h.text.startswith("Avoid") for h in listing([recommended], _runs(2))(task, opened))
     told = task.model_copy(update={"goal": "Find the milk. Close the fridge."})  # the task says one of the actions
     both = [*opened, _step(1, "open door", valid)]
-    assert [(h.text, h.precondition) for h in StepDelivery([], _runs(2))(told, both)] == [
+    assert [(h.text, h.precondition) for h in listing([], _runs(2))(told, both)] == [
         ("Avoid `close door`", "after `open door`")]
 
 
@@ -101,7 +101,7 @@ def test_a_real_game_teaches_that_closing_what_was_opened_wastes_steps(cooking: 
     try:
         for t in _tasks(cooking, "dev", parse_range("0-1")):
             alone = run_episode(cooking, ex, t, Context(), max_steps=30)
-            deliver = StepDelivery(rules, [r for r in memory.runs if r.tool == t.tool], memory.config)
+            deliver = listing(rules, [r for r in memory.runs if r.tool == t.tool], memory.config)
             helped = run_episode(cooking, ex, t, Context(step_hints=deliver), max_steps=30)
             for traj, closes in ((alone, True), (helped, False)):
                 done = [s.action for s in traj.steps if not s.feedback.failed]
@@ -119,7 +119,7 @@ def test_pairs_that_undo_different_steps_with_one_command_are_each_shown() -> No
                       undone=[("take knife from <X>", "put knife on <X>"), ("take knife from <X>", "insert knife into <X>")])
             for i in range(2)]
     history = [_step(0, "put knife on table", valid), _step(1, "insert knife into fridge", valid)]
-    hints = StepDelivery([], runs)(task, history)
+    hints = listing([], runs)(task, history)
     assert {h.precondition for h in hints} == {"after `put knife on <X>`", "after `insert knife into <X>`"}
     assert TextGameExecutor(seed=0).act(task, history, hints).action == "look"  # both takes would undo a step
 
@@ -129,7 +129,7 @@ def test_a_stored_rule_with_a_history_condition_is_no_live_rule() -> None:
                       scope=LessonScope(tool="game"), provenance=Provenance(run_ids=["r0", "r1"]))
     valid = ["close fridge", "look"]
     task = TaskSpec(task_id="t", goal="Find the milk.", tool="game", context={"observation": "A fridge.", "valid_actions": valid})
-    assert StepDelivery([imported], runs=[])(task, [_step(0, "look", valid)]) == []  # not read as a line of the task
+    assert listing([imported], runs=[])(task, [_step(0, "look", valid)]) == []  # not read as a line of the task
 
 
 def test_an_inference_never_takes_the_budget_from_a_rule_memory_stored() -> None:
@@ -143,7 +143,7 @@ def test_an_inference_never_takes_the_budget_from_a_rule_memory_stored() -> None
     history = [_step(0, "open fridge", valid), _step(1, "open drawer", valid),
                Step(index=2, action="read cookbook", observation="Ingredients:\n  red apple\nDirections:\n  roast the red apple",
                     info={"valid_actions": valid})]
-    roomy = StepDelivery([fatal, oven], _runs(2))(task, history)
+    roomy = listing([fatal, oven], _runs(2))(task, history)
     assert {h.text for h in roomy} == {"Avoid `cook red apple in stove`", "Avoid `close <X>`"}
     tight = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 30})  # the header and one line
-    assert [h.text for h in StepDelivery([fatal, oven], _runs(2), tight)(task, history)] == ["Avoid `cook red apple in stove`"]
+    assert [h.text for h in listing([fatal, oven], _runs(2), tight)(task, history)] == ["Avoid `cook red apple in stove`"]

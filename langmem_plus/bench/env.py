@@ -141,6 +141,7 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
         "steps": len(traj.steps),
         "fatal": int(any(s.feedback.constraint_failure for s in traj.steps)),
         "invalid": sum(1 for s in traj.steps if s.feedback.hard_failure),
+        "guarded": sum(len(s.info.get("guarded") or ()) for s in traj.steps),
         "context_tokens": ctx.tokens,
         "seconds": seconds,
     }
@@ -192,7 +193,7 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
     success, success_se = mean_se(per_rep("passed"))
     fig: dict[str, Any] = {"success": success, "success_se": success_se}
     for key, out in (("score", "score"), ("steps", "steps"), ("invalid", "invalid_actions"),
-                     ("context_tokens", "context_tokens_per_task"), ("seconds", "seconds")):
+                     ("context_tokens", "context_tokens_per_task"), ("guarded", "guarded_proposals"), ("seconds", "seconds")):
         fig[out], fig[f"{out}_se"] = mean_se(per_rep(key))
     fig["fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["deployment"]) for rep in repeats), 3)
     fig["fatal_failures_per_episode"] = mean_se(per_rep("fatal"))[0]
@@ -271,10 +272,11 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
 def format_text(result: dict[str, Any]) -> str:
     """A table for people."""
     lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']} executor {result.get('executor', 'text')}",
-             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'repeat':>7}{'invalid':>8}{'tok/task':>9}"]
+             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'repeat':>7}{'invalid':>8}{'tok/task':>9}{'guarded':>8}"]
     for name, d in result["designs"].items():
         lines.append(f"{name:<22}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
-                     f"{d['fatal_failures']:>7.1f}{d['repeated_fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}")
+                     f"{d['fatal_failures']:>7.1f}{d['repeated_fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}"
+                     f"{d.get('guarded_proposals', 0.0):>8.2f}")
     return "\n".join(lines)
 
 

@@ -68,7 +68,10 @@ How hints are read (the public contract, so any agent can do the same):
   (``after `open <X>```) are history conditions: each, bound, must be an action this attempt took earlier without
   failing, and their placeholders bind any phrase (``Avoid `close <X>` after `open <X>```: don't take back a step);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
-  is ignored.
+  is ignored;
+- hints may also arrive as memory's answer to the action the executor proposed (the guard,
+  ``retrieval.triggered`` rule 10): the episode loop asks again with them added, and they are
+  read like any other.
 
 Example:
     >>> from langmem_plus.records import Hint, TaskSpec

@@ -51,6 +51,10 @@ class StepHints(Protocol):
         """The hints for the next step of ``task`` after ``history``."""
         ...
 
+    def check(self, task: TaskSpec, history: Sequence[Step], action: str) -> Sequence[Hint]:
+        """Hints held back that bear on ``action``, proposed as the next step (a guard); empty when none do."""
+        ...
+
     @property
     def tokens(self) -> int:
         """Tokens of everything delivered so far in the attempt (each distinct line once)."""
@@ -120,6 +124,10 @@ def run_episode(
     text game) has them copied into ``task.context`` at the start and into each step's
     ``info["valid_actions"]`` and ``state_before`` / ``state_after``, so a text executor can read them.
 
+    Before each step is taken, the executor's proposal goes to ``context.step_hints.check`` (the guard,
+    ``retrieval.triggered`` rule 10); while memory answers it with hints, the executor chooses again with them
+    added. The step records the proposals answered in ``info["guarded"]``.
+
     ``run_id`` defaults to the task id; pass a unique, deterministic one per attempt.
     """
     first = env.reset(task.task_id)
@@ -131,9 +139,18 @@ def run_episode(
     while len(steps) < max_steps and not env.done:
         now = [*hints, *context.step_hints(task, steps)] if context.step_hints is not None else hints
         decision = executor.act(task, steps, now)
+        guarded: list[str] = []  # proposals memory answered before they were taken (the guard)
+        while context.step_hints is not None and decision.kind == "command":
+            held = context.step_hints.check(task, steps, decision.action)
+            if not held:
+                break
+            guarded.append(decision.action)
+            now = [*now, *held]
+            decision = executor.act(task, steps, now)
         if decision.kind == "done":
             break
-        steps.append(take_step(env, decision, len(steps)))
+        step = take_step(env, decision, len(steps))
+        steps.append(step.model_copy(update={"info": {**step.info, "guarded": guarded}}) if guarded else step)
     verdict: Verdict = env.evaluate()
     return Trajectory(task=task, steps=steps, verdict=verdict, run_id=run_id or task.task_id)
 

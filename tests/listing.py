@@ -1,0 +1,15 @@
+"""Test-only: ``StepDelivery`` with rule 10's guard off, so a test reads rules 1-9 off what one step lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.records import Lesson, RunRecord
+from langmem_plus.retrieval.triggered import StepDelivery
+
+
+def listing(rules: Sequence[Lesson], runs: Sequence[RunRecord], config: MemoryConfig = DEFAULT_CONFIG, **kw: Any) -> StepDelivery:
+    """Every rule standing at a step listed before the agent chooses (``text_guard="off"``), with ``config`` otherwise."""
+    return StepDelivery(rules, runs, config.model_copy(update={"text_guard": "off"}), **kw)
