@@ -493,6 +493,9 @@ class RunRecord(_Record):
     undone: list[tuple[str, str]] = Field(default_factory=list)
     """``(undo, done)`` pattern pairs: steps of the run that only reversed an earlier one (``learning.textundo``:
     ``close <X>`` after ``open <X>``; text games), which later runs are warned against (``retrieval.triggered`` rule 8)."""
+    consumed: list[str] = Field(default_factory=list)
+    """Commands whose step in the run used up the thing it acted on (``learning.textconsume``: after ``eat carrot`` no
+    valid action names the carrot; text games), which later runs keep off things their task names (rule 11)."""
     ts: float = Field(default_factory=time.time)
 
 

@@ -51,7 +51,7 @@ def shared_object(undo: str, done: str) -> tuple[str, str] | None:
     return " ".join([*a[:-k], UNDO_SLOT]), " ".join([*b[:-k], UNDO_SLOT])
 
 
-def _valid(raw: object) -> frozenset[str]:
+def valid_set(raw: object) -> frozenset[str]:
     """A step's valid actions, normalised (``textmatch.norm``), so ``open the drawer`` is ``open drawer``."""
     return frozenset(norm(str(a)) for a in raw or []) if isinstance(raw, (list, tuple)) else frozenset()
 
@@ -69,12 +69,12 @@ def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
     that does not enumerate them) nothing is read from it.
     """
     ordered = sorted(steps, key=lambda s: s.index)
-    before = _valid((task.context or {}).get("valid_actions"))
+    before = valid_set((task.context or {}).get("valid_actions"))
     plain: list[tuple[Step, str, frozenset[str], frozenset[str]]] = []  # (step, action, valid before, after): plain steps
     undos: set[int] = set()
     out: dict[tuple[str, str], None] = {}
     for step in ordered:
-        after = _valid(step.info.get("valid_actions"))
+        after = valid_set(step.info.get("valid_actions"))
         valid_before, before = before, after
         fb = step.feedback
         if not after or not valid_before or fb.failed or fb.reward != 0:
@@ -94,4 +94,4 @@ def undo_pairs(task: TaskSpec, steps: Sequence[Step]) -> list[tuple[str, str]]:
     return list(out)
 
 
-__all__ = ["UNDO_SLOT", "shared_object", "undo_pairs"]
+__all__ = ["UNDO_SLOT", "shared_object", "undo_pairs", "valid_set"]

@@ -38,6 +38,7 @@ from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
+from langmem_plus.learning.textconsume import consumed_commands
 from langmem_plus.learning.textundo import undo_pairs
 from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
@@ -464,6 +465,7 @@ class LearningMemory:
                 commands=sorted(offered_verbs(steps, task)),
                 directed=sorted(directed_verbs(str(task.context.get("goal") or task.goal or ""), steps, task)),
                 undone=undo_pairs(task, steps),
+                consumed=consumed_commands(task, steps),
                 ts=now,
             )
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.

@@ -1,0 +1,80 @@
+"""Consuming commands (``learning.textconsume``, ``retrieval.triggered`` rule 11): a command seen using up its object
+keeps the next attempt from using up a thing its task's text names but does not ask it to."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+
+import pytest
+
+from langmem_plus.bench.designs.base import Context, run_episode
+from langmem_plus.bench.env import _tasks, parse_range
+from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.learning.textconsume import consumed_commands
+from langmem_plus.records import Feedback, RunRecord, Step, TaskSpec
+from langmem_plus.retrieval.triggered import StepDelivery, consuming_verbs
+from listing import listing
+
+GOAL = "Cook a meal. Check the cookbook for the recipe."
+RECIPE = "Ingredients:\n  carrot\n  red apple\nDirections:\n  dice the carrot\n  prepare meal"
+HELD = ["eat carrot", "drop carrot", "eat meal", "eat green apple", "drop green apple", "look"]
+
+
+def _step(i: int, action: str, valid: Sequence[str], *, failed: bool = False, observation: str = "Done.") -> Step:
+    return Step(index=i, action=action, observation=observation, info={"valid_actions": list(valid)},
+                feedback=Feedback(hard_failure=failed, error_text="no" if failed else ""))
+
+
+def _task(valid: Sequence[str]) -> TaskSpec:
+    return TaskSpec(task_id="t", goal=GOAL, tool="game", context={"observation": "A kitchen.", "valid_actions": list(valid)})
+
+
+def _runs(n: int, consumed: Sequence[str] = ("eat",)) -> list[RunRecord]:
+    return [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", consumed=list(consumed))
+            for i in range(n)]
+
+
+def test_a_command_whose_step_leaves_nothing_naming_its_object_consumes_it() -> None:
+    start = ["eat green apple", "drop green apple", "put green apple in fridge", "look"]
+    task = TaskSpec(task_id="t", goal="g", context={"valid_actions": start})
+    assert consumed_commands(task, [_step(0, "eat green apple", ["look"])]) == ["eat"]
+    put = [_step(0, "put green apple in fridge", ["take green apple from fridge", "look"])]
+    assert consumed_commands(task, put) == []  # no other command takes "green apple in fridge" whole; the apple is still named
+    assert consumed_commands(task, [_step(0, "drop green apple", ["take green apple", "look"])]) == []  # still named
+    assert consumed_commands(task, [_step(0, "eat green apple", ["look"], failed=True)]) == []  # a failure did nothing
+    assert consumed_commands(task, [_step(0, "eat green apple", [])]) == []  # the game's last step offers nothing to read
+
+
+def test_a_consuming_command_is_avoided_on_things_the_task_names_and_does_not_ask_it_of() -> None:
+    history = [_step(0, "read cookbook", HELD, observation=RECIPE)]
+    deliver = listing([], _runs(2))
+    avoided = {h.text for h in deliver(_task(HELD), history)}
+    assert avoided == {"Avoid `eat carrot`"}  # not the meal (a goal word), not the apple the recipe does not name
+    asked = "Ingredients:\n  carrot\nDirections:\n  eat the carrot"
+    assert listing([], _runs(2))(_task(HELD), [_step(0, "read cookbook", HELD, observation=asked)]) == []
+    assert listing([], _runs(1))(_task(HELD), history) == []  # one run is not evidence enough (``min_occurrences``)
+    assert consuming_verbs(_runs(2), {"eat"}, 2) == frozenset()  # a command memory knows right over a placeholder
+    guarded = StepDelivery([], _runs(2))
+    assert guarded(_task(HELD), history) == []
+    answer = guarded.check(_task(HELD), history, "eat carrot")
+    assert [h.text for h in answer] == ["Avoid `eat carrot`"] and guarded.activations("run") == []  # an inference
+    assert TextGameExecutor(seed=0).act(_task(HELD), history, answer).action != "eat carrot"
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="the text games need a Java runtime")
+def test_real_games_show_eating_uses_a_thing_up_and_nothing_else_they_did_does() -> None:
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+
+    env = make_env("twx-cooking:medium")
+    try:
+        runs = [run_episode(env, TextGameExecutor(seed=1), t, Context(), max_steps=50)
+                for t in _tasks(env, "train", parse_range("0-1"))]
+        seen = [consumed_commands(r.task, r.steps) for r in runs]
+        assert all(s == ["eat"] for s in seen), seen  # both games ate a thing off the recipe; nothing else vanished
+        assert all(any(s.action.startswith("eat ") and not s.feedback.constraint_failure for s in r.steps) for r in runs)
+        taken = {s.action.split()[0] for r in runs for s in r.steps}
+        assert {"take", "open"} <= taken  # commands that moved or opened things were there, and are not read as using up
+    finally:
+        env.close()
