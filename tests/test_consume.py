@@ -44,6 +44,14 @@ def test_a_command_whose_step_leaves_nothing_naming_its_object_consumes_it() -> 
     assert consumed_commands(task, [_step(0, "drop green apple", ["take green apple", "look"])]) == []  # still named
     assert consumed_commands(task, [_step(0, "eat green apple", ["look"], failed=True)]) == []  # a failure did nothing
     assert consumed_commands(task, [_step(0, "eat green apple", [])]) == []  # the game's last step offers nothing to read
+    cut_short = [_step(0, "eat green apple", ["restart", "quit"])]  # a list replaced (a game's end), not a thing gone
+    assert consumed_commands(task, cut_short) == []
+    rooms = TaskSpec(task_id="r", goal="g", context={"valid_actions": ["enter shed", "examine shed", "look", "wait"]})
+    entered = Step(index=0, action="enter shed", info={"valid_actions": ["exit", "look", "wait"]},
+                   state_before={"location": "garden"}, state_after={"location": "shed"})
+    assert consumed_commands(rooms, [entered]) == []  # leaving a place takes its things out of the valid actions too
+    stayed = entered.model_copy(update={"state_after": {"location": "garden"}})
+    assert consumed_commands(rooms, [stayed]) == ["enter"]  # the same step where the agent stayed: the shed is gone
 
 
 def test_a_consuming_command_is_avoided_on_things_the_task_names_and_does_not_ask_it_of() -> None:
@@ -59,7 +67,23 @@ def test_a_consuming_command_is_avoided_on_things_the_task_names_and_does_not_as
     assert guarded(_task(HELD), history) == []
     answer = guarded.check(_task(HELD), history, "eat carrot")
     assert [h.text for h in answer] == ["Avoid `eat carrot`"] and guarded.activations("run") == []  # an inference
-    assert TextGameExecutor(seed=0).act(_task(HELD), history, answer).action != "eat carrot"
+    offered = ["eat carrot", "drop carrot", "eat green apple", "drop green apple", "look"]
+    read = [_step(0, "read cookbook", offered, observation=RECIPE)]
+    assert TextGameExecutor(seed=1).act(_task(offered), read, []).action == "eat carrot"  # what it does unwarned
+    warned = StepDelivery([], _runs(2))
+    warned(_task(offered), read)
+    answer = warned.check(_task(offered), read, "eat carrot")
+    assert TextGameExecutor(seed=1).act(_task(offered), read, answer).action not in ("", "eat carrot")
+
+
+def test_an_action_memory_recommends_outright_is_not_avoided_as_using_up() -> None:
+    from langmem_plus.records import Lesson, LessonScope, Provenance
+
+    rec = Lesson(id="eat-carrot", namespace=("ns",), rule_text="PREFER: eat carrot", correct="eat carrot", applies_when=[],
+                 scope=LessonScope(tool="game"), provenance=Provenance(run_ids=["r0", "r1"]))
+    history = [_step(0, "read cookbook", HELD, observation=RECIPE)]
+    shown = {h.text for h in listing([rec], _runs(2))(_task(HELD), history)}
+    assert "Prefer `eat carrot`" in shown and "Avoid `eat carrot`" not in shown
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="the text games need a Java runtime")
@@ -72,7 +96,7 @@ def test_real_games_show_eating_uses_a_thing_up_and_nothing_else_they_did_does()
         runs = [run_episode(env, TextGameExecutor(seed=1), t, Context(), max_steps=50)
                 for t in _tasks(env, "train", parse_range("0-1"))]
         seen = [consumed_commands(r.task, r.steps) for r in runs]
-        assert all(s == ["eat"] for s in seen), seen  # both games ate a thing off the recipe; nothing else vanished
+        assert all(s == ["eat"] for s in seen), seen  # both games ate something without losing; nothing else vanished
         assert all(any(s.action.startswith("eat ") and not s.feedback.constraint_failure for s in r.steps) for r in runs)
         taken = {s.action.split()[0] for r in runs for s in r.steps}
         assert {"take", "open"} <= taken  # commands that moved or opened things were there, and are not read as using up

@@ -6,7 +6,9 @@ the same thing as their whole object (``drop carrot``, ``examine carrot``); afte
 names it. A run keeps the commands it saw do this (``RunRecord.consumed``), and ``retrieval.triggered`` rule 11
 keeps the next attempt from using up a thing its task's text names but does not ask it to use so. A thing is
 what a command's object is whole, so ``put carrot in fridge`` (whose rest no other command takes) says nothing;
-nothing here knows a game's words.
+and the rest of the world must still be there (the agent did not move; most other actions are still offered), so
+leaving a room or a game's end, which also take things out of the valid actions, say nothing either. Nothing here
+knows a game's words.
 
 Example:
     >>> from langmem_plus.records import Step, TaskSpec
@@ -33,11 +35,21 @@ def _names(actions: frozenset[str], thing: str) -> bool:
     return any(rx.search(a) for a in actions)
 
 
+def _moved(step: Step) -> bool:
+    """Whether the step changed the agent's location (both states give one and they differ)."""
+    before = (step.state_before or {}).get("location")
+    after = (step.state_after or {}).get("location")
+    return before is not None and after is not None and before != after
+
+
 def consumed_commands(task: TaskSpec, steps: Sequence[Step]) -> list[str]:
     """The commands of ``steps`` that used their object up (module docstring), in the run's order, each once.
 
     A step counts when it did not fail, the valid actions before and after it are known (a game's last step offers
-    none), another command took its object whole before it, and no valid action after it names the object.
+    none), another command took its object whole before it, and no valid action after it names the object, while
+    the rest of the world is still there: the agent is where it was (the state's ``location``, when the game gives
+    one: leaving a room takes its things out of the valid actions too), and at least half of the actions before it
+    that do not name the object are still offered (not a list cut short or replaced, as a game's end replaces it).
     """
     before = valid_set((task.context or {}).get("valid_actions"))
     out: dict[str, None] = {}
@@ -47,10 +59,13 @@ def consumed_commands(task: TaskSpec, steps: Sequence[Step]) -> list[str]:
         if not after or not valid_before or step.feedback.failed:
             continue
         verb, thing = command_and_object(step.action)
-        if not thing or verb in out:
+        if not thing or verb in out or _moved(step):
             continue
         others = {command_and_object(a) for a in valid_before}
-        if any(v != verb and t == thing for v, t in others) and not _names(after, thing):
+        if not any(v != verb and t == thing for v, t in others) or _names(after, thing):
+            continue
+        rest = {a for a in valid_before if not _names(frozenset([a]), thing)}
+        if 2 * len(rest & after) >= len(rest):
             out[verb] = None
     return list(out)
 

@@ -151,8 +151,9 @@ valid actions and the lines its condition names have been read. So at each step:
 11. **Using up** (``consuming``): a command at least ``min_occurrences`` of the tool's runs saw use up the thing it acted
    on (``RunRecord.consumed``, ``learning.textconsume``: after ``eat green apple`` no valid action names the apple),
    that memory does not recommend over a placeholder or know directed (rule 5's test), is avoided on a thing the
-   task's text names (not all goal words) where the task does not say that action: ``Avoid `eat carrot``` once the
-   recipe lists the carrot, while ``eat meal`` (the goal's word) stays open. The evidence is what commands do, read
+   task's text names (not all goal words) where the task does not say that action and memory does not recommend it
+   outright (rule 7's ``_known``): ``Avoid `eat carrot``` once the recipe lists the carrot, while ``eat meal`` (the
+   goal's word) stays open. The evidence is what commands do, read
    in any run, won or lost, on any thing: collection games that ate an apple off the recipe without loss keep the
    next game from eating its recipe's carrot, which no game lost to before. An inference at delivery
    (``CONSUME_PREFIX``). (``twx-cooking:medium`` after 6 collection games, static, test fold: 0.967 and 1.0 games
@@ -675,13 +676,15 @@ def consuming_verbs(runs: Sequence[RunRecord], spared: Collection[str], min_runs
     return frozenset(v for v, n in counts.items() if n >= min_runs and v not in spared)
 
 
-def consuming(verbs: Collection[str], view: StepView) -> list[tuple[ScoredItem, str]]:
+def consuming(verbs: Collection[str], view: StepView, known: Sequence[Pattern] = ()) -> list[tuple[ScoredItem, str]]:
     """Rule 11's firings, ``(item, action)``: each valid action of a consuming command on a thing the task's text names
-    (not all goal words) whose line the task does not say, avoided as that action."""
+    (not all goal words) whose line the task does not say and that no pattern memory recommends outright (``known``)
+    matches, avoided as that action."""
     out: list[tuple[ScoredItem, str]] = []
     for action in view.valid:
         verb, thing = command_and_object(action)
-        if verb in verbs and thing and view.names(thing) and not says_line(norm(action), view.directing):
+        if verb in verbs and thing and view.names(thing) and not says_line(norm(action), view.directing) \
+                and not any(p.match(action) is not None for p in known):
             lesson = Lesson(id=f"{CONSUME_PREFIX}{norm(action)}", namespace=("triggered",), rule_text=f"AVOID: {action}",
                             wrong=action)
             out.append((ScoredItem(kind="lesson", item=lesson, score=0.0, why="it uses up a thing the task names"), action))
@@ -890,7 +893,7 @@ class StepDelivery:
             fired += [(_kin_item(a, thing, k, self._kin_pattern(a, thing, k, view)), a)
                       for a, thing, k in unknown_kin(self._kin, self._known, view, spared)]
         fired += undoing(self._undo, view, history)
-        fired += consuming(self._consuming, view)
+        fired += consuming(self._consuming, view, self._known)
         if self._guarded and history:
             directives, kin = self._attempt_directives(task, history, view)
             directed_on = ({thing for verb, thing in map(command_and_object, view.valid) if verb in directives}
