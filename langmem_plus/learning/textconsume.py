@@ -21,18 +21,11 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from langmem_plus.learning.textmatch import command_and_object
+from langmem_plus.learning.textmatch import command_and_object, says_line
 from langmem_plus.learning.textundo import valid_set
 from langmem_plus.records import Step, TaskSpec
-
-
-def _names(actions: frozenset[str], thing: str) -> bool:
-    """Whether any of ``actions`` names ``thing`` (whole words)."""
-    rx = re.compile(r"(^| )" + re.escape(thing) + r"( |$)")
-    return any(rx.search(a) for a in actions)
 
 
 def _moved(step: Step) -> bool:
@@ -62,9 +55,9 @@ def consumed_commands(task: TaskSpec, steps: Sequence[Step]) -> list[str]:
         if not thing or verb in out or _moved(step):
             continue
         others = {command_and_object(a) for a in valid_before}
-        if not any(v != verb and t == thing for v, t in others) or _names(after, thing):
+        if not any(v != verb and t == thing for v, t in others) or says_line(thing, list(after)):
             continue
-        rest = {a for a in valid_before if not _names(frozenset([a]), thing)}
+        rest = {a for a in valid_before if not says_line(thing, [a])}
         if 2 * len(rest & after) >= len(rest):
             out[verb] = None
     return list(out)
