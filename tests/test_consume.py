@@ -1,5 +1,5 @@
 """Consuming commands (``learning.textconsume``, ``retrieval.triggered`` rule 11): a command seen using up its object
-keeps the next attempt from using up a thing its task's text names but does not ask it to."""
+keeps the next attempt from using up a thing its task does not ask it to, before the recipe is read too."""
 
 from __future__ import annotations
 
@@ -54,13 +54,16 @@ def test_a_command_whose_step_leaves_nothing_naming_its_object_consumes_it() -> 
     assert consumed_commands(rooms, [stayed]) == ["enter"]  # the same step where the agent stayed: the shed is gone
 
 
-def test_a_consuming_command_is_avoided_on_things_the_task_names_and_does_not_ask_it_of() -> None:
+def test_a_consuming_command_is_avoided_on_things_the_task_does_not_ask_it_of() -> None:
     history = [_step(0, "read cookbook", HELD, observation=RECIPE)]
     deliver = listing([], _runs(2))
     avoided = {h.text for h in deliver(_task(HELD), history)}
-    assert avoided == {"Avoid `eat carrot`"}  # not the meal (a goal word), not the apple the recipe does not name
+    assert avoided == {"Avoid `eat carrot`", "Avoid `eat green apple`"}  # not the meal: the goal's own word
+    unread = {h.text for h in listing([], _runs(2))(_task(HELD), [])}
+    assert unread == avoided  # before the recipe is read: nothing names the carrot yet, and eaten it is gone
     asked = "Ingredients:\n  carrot\nDirections:\n  eat the carrot"
-    assert listing([], _runs(2))(_task(HELD), [_step(0, "read cookbook", HELD, observation=asked)]) == []
+    said = {h.text for h in listing([], _runs(2))(_task(HELD), [_step(0, "read cookbook", HELD, observation=asked)])}
+    assert said == {"Avoid `eat green apple`"}  # the recipe asks it of the carrot
     assert listing([], _runs(1))(_task(HELD), history) == []  # one run is not evidence enough (``min_occurrences``)
     assert consuming_verbs(_runs(2), {"eat"}, 2) == frozenset()  # a command memory knows right over a placeholder
     guarded = StepDelivery([], _runs(2))

@@ -65,7 +65,7 @@ def test_fatal_focuses_on_unnamed_and_goal_named_things_become_one_rule_that_gua
         ("focus on <X>", ["!focus on <X>"], ["r1", "r2"])]
     valid = ["focus on living room", "focus on purple box", "focus on picture", "focus on thing", "look around"]
     hints = listing(live, runs=[])(_task(FIND_B, valid), [])
-    assert [(h.text, h.precondition) for h in hints] == [("Avoid `focus on <X>`", "when the task does not say `focus on <X>`")]
+    assert [(h.text, h.precondition) for h in hints] == [("Avoid `focus on <X>`", "unless the task says so")]
     ex = TextGameExecutor(seed=0)
     task = _task(FIND_B, [a for a in valid if a != "focus on thing"])
     assert ex.act(task, [], hints).action == "look around"  # the goal's room and box, and the picture, are avoided
@@ -91,3 +91,22 @@ def test_a_command_fatal_although_directed_keeps_its_situation_beside_the_undire
     hint = hint_from_item(ScoredItem(kind="lesson", item=undirected, score=1.0))
     assert ex.act(_task(MEASURE_B, ["focus on bedroom", "look around"]), [], [hint]).action == "look around"
     assert ex.act(_task(MEASURE_B, ["focus on thermometer", "look around"]), [], [hint]).action == "focus on thermometer"
+
+
+def test_a_condition_on_the_rules_own_pattern_is_said_short_and_read_as_the_long_form() -> None:
+    own = Lesson(id="o", namespace=("ns",), rule_text="AVOID: chop <X>", wrong="chop <X>", applies_when=["!chop <X>"])
+    other = Lesson(id="d", namespace=("ns",), rule_text="AVOID: dice <X>", wrong="dice <X>", applies_when=["!chop <X>"])
+    short = hint_from_item(ScoredItem(kind="lesson", item=own, score=1.0))
+    long = hint_from_item(ScoredItem(kind="lesson", item=other, score=1.0))
+    assert (short.text, short.precondition) == ("Avoid `chop <X>`", "unless the task says so")
+    assert long.precondition == "when the task does not say `chop <X>`"  # another line is quoted
+    spelled = short.model_copy(update={"precondition": "when the task does not say `chop <X>`"})
+    assert read_hint(short) is not None and read_hint(short).conditions == read_hint(spelled).conditions == ("!chop <X>",)
+    recipe = [Step(index=0, action="read cookbook", observation="Directions:\n  chop the carrot\n  fry the leek",
+                   info={"valid_actions": ["chop carrot", "chop leek", "look"]})]
+    task = TaskSpec(task_id="t", goal="Cook a meal. Check the cookbook.", tool="game",
+                    context={"valid_actions": ["chop carrot", "chop leek", "look"]})
+    ex = TextGameExecutor(seed=0)
+    assert ex.act(task, recipe, [short]).action == "chop carrot"  # said: open
+    leek = [recipe[0].model_copy(update={"info": {"valid_actions": ["chop leek", "look"]}})]
+    assert ex.act(task, leek, [short]).action == "look"  # not said: avoided

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
-from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
+from langmem_plus.records import Episode, Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.learning.textdirect import offered_on_own
 from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, object_phrase, rule_pattern, rule_utility
 from listing import listing
@@ -243,6 +244,75 @@ def test_a_recommendation_shown_with_a_pattern_is_not_shown_again_bare_and_a_sta
     fresh(task([]), history)
     assert fresh.check(task([]), taken(COOKS, "eat red apple"), "cook milk in oven") == []  # another history, same length
     assert fresh.check(task([]), taken(COOKS, "look"), "cook milk in oven") != []  # an equal one (rebuilt) is answered
+
+
+def _closed_door() -> ScoredItem:
+    """An avoided episode as memory keeps one after a run wasted steps on an action that kept failing."""
+    ep = Episode(episode_id="ep-door", namespace=("ns",), kind="avoidance", goal_signature=GOAL,
+                 action_seq=["close door to north", "close door to west"],
+                 summary="`close door to north` fails with: that is already closed. (3x in one run)")
+    return ScoredItem(kind="episode", item=ep, score=0.5)
+
+
+def test_an_avoidance_from_before_the_run_waits_for_a_proposal_it_quotes() -> None:
+    door = ["close door to north", "close door to west", "look"]
+    deliver = StepDelivery([], runs=[], avoidances=[_closed_door()])
+    history = read(door)
+    assert deliver(task(door), history) == [] and deliver.tokens == 0
+    assert deliver.check(task(door), history, "close door to west") == []  # its line quotes only the north door
+    answer = deliver.check(task(door), history, "close door to north")
+    assert [h.source_id for h in answer] == ["ep-door"] and answer[0].text.startswith("Avoid: `close door to north`")
+    assert not allowed(answer, "close door to north") and allowed(answer, "look")
+    assert len(deliver.lines) == 1 and deliver.activations("run") == []  # the caller activates it, from the start
+    assert deliver.check(task(door), history, "close door to north") == []  # shown once
+    later = [*history, Step(index=1, action="look", observation="A kitchen.", info={"valid_actions": door})]
+    assert [h.source_id for h in deliver(task(door), later)] == ["ep-door"] and len(deliver.lines) == 1  # kept, paid
+    off = StepDelivery([], runs=[], config=DEFAULT_CONFIG.model_copy(update={"text_guard": "off"}), avoidances=[_closed_door()])
+    off(task(door), history)
+    assert off.check(task(door), history, "close door to north") == []  # no guard: the caller lists it before the run
+
+
+def _procedure() -> ScoredItem:
+    """A won attempt's procedure, longer than a compact line keeps."""
+    steps = ["read cookbook", "take cookbook", "open fridge", "take red apple", "cook red apple in oven", "prepare meal"]
+    ep = Episode(episode_id="ep-won", namespace=("ns",), kind="success", goal_signature=GOAL, action_seq=steps,
+                 preconds_missing=["in the kitchen"])
+    return ScoredItem(kind="episode", item=ep, score=0.5)
+
+
+def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_its_block_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_plus.bench.designs.baselines import LangmemPlus
+
+    for guard, listed in (("all", False), ("off", True)):
+        design = LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"text_guard": guard}), delivery="triggered")
+        try:
+            monkeypatch.setattr(design.memory, "retrieve_pre_run", lambda *a, **k: [_procedure(), _closed_door()])
+            ctx = design.general_retrieve(task(["close door to north"]), run_id="run-1")
+            assert ("close door to north" in ctx.text) is listed
+            assert ctx.step_hints is not None and bool(ctx.step_hints.avoidances) is not listed
+            assert [i.item_id for i in design._triggered["run-1"][0]] == ["ep-won", "ep-door"]  # in force either way
+            shown = ctx.text.splitlines()[1:]
+            assert [f"- {json.dumps(h.text, ensure_ascii=False)}" for h in ctx.hints] == shown  # the reader gets the block's words, no more
+            assert ctx.hints[0].text.endswith("…") and "open fridge" not in ctx.hints[0].text
+            assert all(h.precondition is None for h in ctx.hints)  # a compact line shows none
+        finally:
+            design.close()
+
+
+def test_a_proposal_memory_endorsed_before_the_run_is_not_answered_until_the_attempt_has_taken_it() -> None:
+    rules = [rule("open-fridge", correct="open fridge", runs=("r0", "r1"))]  # taught by two runs: it stands
+    valid = ["read cookbook", "open fridge", "look"]
+    deliver = StepDelivery(rules, runs=[], endorsed={"read cookbook"})
+    deliver(task(valid), [])
+    assert deliver.check(task(valid), [], "read cookbook") == []  # the procedure's step: memory's own advice
+    assert [h.text for h in deliver.check(task(valid), [], "look")] == ["Prefer `open fridge`"]
+    again = StepDelivery(rules, runs=[], endorsed={"read cookbook"})
+    history = [Step(index=0, action="read cookbook", observation=RECIPE, info={"valid_actions": valid})]
+    again(task(valid), history)
+    assert [h.text for h in again.check(task(valid), history, "read cookbook")] == ["Prefer `open fridge`"]  # taken: a loop
+    plain = StepDelivery(rules, runs=[])
+    plain(task(valid), [])
+    assert [h.text for h in plain.check(task(valid), [], "read cookbook")] == ["Prefer `open fridge`"]
 
 
 def test_with_the_guard_the_executor_chooses_what_it_chooses_with_every_standing_rule_listed() -> None:
@@ -539,8 +609,8 @@ def test_a_command_the_attempt_offers_with_one_avoided_where_undirected_is_avoid
     assert not any("dice" in h.text for h in listing([slice_], runs=[])(task(from_start), first))
     hints = deliver(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
-    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # offered with slice, on the same things
-    assert ("Avoid `chop <X>`", "when the task does not say `chop <X>`") in shown
+    assert ("Avoid `dice <X>`", "unless the task says so") in shown  # offered with slice, on the same things
+    assert ("Avoid `chop <X>`", "unless the task says so") in shown
     assert not any(lid.startswith(KIN_PREFIX) for lid in deliver.delivered)  # an inference: nothing to activate
     assert [a for a in cuts if allowed(hints, a, recipe)] == ["slice red apple"]  # the one cut the recipe says
     known = rule("dice-ok", correct="dice <X>", when=["dice <X>"])
@@ -558,14 +628,14 @@ def test_the_attempts_own_directive_verbs_are_avoided_where_undirected_once_memo
     holding, cuts, steps = HOLDING, CUTS, knife_taken(recipe)
     hints = listing([fry_stove, widened], runs=[])(task(holding), steps)
     shown = {(h.text, h.precondition) for h in hints}
-    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in shown  # a line of the recipe opens with it
-    assert ("Avoid `slice <X>`", "when the task does not say `slice <X>`") in shown  # offered with dice
+    assert ("Avoid `dice <X>`", "unless the task says so") in shown  # a line of the recipe opens with it
+    assert ("Avoid `slice <X>`", "unless the task says so") in shown  # offered with dice
     assert [a for a in cuts if allowed(hints, a, recipe)] == ["dice red apple"]  # the one cut the recipe says
     unproven = listing([fry_stove], runs=[])(task(holding), steps)  # nothing fatal known: no inference
     assert not any(h.text.startswith("Avoid") for h in unproven)
     assert len([a for a in cuts if allowed(unproven, a, recipe)]) == len(cuts)
     in_its_place = rule("stove-roast", wrong="cook <X> in stove", when=["roast <X>"])  # fatal where roast, not fry
-    assert ("Avoid `chop <X>`", "when the task does not say `chop <X>`") in {
+    assert ("Avoid `chop <X>`", "unless the task says so") in {
         (h.text, h.precondition) for h in listing([fry_stove, in_its_place], runs=[])(task(holding), steps)}
     where_directed = rule("stove-fry", wrong="cook <X> in stove", when=["fry <X>"])  # fatal only where directed
     assert not any("dice" in h.text for h in listing([fry_stove, where_directed], runs=[])(task(holding), steps))
@@ -604,7 +674,7 @@ def test_the_tools_directive_verbs_offered_as_an_instrument_are_avoided_where_a_
     roasted = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
     steps = knife_taken(roasted)
     hints = listing(evidence, runs=[cut_before])(task(HOLDING), steps)
-    assert ("Avoid `dice <X>`", "when the task does not say `dice <X>`") in {(h.text, h.precondition) for h in hints}
+    assert ("Avoid `dice <X>`", "unless the task says so") in {(h.text, h.precondition) for h in hints}
     assert not [a for a in CUTS if allowed(hints, a, roasted)]  # the recipe cuts nothing
     assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[])(task(HOLDING), steps))
     never_directed = cut_before.model_copy(update={"directed": ["prepare"]})  # the tool's texts never opened with a cut
@@ -715,7 +785,7 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
             taken = [(s.action, task_text_lines(str(t.context.get("goal") or t.goal), traj.steps[:s.index]))
                      for s in traj.steps if s.action.split()[0] in cuts]
             assert all(says_line(a, lines) for a, lines in taken), (t.task_id, taken)  # every cut the recipe's own, read
-            assert any(line.startswith(f'- "Avoid `{c} <X>` when the task does not say') for line in deliver.lines for c in cuts)
+            assert any(line == f'- "Avoid `{c} <X>` unless the task says so"' for line in deliver.lines for c in cuts)
             if t.task_id != "dev-10006":  # its cookbook is read late, with too few steps left: lost to the step limit
                 assert taken and traj.verdict is not None and traj.verdict.passed, t.task_id
     finally:

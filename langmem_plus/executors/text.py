@@ -64,7 +64,8 @@ How hints are read (the public contract, so any agent can do the same):
   "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no clause
   of the goal and no line of the task's text (the action was not asked for; its placeholders
   bind any phrase of the action, the goal's own words too: ``focus on <X>`` when the task does
-  not say ``focus on <X>`` holds for a room the goal names in another role); lines quoted after "after"
+  not say ``focus on <X>`` holds for a room the goal names in another role); "unless the task says so" is that
+  condition on the hint's own (first) pattern (``Avoid `chop <X>` unless the task says so``); lines quoted after "after"
   (``after `open <X>```) are history conditions: each, bound, must be an action this attempt took earlier without
   failing, and their placeholders bind any phrase (``Avoid `close <X>` after `open <X>```: don't take back a step);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
@@ -102,6 +103,7 @@ from langmem_plus.learning.textmatch import (
     ARTICLES,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
+    SAID_SO_WORDS,
     SLOT,
     UNNAMED,
     Pattern,
@@ -161,7 +163,11 @@ def read_hint(hint: Hint) -> ReadHint | None:
             return None
         conditions: list[str] = []
         mark = ""  # quoted lines after "does not name" / "does not say" are negative conditions, after "after" history
-        for m in _PRECONDITION.finditer(str(hint.precondition or "")):
+        pre = str(hint.precondition or "")
+        if SAID_SO_WORDS in pre:  # "does not say" the hint's own pattern
+            pre = pre.replace(SAID_SO_WORDS, "")
+            conditions.append(UNNAMED + raws[0].strip())
+        for m in _PRECONDITION.finditer(pre):
             if m.group(1) is not None:
                 mark = _MARK[m.group(1)]
             elif m.group(2).strip():

@@ -32,6 +32,7 @@ from langmem_plus.learning.textmatch import (
     AFTER_WORDS,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
+    SAID_SO_WORDS,
     UNNAMED,
     done_line,
     is_negative,
@@ -70,8 +71,10 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
         parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
             [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
-        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []),
-                        *([f"when the task {' and '.join(parts)}"] if parts else [])]) or None  # history first: not cut
+        own = not says and not nots and unsaid == [lesson.wrong or lesson.correct]  # "does not say" its own pattern
+        when = [SAID_SO_WORDS] if own else [f"when the task {' and '.join(parts)}"] if parts else []
+        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
+        # history first: a cut to HINT_MAX_CHARS keeps it
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre

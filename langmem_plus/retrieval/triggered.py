@@ -142,22 +142,30 @@ valid actions and the lines its condition names have been read. So at each step:
    pattern covers is never held: it comes with the pattern, its lines bound); then the agent chooses again with
    them (``bench.designs.base.run_episode`` does this; a user's loop or middleware does the same). So a
    recommendation the agent follows unprompted and a warning against an action it never reaches for cost nothing.
+   The same holds for what memory brings before the run: an avoidance there of literal actions (an avoided
+   episode's ``close door to north``, ``held_avoidance``) is held for a proposal its line quotes and kept in view
+   once shown (``StepDelivery(avoidances=...)``), and a proposal the pre-run block recommends and the attempt has not
+   taken (``endorsed``, ``endorsed_actions``: the procedure's ``read cookbook``) is not met with the step's
+   recommendations, since it follows memory already.
    Shown or held, every rule standing at a step is in force and recorded as an activation, so measuring a rule
    (rule 3) does not depend on what the agent proposed (with the guard off, only what is shown is recorded).
    ``"off"`` lists everything standing before the agent chooses, as rules 1-9 describe. (``TextGameExecutor``, test
    fold, 20 collection games, 3 repeats: tokens a task 92 -> 60 (easy), 147 -> 94 (medium), 221 -> 169 (rooms3);
-   success 1.00, 1.00 and 0.93 (0.94 before: one more game out of steps); the agent chose again 3.5, 4.9 and 9.3
+   with the pre-run avoidances held, the procedure endorsed and "unless the task says so": 52, 88 and 146;
+   success 1.00, 1.00 and 0.93 (0.94 before: one more game out of steps); the agent chose again 2.3, 4.4 and 9.3
    times a game.)
 11. **Using up** (``consuming``): a command at least ``min_occurrences`` of the tool's runs saw use up the thing it acted
    on (``RunRecord.consumed``, ``learning.textconsume``: after ``eat green apple`` no valid action names the apple),
-   that memory does not recommend over a placeholder or know directed (rule 5's test), is avoided on a thing the
-   task's text names (not all goal words) where the task does not say that action and memory does not recommend it
-   outright (rule 7's ``_known``): ``Avoid `eat carrot``` once the recipe lists the carrot, while ``eat meal`` (the
-   goal's word) stays open. The evidence is what commands do, read
+   that memory does not recommend over a placeholder or know directed (rule 5's test), is avoided on any thing but
+   the goal's own words where the task does not say that action and memory does not recommend it outright (rule 7's
+   ``_known``): ``Avoid `eat carrot``` whether or not a recipe read yet lists the carrot (a thing's use is unknown
+   until then, and what is used up is gone), while ``eat meal`` (the goal's word) stays open. The evidence is what
+   commands do, read
    in any run, won or lost, on any thing: collection games that ate an apple off the recipe without loss keep the
    next game from eating its recipe's carrot, which no game lost to before. An inference at delivery
    (``CONSUME_PREFIX``). (``twx-cooking:medium`` after 6 collection games, static, test fold: 0.967 and 1.0 games
-   lost -> 1.000 and none; dev fold 0.967 -> 1.000.)
+   lost -> 1.000 and none; dev fold 0.967 -> 1.000. Dynamic: 0.989 and 0.3 lost, a carrot eaten before the recipe
+   was read, while the rule held only things the task's text names -> 1.000 and none.)
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
 record with the run (one per rule, at the step it first stood), and the distinct lines shown
@@ -385,6 +393,52 @@ def short_line(item: ScoredItem) -> str:
     triggered delivery's caller shows what stays before the run (its hints keep the ids)."""
     text = compact_line(item).split("=", 1)[1]
     return f"- {text}"
+
+
+_QUOTED = re.compile(r"`([^`]+)`")
+"""A back-quoted action in a hint's text."""
+
+
+def held_avoidance(item: ScoredItem) -> tuple[Pattern, ...]:
+    """The literal actions a pre-run item's hint avoids (an avoided episode's, an error lesson's quoted actions), or
+    ``()`` for any other item: what rule 10 holds such an item for. A text rule is not one (the steps deliver it).
+
+    Example:
+        >>> from langmem_plus.records import Episode
+        >>> ep = Episode(episode_id="e", namespace=("n",), kind="avoidance", goal_signature="g",
+        ...              action_seq=["close door"], summary="`close door` fails with: that is already closed.")
+        >>> [p.text for p in held_avoidance(ScoredItem(kind="episode", item=ep, score=1.0))]
+        ['close door']
+    """
+    if is_text_rule(item.item):
+        return ()
+    text = hint_from_item(item).text
+    if not text.startswith("Avoid"):
+        return ()
+    return tuple(p for p in map(Pattern.parse, _QUOTED.findall(text)) if p is not None and not p.slots)
+
+
+def shown_hint(item: ScoredItem) -> Hint:
+    """An item from before the run as its compact line shows it (``short_line``): a reader is handed what the block
+    says, not the longer hint behind it (a procedure cut to its first steps stays cut)."""
+    return hint_from_item(item).model_copy(update={"text": json.loads(short_line(item)[2:]), "precondition": None})
+
+
+def endorsed_actions(hints: Sequence[Hint]) -> frozenset[str]:
+    """The literal actions (normalised; no placeholder) that recommendations quote: rule 10's ``endorsed``.
+
+    Example:
+        >>> endorsed_actions([Hint(text="start with `read cookbook` then `take <X>`", source_id="e"),
+        ...                   Hint(text="Avoid `eat carrot`", source_id="a")])
+        frozenset({'read cookbook'})
+    """
+    return frozenset(norm(q) for h in hints if not h.text.startswith("Avoid") for q in _QUOTED.findall(h.text)
+                     if Pattern.parse(q) is not None and not SLOT.search(q))
+
+
+def _line(item: ScoredItem) -> str:
+    """A text rule's line (``rule_line``); any other item's compact line, as before the run (``short_line``)."""
+    return rule_line(item) if is_text_rule(item.item) else short_line(item)
 
 
 def _as_pattern(item: ScoredItem) -> bool:
@@ -677,13 +731,15 @@ def consuming_verbs(runs: Sequence[RunRecord], spared: Collection[str], min_runs
 
 
 def consuming(verbs: Collection[str], view: StepView, known: Sequence[Pattern] = ()) -> list[tuple[ScoredItem, str]]:
-    """Rule 11's firings, ``(item, action)``: each valid action of a consuming command on a thing the task's text names
-    (not all goal words) whose line the task does not say and that no pattern memory recommends outright (``known``)
-    matches, avoided as that action."""
+    """Rule 11's firings, ``(item, action)``: each valid action of a consuming command on a thing other than the goal's
+    own words whose line the task does not say and that no pattern memory recommends outright (``known``) matches,
+    avoided as that action. Not only things the task's text names: before the recipe is read nothing names the carrot
+    it will list, and what is used up cannot be had back."""
     out: list[tuple[ScoredItem, str]] = []
     for action in view.valid:
         verb, thing = command_and_object(action)
-        if verb in verbs and thing and view.names(thing) and not says_line(norm(action), view.directing) \
+        if verb in verbs and thing and not all(w in view.goal_words for w in norm(thing).split()) \
+                and not says_line(norm(action), view.directing) \
                 and not any(p.match(action) is not None for p in known):
             lesson = Lesson(id=f"{CONSUME_PREFIX}{norm(action)}", namespace=("triggered",), rule_text=f"AVOID: {action}",
                             wrong=action)
@@ -770,12 +826,20 @@ class StepDelivery:
         runs: The tool's finished runs, for ``rule_utility``.
         config: Supplies ``max_context_tokens`` (the per-step block), ``text_short_line_words`` and ``text_guard``.
         header: The block's first line; ``""`` when the delivered lines join a block that has one.
+        avoidances: Items from before the run whose hint avoids literal actions (``held_avoidance``: an avoided
+            episode, an error lesson), held for a proposal one of them quotes (rule 10); the caller records their
+            activations, since they are in force from the start. Ignored with ``text_guard="off"``.
+        endorsed: Actions (normalised) that memory recommended before the run (``endorsed_actions``): a proposal
+            among them that the attempt has not taken yet follows memory already, so rule 10 does not answer it
+            with the step's recommendations (the procedure's ``read cookbook`` is not met with ``open fridge``).
     """
 
     rules: Sequence[Lesson]
     runs: Sequence[RunRecord]
     config: MemoryConfig = DEFAULT_CONFIG
     header: str = TRIGGERED_HEADER
+    avoidances: Sequence[ScoredItem] = ()
+    endorsed: Collection[str] = ()
     delivered: dict[str, int] = field(default_factory=dict)
     """Lesson id -> the first step it was delivered at (with the guard, the first it stood at, shown or held)."""
     lines: dict[str, None] = field(default_factory=dict)
@@ -829,11 +893,16 @@ class StepDelivery:
     step: another attempt's of the same length gets nothing)."""
     _fires: dict[str, set[str]] = field(default_factory=dict, init=False)
     """Rule 10: per rule id, the actions (normalised) it fired on at that step."""
+    _pre_held: list[tuple[ScoredItem, tuple[Pattern, ...]]] = field(default_factory=list, init=False)
+    """Rule 10: ``avoidances`` not shown yet, each with the actions its line quotes."""
+    _pre_paid: list[Hint] = field(default_factory=list, init=False)
+    """Rule 10: ``avoidances`` shown at a proposal; paid for, they are handed over at every later step."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
 
     def __post_init__(self) -> None:
+        self._pre_held = [(it, ps) for it in self.avoidances for ps in [held_avoidance(it)] if ps]
         live = live_text_rules(self.rules)
         parsed = [(lesson, pattern) for lesson in live for pattern in [rule_pattern(lesson)] if pattern is not None]
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
@@ -937,7 +1006,7 @@ class StepDelivery:
         self._held_recs = {a: r for a, r in recs if rule_line(r) not in self.lines and a not in covered} if lazy else {}
         shown = [*paid.values(), *(r for a, r in recs if a not in self._held_recs)]
         shown.sort(key=lambda it: it.item_id.startswith(INFERRED_PREFIXES))  # stable: what memory stored first
-        return self._show(shown, step)
+        return [*self._show(shown, step), *self._pre_paid]  # what was answered from before the run stays in view
 
     def _rec(self, action: str, *, bare: bool) -> ScoredItem:
         """The step's recommendation on ``action`` (normalised), grounded on the action as offered; its lines bound
@@ -957,6 +1026,12 @@ class StepDelivery:
         if self.config.text_guard == "off" or len(history) != self._held_at or last != self._held_for:
             return []
         act = norm(action)
+        before = next((e for e in self._pre_held if any(p.match(action) is not None for p in e[1])), None)
+        if before is not None:  # an avoidance from before the run quoting the proposal
+            self._pre_held.remove(before)
+            answer = self._show([before[0]], len(history), record=False)
+            self._pre_paid += answer
+            return answer
         item = self._held.pop(act, None)
         if item is not None:
             self._held = {a: it for a, it in self._held.items() if it.item_id != item.item_id}
@@ -964,23 +1039,24 @@ class StepDelivery:
             bound = [a for a in self._recs if a in reach]
             self._held_recs = {a: r for a, r in self._held_recs.items() if a not in reach}  # they go with it, bound
             return self._show([item, *(self._rec(a, bare=False) for a in bound)], len(history))
-        if self._held_recs and self._open and act not in self._open:
+        endorsed = act in self.endorsed and all(norm(s.action) != act for s in history)
+        if self._held_recs and self._open and act not in self._open and not endorsed:
             recs, self._held_recs = list(self._held_recs.values()), {}
             return self._show(recs, len(history))
         return []
 
-    def _show(self, items: list[ScoredItem], step: int) -> list[Hint]:
-        """``items`` as hints within the budget, their lines and activations recorded."""
+    def _show(self, items: list[ScoredItem], step: int, *, record: bool = True) -> list[Hint]:
+        """``items`` as hints within the budget, their lines and (when ``record``) activations recorded."""
         if not items:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
         block = assemble(items, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(items),
-                         line=rule_line, short=rule_line, header=self.header or TRIGGERED_HEADER)
+                         line=_line, short=_line, header=self.header or TRIGGERED_HEADER)
         for text in block.text.splitlines()[1:]:
             self.lines.setdefault(text, None)
         hints = hints_from_items(block.shown)
         for hint in hints:
-            if hint.source_id.startswith(INFERRED_PREFIXES):
+            if not record or hint.source_id.startswith(INFERRED_PREFIXES):
                 continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], step)
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
@@ -1032,5 +1108,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "firings", "is_text_rule", "rule_line", "rule_pattern",
+__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "endorsed_actions", "firings", "held_avoidance", "is_text_rule", "shown_hint", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
