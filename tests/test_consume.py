@@ -105,3 +105,15 @@ def test_real_games_show_eating_uses_a_thing_up_and_nothing_else_they_did_does()
         assert {"take", "open"} <= taken  # commands that moved or opened things were there, and are not read as using up
     finally:
         env.close()
+
+
+def test_a_using_up_warning_shown_at_a_proposal_stays_paid_for_a_long_thing_too() -> None:
+    thing = "slice of homemade rye bread with butter and honey"  # a line longer than a compact line keeps
+    valid = [f"eat {thing}", f"drop {thing}", "look"]
+    deliver = StepDelivery([], _runs(2))
+    history = [_step(0, "look", valid, observation="A kitchen.")]
+    assert deliver(_task(valid), history) == []
+    assert [h.text for h in deliver.check(_task(valid), history, f"eat {thing}")] == [f"Avoid `eat {thing}`"]
+    later = [*history, _step(1, "look", valid, observation="A kitchen.")]
+    assert [h.text for h in deliver(_task(valid), later)] == [f"Avoid `eat {thing}`"]  # paid: shown, not held again
+    assert len(deliver.lines) == 1

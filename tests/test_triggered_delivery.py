@@ -262,6 +262,7 @@ def test_an_avoidance_from_before_the_run_waits_for_a_proposal_it_quotes() -> No
     assert deliver.check(task(door), history, "close door to west") == []  # its line quotes only the north door
     answer = deliver.check(task(door), history, "close door to north")
     assert [h.source_id for h in answer] == ["ep-door"] and answer[0].text.startswith("Avoid: `close door to north`")
+    assert list(deliver.lines) == [f"- {json.dumps(answer[0].text, ensure_ascii=False)}"]  # handed over as paid for
     assert not allowed(answer, "close door to north") and allowed(answer, "look")
     assert len(deliver.lines) == 1 and deliver.activations("run") == []  # the caller activates it, from the start
     assert deliver.check(task(door), history, "close door to north") == []  # shown once
@@ -297,6 +298,29 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
             assert all(h.precondition is None for h in ctx.hints)  # a compact line shows none
         finally:
             design.close()
+
+
+def test_a_pre_run_line_cut_short_keeps_whole_actions_a_reader_can_take_and_a_rewrite_keeps_its_quotes() -> None:
+    from langmem_plus.executors.text import read_hint
+    from langmem_plus.retrieval.triggered import endorsed_actions, shown_hint
+
+    wire = "connect red wire terminal 1 to battery cathode"
+    ep = Episode(episode_id="ep-wire", namespace=("ns",), kind="success", goal_signature=GOAL,
+                 action_seq=[wire, "focus on light bulb", "look around"])
+    hint = shown_hint(ScoredItem(kind="episode", item=ep, score=0.5))
+    assert f"`{wire}`" in hint.text and hint.text.endswith("…")  # the first step whole, the rest cut
+    read_wire = read_hint(hint)
+    assert read_wire is not None and [p.text for p in read_wire.patterns] == [wire]
+    offered = TaskSpec(task_id="t", goal="Turn on the light bulb.", tool="game",
+                       context={"valid_actions": ["focus on light bulb", wire, "look around"]})
+    assert TextGameExecutor(seed=0).act(offered, [], [hint]).action == wire
+    rewrite = Lesson(id="les-fridge", namespace=("ns",), rule_text="take carrot -> take carrot from fridge",
+                     wrong="take carrot", correct="take carrot from fridge")
+    use = shown_hint(ScoredItem(kind="lesson", item=rewrite, score=0.5))
+    assert use.text == "Use `take carrot from fridge` instead of `take carrot`"
+    read_use = read_hint(use)
+    assert read_use is not None and not read_use.avoid and [p.text for p in read_use.patterns] == ["take carrot from fridge"]
+    assert endorsed_actions([use]) == {"take carrot from fridge"}  # not the action it replaces
 
 
 def test_a_proposal_memory_endorsed_before_the_run_is_not_answered_until_the_attempt_has_taken_it() -> None:

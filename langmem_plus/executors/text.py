@@ -46,7 +46,8 @@ How hints are read (the public contract, so any agent can do the same):
 - the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
   them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
   "Skill ...: start with") makes them recommendations; several patterns in one hint
-  are a procedure, followed in order;
+  are a procedure, followed in order; in ``Use `keep` instead of `filter```, what follows "instead of" is the
+  action replaced, not recommended;
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
   one or more words that the task names beyond its goal (they occur in a short line of
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
@@ -101,6 +102,7 @@ from langmem_plus.learning.textmatch import (
     AFTER,
     AFTER_WORDS,
     ARTICLES,
+    INSTEAD_WORDS,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
     SAID_SO_WORDS,
@@ -157,7 +159,8 @@ def read_hint(hint: Hint) -> ReadHint | None:
     """Parse one hint by the contract of the module docstring; None when it is unusable."""
     try:
         text = str(hint.text or "")
-        raws = _QUOTED.findall(text)
+        avoid = text.strip().lower().startswith("avoid")
+        raws = _QUOTED.findall(text if avoid else text.split(INSTEAD_WORDS, 1)[0])  # not what a rewrite replaces
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None
@@ -172,7 +175,7 @@ def read_hint(hint: Hint) -> ReadHint | None:
                 mark = _MARK[m.group(1)]
             elif m.group(2).strip():
                 conditions.append(mark + m.group(2).strip())
-        return ReadHint(hint, text.strip().lower().startswith("avoid"), patterns, tuple(conditions))
+        return ReadHint(hint, avoid, patterns, tuple(conditions))
     except (TypeError, ValueError, AttributeError):
         return None
 

@@ -30,6 +30,7 @@ from collections.abc import Collection, Sequence
 
 from langmem_plus.learning.textmatch import (
     AFTER_WORDS,
+    INSTEAD_WORDS,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
     SAID_SO_WORDS,
@@ -71,7 +72,7 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
         parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
             [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
-        own = not says and not nots and unsaid == [lesson.wrong or lesson.correct]  # "does not say" its own pattern
+        own = bool(lesson.wrong) and not says and not nots and unsaid == [lesson.wrong]  # "does not say" its own action
         when = [SAID_SO_WORDS] if own else [f"when the task {' and '.join(parts)}"] if parts else []
         pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
         # history first: a cut to HINT_MAX_CHARS keeps it
@@ -79,7 +80,7 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre
     if lesson.wrong and lesson.correct:
-        return f"Use `{lesson.correct}` instead of `{lesson.wrong}`", None
+        return f"Use `{lesson.correct}` {INSTEAD_WORDS} `{lesson.wrong}`", None
     if lesson.correct:
         return f"Use `{lesson.correct}`", None
     if lesson.wrong:

@@ -8,8 +8,8 @@ what else the task says (``fry <X>``) but that the task does not say it. So:
 
 - **Undirected** (``undirected``): a fatal action whose verb is a directive verb, on a thing
   the task's text names, where no line of that text says the action, becomes an avoidance
-  with the negative line condition ``!<pattern>`` (``chop <X>`` "when the task does not say
-  `chop <X>`"): one rule for every situation, where the per-situation avoidance ("when the
+  with the negative line condition ``!<pattern>`` (``chop <X>`` where the task does not say
+  ``chop <X>``, shown "unless the task says so"): one rule for every situation, where the per-situation avoidance ("when the
   task says `fry <X>`") would transfer only to tasks that happen to say the same other thing.
 - **Revision** (``revise``): what memory knows grows after a rule is written (a verb becomes a
   known command or a directive verb only in a later run), so each run re-reads the tool's

@@ -9,7 +9,7 @@ are tried in this order:
 - **Goal-directed commands** (``goal_directed``): the goal itself directs the command (one of
   its clauses opens with the action's head, ``First, focus on the thing.``, or says it after
   "to", ``Your task is to focus on the life stages of the frog``) and does not say this action. The lesson is the command's head on anything the task does not direct it to:
-  ``focus on <X>`` "when the task does not say `focus on <X>`". One rule covers every object
+  ``focus on <X>`` where the task does not say ``focus on <X>`` (shown "unless the task says so"). One rule covers every object
   the command was fatal on, the things the goal never names (``air``) and the things it
   names in another role (``the red box`` it says to move the thing into) alike, where the
   object-by-object lessons below would each cover one kind of thing.

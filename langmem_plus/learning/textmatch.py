@@ -36,6 +36,9 @@ NOT_SAID_WORDS = "does not say"
 SAID_SO_WORDS = "unless the task says so"
 """A precondition whose one line condition is "does not say" the hint's own pattern (``Avoid `chop <X>``` when the
 task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition."""
+INSTEAD_WORDS = "instead of"
+"""In a recommendation (``Use `keep` instead of `filter```), the back-quoted actions after these words are the ones
+it replaces, not recommended."""
 AFTER = "^"
 """Prefix of a history condition: ``^open <X>`` holds when the attempt took the bound action earlier and it did not
 fail (a fact about the attempt, not a line of the task); hints render it "after `open <X>`"."""
@@ -267,5 +270,5 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
     return not any(not set(p) <= set(avoided_in) for p in recommended_in)
 
 
-__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
+__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
            "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]

@@ -67,7 +67,8 @@ COMPACT_WORDS = 8
 def compact_line(item: ScoredItem) -> str:
     """The short form of an item's line, ``- <id>=<JSON string>`` (the id's prefix, ``les_`` / ``ep_`` / ``skl_``,
     names the kind): a rewrite lesson as ``"WRONG -> CORRECT"``, another item as the first
-    ``COMPACT_WORDS`` words of its hint's step (what follows its lead phrase; an "Avoid" hint whole).
+    ``COMPACT_WORDS`` words of its hint's step (what follows its lead phrase; an "Avoid" hint whole), never cutting
+    inside a back-quoted action (``whole_actions``).
     JSON quoting keeps it data: its text cannot leave the quotes.
     """
     it = item.item
@@ -78,8 +79,31 @@ def compact_line(item: ScoredItem) -> str:
         if not hint.startswith("Avoid"):  # "Worked before for a similar goal: start with ..." -> "start with ..."
             hint = hint.split(": ", 1)[-1]
         words = hint.split()
-        text = " ".join(words[:COMPACT_WORDS]) + (" …" if len(words) > COMPACT_WORDS else "")
+        kept = whole_actions(words, COMPACT_WORDS)
+        text = " ".join(words[:kept]) + (" …" if len(words) > kept else "")
     return f"- {_ID_UNSAFE.sub('_', item.item_id)}={json.dumps(text, ensure_ascii=False)}"
+
+
+def whole_actions(words: Sequence[str], limit: int) -> int:
+    """How many of ``words`` a cut to about ``limit`` keeps without splitting a back-quoted action: the most, at most
+    ``limit``, that end on an action's closing back-quote (any number, when nothing is quoted), else the fewest that do.
+    A reader can use a procedure cut after its second step, not one cut inside its first.
+
+    Example:
+        >>> words = "start with `connect red wire to battery` then `look`".split()
+        >>> whole_actions(words, 4), whole_actions(words, 8), whole_actions("a b c".split(), 2)
+        (7, 7, 2)
+    """
+    if len(words) <= limit:
+        return len(words)
+    quoted = any("`" in w for w in words)
+    ticks, safe = 0, []
+    for k, word in enumerate(words, start=1):
+        ticks += word.count("`")
+        if ticks % 2 == 0 and ("`" in word or not quoted):  # right after an action closes (or any word, none quoted)
+            safe.append(k)
+    under = [k for k in safe if k <= limit]
+    return under[-1] if under else (safe[0] if safe else len(words))
 
 
 def _clip01(x: float) -> float:
@@ -198,6 +222,7 @@ __all__ = [
     "Assembled",
     "assemble",
     "compact_line",
+    "whole_actions",
     "default_relevance",
     "habit_rate",
     "habit_relevance",

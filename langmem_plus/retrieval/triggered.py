@@ -109,7 +109,7 @@ valid actions and the lines its condition names have been read. So at each step:
    taking the knife offers ``slice``, ``chop`` and ``dice`` together), so a run that first takes the knife while
    memory knows only ``slice`` and ``chop`` as directed would dice whatever it holds. The same reading of this
    attempt's own steps, at delivery, makes a command first offered together with a command memory avoids where the
-   task does not say it (``Avoid `slice <X>` when the task does not say `slice <X>```), on the same things, avoided
+   task does not say it (``Avoid `slice <X>` unless the task says so``), on the same things, avoided
    where the task does not say it too, unless memory has any rule about that command. An inference at delivery
    (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: 0.90 -> 0.94, games lost 2.3 -> 0.3.)
    The attempt's text directs commands of its own (``attempt_directives``): a command a step first offered together
@@ -192,13 +192,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
 from langmem_plus.learning.textmatch import (
     AFTER,
+    INSTEAD_WORDS,
     SLOT,
     UNNAMED,
     Pattern,
@@ -390,7 +391,11 @@ def rule_line(item: ScoredItem) -> str:
 
 def short_line(item: ScoredItem) -> str:
     """Any item's compact line (``memory_types.context.compact_line``) without its id: the form in which
-    triggered delivery's caller shows what stays before the run (its hints keep the ids)."""
+    triggered delivery's caller shows what stays before the run (its hints keep the ids). A rewrite lesson keeps its
+    hint (``Use `c` instead of `w```): its compact ``w -> c`` quotes no action a reader could take."""
+    it = item.item
+    if isinstance(it, Lesson) and it.wrong and it.correct is not None and not is_text_rule(it):
+        return f"- {json.dumps(hint_from_item(item).text, ensure_ascii=False)}"
     text = compact_line(item).split("=", 1)[1]
     return f"- {text}"
 
@@ -400,7 +405,7 @@ _QUOTED = re.compile(r"`([^`]+)`")
 
 
 def held_avoidance(item: ScoredItem) -> tuple[Pattern, ...]:
-    """The literal actions a pre-run item's hint avoids (an avoided episode's, an error lesson's quoted actions), or
+    """The literal actions a pre-run item's hint avoids (an avoided episode's, a lesson's ``Avoid `w```), or
     ``()`` for any other item: what rule 10 holds such an item for. A text rule is not one (the steps deliver it).
 
     Example:
@@ -432,13 +437,9 @@ def endorsed_actions(hints: Sequence[Hint]) -> frozenset[str]:
         ...                   Hint(text="Avoid `eat carrot`", source_id="a")])
         frozenset({'read cookbook'})
     """
-    return frozenset(norm(q) for h in hints if not h.text.startswith("Avoid") for q in _QUOTED.findall(h.text)
+    return frozenset(norm(q) for h in hints if not h.text.startswith("Avoid")
+                     for q in _QUOTED.findall(h.text.split(INSTEAD_WORDS, 1)[0])  # not what a rewrite replaces
                      if Pattern.parse(q) is not None and not SLOT.search(q))
-
-
-def _line(item: ScoredItem) -> str:
-    """A text rule's line (``rule_line``); any other item's compact line, as before the run (``short_line``)."""
-    return rule_line(item) if is_text_rule(item.item) else short_line(item)
 
 
 def _as_pattern(item: ScoredItem) -> bool:
@@ -743,7 +744,7 @@ def consuming(verbs: Collection[str], view: StepView, known: Sequence[Pattern] =
                 and not any(p.match(action) is not None for p in known):
             lesson = Lesson(id=f"{CONSUME_PREFIX}{norm(action)}", namespace=("triggered",), rule_text=f"AVOID: {action}",
                             wrong=action)
-            out.append((ScoredItem(kind="lesson", item=lesson, score=0.0, why="it uses up a thing the task names"), action))
+            out.append((ScoredItem(kind="lesson", item=lesson, score=0.0, why="it uses up a thing the task does not ask it to"), action))
     return out
 
 
@@ -827,7 +828,7 @@ class StepDelivery:
         config: Supplies ``max_context_tokens`` (the per-step block), ``text_short_line_words`` and ``text_guard``.
         header: The block's first line; ``""`` when the delivered lines join a block that has one.
         avoidances: Items from before the run whose hint avoids literal actions (``held_avoidance``: an avoided
-            episode, an error lesson), held for a proposal one of them quotes (rule 10); the caller records their
+            episode, a lesson with only a wrong action), held for a proposal one of them quotes (rule 10); the caller records their
             activations, since they are in force from the start. Ignored with ``text_guard="off"``.
         endorsed: Actions (normalised) that memory recommended before the run (``endorsed_actions``): a proposal
             among them that the attempt has not taken yet follows memory already, so rule 10 does not answer it
@@ -1029,7 +1030,7 @@ class StepDelivery:
         before = next((e for e in self._pre_held if any(p.match(action) is not None for p in e[1])), None)
         if before is not None:  # an avoidance from before the run quoting the proposal
             self._pre_held.remove(before)
-            answer = self._show([before[0]], len(history), record=False)
+            answer = self._show([before[0]], len(history), line=short_line)
             self._pre_paid += answer
             return answer
         item = self._held.pop(act, None)
@@ -1045,18 +1046,22 @@ class StepDelivery:
             return self._show(recs, len(history))
         return []
 
-    def _show(self, items: list[ScoredItem], step: int, *, record: bool = True) -> list[Hint]:
-        """``items`` as hints within the budget, their lines and (when ``record``) activations recorded."""
+    def _show(self, items: list[ScoredItem], step: int, *, line: Callable[[ScoredItem], str] = rule_line) -> list[Hint]:
+        """``items`` as hints within the budget, their lines and activations recorded. With ``line=short_line``
+        (items from before the run, which the caller activates): the hints say what those lines say, and nothing is
+        recorded here."""
         if not items:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
         block = assemble(items, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(items),
-                         line=_line, short=_line, header=self.header or TRIGGERED_HEADER)
+                         line=line, short=line, header=self.header or TRIGGERED_HEADER)
         for text in block.text.splitlines()[1:]:
             self.lines.setdefault(text, None)
+        if line is short_line:
+            return [shown_hint(it) for it in block.shown]
         hints = hints_from_items(block.shown)
         for hint in hints:
-            if not record or hint.source_id.startswith(INFERRED_PREFIXES):
+            if hint.source_id.startswith(INFERRED_PREFIXES):
                 continue  # an inference, not a stored lesson: nothing to activate
             self.delivered.setdefault(hint.source_id.split(GROUNDED_SEP)[0], step)
         return [h.model_copy(update={"source_id": h.source_id.split(GROUNDED_SEP)[0]}) for h in hints]
