@@ -151,7 +151,7 @@ valid actions and the lines its condition names have been read. So at each step:
    (rule 3) does not depend on what the agent proposed (with the guard off, only what is shown is recorded).
    ``"off"`` lists everything standing before the agent chooses, as rules 1-9 describe. (``TextGameExecutor``, test
    fold, 20 collection games, 3 repeats: tokens a task 92 -> 60 (easy), 147 -> 94 (medium), 221 -> 169 (rooms3);
-   with the pre-run avoidances held, the procedure endorsed and "unless the task says so": 52, 88 and 146;
+   with the pre-run avoidances held, the procedure endorsed and "unless the task says so": 52, 88 and 144;
    success 1.00, 1.00 and 0.93 (0.94 before: one more game out of steps); the agent chose again 2.3, 4.4 and 9.3
    times a game.)
 11. **Using up** (``consuming``): a command at least ``min_occurrences`` of the tool's runs saw use up the thing it acted
