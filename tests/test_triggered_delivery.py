@@ -298,6 +298,14 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
             assert all(h.precondition is None for h in ctx.hints)  # a compact line shows none
         finally:
             design.close()
+    tight = LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 35}), delivery="triggered")
+    try:  # a block with room for the procedure only: the avoidance it would not show is neither held nor in force
+        monkeypatch.setattr(tight.memory, "retrieve_pre_run", lambda *a, **k: [_procedure(), _closed_door()])
+        ctx = tight.general_retrieve(task(["close door to north"]), run_id="run-2")
+        assert ctx.step_hints is not None and not ctx.step_hints.avoidances
+        assert [i.item_id for i in tight._triggered["run-2"][0]] == ["ep-won"]
+    finally:
+        tight.close()
 
 
 def test_a_pre_run_line_cut_short_keeps_whole_actions_a_reader_can_take_and_a_rewrite_keeps_its_quotes() -> None:

@@ -291,10 +291,15 @@ class LangmemPlus:
         """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
         cfg = self.memory.config
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
-        guarded = cfg.text_guard != "off"  # rule 10: an avoidance of literal actions waits for a proposal it quotes
-        held = [i for i in items if guarded and held_avoidance(i)]
-        block = assemble([i for i in items if i not in held], budget=cfg.max_context_tokens, config=cfg,
-                         relevance=in_order(items), line=short_line, header=TRIGGERED_HEADER)
+        block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line,
+                         header=TRIGGERED_HEADER)
+        if cfg.text_guard != "off":  # rule 10: an avoidance of literal actions the block holds waits for a proposal
+            held = [i for i in block.shown if held_avoidance(i)]
+            rest = [i for i in block.shown if i not in held]
+            block = assemble(rest, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(rest), line=short_line,
+                             header=TRIGGERED_HEADER)
+        else:
+            held = []
         said = {(h.text, h.precondition): h for h in map(shown_hint, block.shown)}  # as a reader reads the block
         hints = list(said.values())
         rules = self.memory.text_rules(task.tool)
