@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
@@ -43,6 +42,7 @@ from langmem_plus.learning.textmatch import (
     UNNAMED,
     clauses,
     norm_words,
+    occurs,
     says_line,
 )
 
@@ -71,10 +71,6 @@ def split_object(action: str) -> tuple[list[str], list[str]]:
     while i < len(words) and words[i] in STOP_WORDS:
         i += 1
     return words[:i], words[i:]
-
-
-def _occurs(phrase: str, line: str) -> bool:
-    return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
 
 
 def _directs(head: str, clause: str) -> bool:
@@ -132,7 +128,7 @@ def unnamed_entity(action: str, observations: Sequence[str], goal: str, config: 
         return None  # the goal's own things, or no thing at all ("look around")
     head, obj = _past_named_object(head, obj, goal_words)
     shown = [" ".join(norm_words(line)) for o in observations for line in o.splitlines()]
-    if not any(_occurs(obj[0], line) for line in shown if line):
+    if not any(occurs(obj[0], line) for line in shown if line):
         return None  # not something the game showed
     return " ".join([*head, "<X>"]), {"X": " ".join(obj)}
 

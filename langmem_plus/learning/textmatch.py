@@ -174,6 +174,16 @@ def is_negative(cond: str) -> bool:
     return cond.strip().startswith(UNNAMED)
 
 
+def occurs(phrase: str, line: str) -> bool:
+    """Whether ``phrase`` occurs in ``line`` as whole words (both taken as given, not normalised).
+
+    Example:
+        >>> occurs("red apple", "slice the red apple"), occurs("apple", "pineapple tart")
+        (True, False)
+    """
+    return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
+
+
 def says_line(line: str, task_lines: Sequence[str]) -> bool:
     """Whether a line of the task's text contains ``line`` (normalised, whole words).
 
@@ -271,4 +281,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "says_line", "unnamed_slot"]
+           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "says_line", "unnamed_slot"]

@@ -100,6 +100,7 @@ from langmem_plus.learning.textmatch import (
     is_negative,
     negated_line,
     norm_words,
+    occurs,
 )
 from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Step, TaskSpec
 
@@ -155,10 +156,6 @@ def task_text_lines(goal: str, steps: Sequence[Step]) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def _occurs(phrase: str, line: str) -> bool:
-    return re.search(r"(^| )" + re.escape(phrase) + r"( |$)", line) is not None
-
-
 def abstract_action(action: str, lines: Sequence[str], goal: str, config: MemoryConfig = DEFAULT_CONFIG) -> tuple[str, dict[str, str]]:
     """The action with its volatile phrases as placeholders, and the bindings.
 
@@ -177,7 +174,7 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
             phrase = " ".join(words[i : i + n])
             if all(w in goal_words or w in STOP_WORDS for w in words[i : i + n]):
                 continue
-            if any(_occurs(phrase, line) for line in lines):
+            if any(occurs(phrase, line) for line in lines):
                 found = n
                 break
         if found and len(bindings) < len(SLOTS):
@@ -205,7 +202,7 @@ def conditions_for(bindings: Mapping[str, str], lines: Sequence[str], limit: int
         templ = line
         named = False
         for slot, phrase in bindings.items():
-            if _occurs(phrase, templ):
+            if occurs(phrase, templ):
                 templ = re.sub(r"(^| )" + re.escape(phrase) + r"(?= |$)", rf"\1<{slot}>", templ)
                 named = True
         if named and templ not in {f"<{s}>" for s in bindings}:
