@@ -102,7 +102,6 @@ from langmem_plus.learning.textmatch import (
     AFTER,
     AFTER_WORDS,
     ARTICLES,
-    INSTEAD_WORDS,
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
     SAID_SO_WORDS,
@@ -115,11 +114,13 @@ from langmem_plus.learning.textmatch import (
     directing_lines,
     done_line,
     grounded_conditions,
+    is_avoidance,
     listed_only,
     names_phrase,
     negated_line,
     norm,
     norm_words,
+    quoted_actions,
     says_line,
     unnamed_slot,
 )
@@ -132,7 +133,6 @@ STOP_WORDS = frozenset(
 """Words that carry no content (overlap on them would favour every action with ``in``)."""
 
 _WORD = re.compile(r"[a-z0-9]+")
-_QUOTED = re.compile(r"`([^`]+)`")
 _PRECONDITION = re.compile(rf"\b(says|{NOT_NAMED_WORDS}|{NOT_SAID_WORDS}|{AFTER_WORDS})\b|`([^`]+)`")
 """A precondition's markers (which kind of condition the quoted lines after it are) and its quoted lines."""
 _MARK = {"says": "", NOT_NAMED_WORDS: UNNAMED, NOT_SAID_WORDS: UNNAMED, AFTER_WORDS: AFTER}
@@ -159,8 +159,8 @@ def read_hint(hint: Hint) -> ReadHint | None:
     """Parse one hint by the contract of the module docstring; None when it is unusable."""
     try:
         text = str(hint.text or "")
-        avoid = text.strip().lower().startswith("avoid")
-        raws = _QUOTED.findall(text if avoid else text.split(INSTEAD_WORDS, 1)[0])  # not what a rewrite replaces
+        avoid = is_avoidance(text)
+        raws = quoted_actions(text)  # not what a rewrite replaces
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None

@@ -174,6 +174,26 @@ def is_negative(cond: str) -> bool:
     return cond.strip().startswith(UNNAMED)
 
 
+_QUOTED = re.compile(r"`([^`]+)`")
+"""A back-quoted action in a hint's text."""
+
+
+def is_avoidance(text: str) -> bool:
+    """Whether a hint's text is an avoidance: it opens with "Avoid" (any case), as every reader takes it."""
+    return text.strip().lower().startswith("avoid")
+
+
+def quoted_actions(text: str) -> list[str]:
+    """The back-quoted actions a hint's text puts forward: every one in an avoidance; in a recommendation those
+    before ``INSTEAD_WORDS`` (``Use `keep` instead of `filter```: ``filter`` is what it replaces).
+
+    Example:
+        >>> quoted_actions("Use `keep` instead of `filter`"), quoted_actions("Avoid `a` then `b`")
+        (['keep'], ['a', 'b'])
+    """
+    return _QUOTED.findall(text if is_avoidance(text) else text.split(INSTEAD_WORDS, 1)[0])
+
+
 def occurs(phrase: str, line: str) -> bool:
     """Whether ``phrase`` occurs in ``line`` as whole words (both taken as given, not normalised).
 
@@ -281,4 +301,4 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
 
 
 __all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "says_line", "unnamed_slot"]
+           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]

@@ -199,7 +199,6 @@ from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
 from langmem_plus.learning.textmatch import (
     AFTER,
-    INSTEAD_WORDS,
     SLOT,
     UNNAMED,
     Pattern,
@@ -210,11 +209,13 @@ from langmem_plus.learning.textmatch import (
     directing_lines,
     done_line,
     grounded_conditions,
+    is_avoidance,
     is_negative,
     listed_only,
     names_phrase,
     negated_line,
     norm,
+    quoted_actions,
     says_line,
     unnamed_slot,
 )
@@ -400,10 +401,6 @@ def short_line(item: ScoredItem) -> str:
     return f"- {text}"
 
 
-_QUOTED = re.compile(r"`([^`]+)`")
-"""A back-quoted action in a hint's text."""
-
-
 def held_avoidance(item: ScoredItem) -> tuple[Pattern, ...]:
     """The literal actions a pre-run item's hint avoids (an avoided episode's, a lesson's ``Avoid `w```), or
     ``()`` for any other item: what rule 10 holds such an item for. A text rule is not one (the steps deliver it).
@@ -418,9 +415,9 @@ def held_avoidance(item: ScoredItem) -> tuple[Pattern, ...]:
     if is_text_rule(item.item):
         return ()
     text = hint_from_item(item).text
-    if not text.startswith("Avoid"):
+    if not is_avoidance(text):
         return ()
-    return tuple(p for p in map(Pattern.parse, _QUOTED.findall(text)) if p is not None and not p.slots)
+    return tuple(p for p in map(Pattern.parse, quoted_actions(text)) if p is not None and not p.slots)
 
 
 def shown_hint(item: ScoredItem) -> Hint:
@@ -437,8 +434,7 @@ def endorsed_actions(hints: Sequence[Hint]) -> frozenset[str]:
         ...                   Hint(text="Avoid `eat carrot`", source_id="a")])
         frozenset({'read cookbook'})
     """
-    return frozenset(norm(q) for h in hints if not h.text.startswith("Avoid")
-                     for q in _QUOTED.findall(h.text.split(INSTEAD_WORDS, 1)[0])  # not what a rewrite replaces
+    return frozenset(norm(q) for h in hints if not is_avoidance(h.text) for q in quoted_actions(h.text)
                      if Pattern.parse(q) is not None and not SLOT.search(q))
 
 
