@@ -24,15 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langmem_plus.learning.textmatch import command_and_object, says_line
+from langmem_plus.learning.textrules import moved
 from langmem_plus.learning.textundo import valid_set
 from langmem_plus.records import Step, TaskSpec
-
-
-def _moved(step: Step) -> bool:
-    """Whether the step changed the agent's location (both states give one and they differ)."""
-    before = (step.state_before or {}).get("location")
-    after = (step.state_after or {}).get("location")
-    return before is not None and after is not None and before != after
 
 
 def consumed_commands(task: TaskSpec, steps: Sequence[Step]) -> list[str]:
@@ -52,7 +46,7 @@ def consumed_commands(task: TaskSpec, steps: Sequence[Step]) -> list[str]:
         if not after or not valid_before or step.feedback.failed:
             continue
         verb, thing = command_and_object(step.action)
-        if not thing or verb in out or _moved(step):
+        if not thing or verb in out or moved(step):
             continue
         others = {command_and_object(a) for a in valid_before}
         if not any(v != verb and t == thing for v, t in others) or says_line(thing, list(after)):
