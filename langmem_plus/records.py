@@ -495,7 +495,8 @@ class RunRecord(_Record):
     ``close <X>`` after ``open <X>``; text games), which later runs are warned against (``retrieval.triggered`` rule 8)."""
     consumed: list[str] = Field(default_factory=list)
     """Commands whose step in the run used up the thing it acted on (``learning.textconsume``: after ``eat carrot`` no
-    valid action names the carrot; text games), which later runs keep off things their task names (rule 11)."""
+    valid action names the carrot; text games), which later runs keep off things their task does not ask them to use
+    so (``retrieval.triggered`` rule 11)."""
     ts: float = Field(default_factory=time.time)
 
 
