@@ -74,8 +74,8 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
         own = bool(lesson.wrong) and not says and not nots and unsaid == [lesson.wrong]  # "does not say" its own action
         when = [SAID_SO_WORDS] if own else [f"when the task {' and '.join(parts)}"] if parts else []
-        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
         # history first: a cut to HINT_MAX_CHARS keeps it
+        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre
