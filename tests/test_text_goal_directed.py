@@ -101,7 +101,9 @@ def test_a_condition_on_the_rules_own_pattern_is_said_short_and_read_as_the_long
     assert (short.text, short.precondition) == ("Avoid `chop <X>`", "unless the task says so")
     assert long.precondition == "when the task does not say `chop <X>`"  # another line is quoted
     spelled = short.model_copy(update={"precondition": "when the task does not say `chop <X>`"})
-    assert read_hint(short) is not None and read_hint(short).conditions == read_hint(spelled).conditions == ("!chop <X>",)
+    short_read, spelled_read = read_hint(short), read_hint(spelled)
+    assert short_read is not None and spelled_read is not None
+    assert short_read.conditions_of(short_read.patterns[0]) == spelled_read.conditions_of(spelled_read.patterns[0]) == ("!chop <X>",)
     recipe = [Step(index=0, action="read cookbook", observation="Directions:\n  chop the carrot\n  fry the leek",
                    info={"valid_actions": ["chop carrot", "chop leek", "look"]})]
     task = TaskSpec(task_id="t", goal="Cook a meal. Check the cookbook.", tool="game",

@@ -17,7 +17,9 @@ from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.records import Episode, Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.learning.textdirect import offered_on_own
-from langmem_plus.retrieval.triggered import KIN_PREFIX, StepDelivery, StepView, firings, object_phrase, rule_pattern, rule_utility
+from langmem_plus.retrieval.triggered import (KIN_PREFIX, TRIGGERED_HEADER, StepDelivery, StepView, firings, object_phrase,
+                                               rule_line, rule_pattern, rule_utility)
+from langmem_plus.tokens import count_tokens
 from listing import listing
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
@@ -244,6 +246,45 @@ def test_a_recommendation_shown_with_a_pattern_is_not_shown_again_bare_and_a_sta
     fresh(task([]), history)
     assert fresh.check(task([]), taken(COOKS, "eat red apple"), "cook milk in oven") == []  # another history, same length
     assert fresh.check(task([]), taken(COOKS, "look"), "cook milk in oven") != []  # an equal one (rebuilt) is answered
+
+
+CUT_RECIPE = "Ingredients:\n  red apple\n  milk\nDirections:\n  chop the red apple\n  prepare meal"
+ONE_CUT = ["chop red apple", "slice red apple", "chop milk", "slice milk", "eat milk", "look"]
+
+
+def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_read_as_its_own() -> None:
+    rules = [*(rule(v, wrong=f"{v} <X>", when=[f"!{v} <X>"]) for v in ("chop", "slice")), rule("eat", wrong="eat <X>", when=["<X>"])]
+    deliver = StepDelivery(rules, runs=[])
+    history = taken(ONE_CUT, "look", CUT_RECIPE)
+    assert deliver(task([]), history) == []
+    answer = deliver.check(task([]), history, "slice red apple")
+    assert sorted(h.text for h in answer) == ["Avoid `chop <X>`", "Avoid `slice <X>`"]  # eat's line says more: held
+    assert list(deliver.lines) == ['- "Avoid `slice <X>`, `chop <X>` unless the task says so"']
+    apart = count_tokens("\n".join([TRIGGERED_HEADER, *map(rule_line, ([ScoredItem(kind="lesson", item=r, score=1.0)
+                                                                          for r in rules[:2]]))])).n
+    assert deliver.tokens < apart  # one line for the two
+    assert deliver.check(task([]), history, "chop milk") == []  # it has that one already
+    assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat milk`"]  # alone: it says more
+    joined = Hint(text="Avoid `slice <X>`, `chop <X>`", precondition="unless the task says so", source_id="j")
+    for hints in (answer, [joined]):  # the line as handed over, and as a reader of the block reads it
+        assert allowed(hints, "chop red apple", CUT_RECIPE)  # the recipe says this cut
+        assert not allowed(hints, "slice red apple", CUT_RECIPE) and not allowed(hints, "chop milk", CUT_RECIPE)
+
+
+def test_recommendations_answered_together_are_one_line_and_a_list_is_not_a_procedure() -> None:
+    rules = [rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
+             rule("fridge", correct="open fridge", runs=("r0", "r1", "r2"))]
+    deliver = StepDelivery(rules, runs=[])
+    history = read([*COOKS, "open fridge"])
+    assert deliver(task([]), history) == []
+    assert sorted(h.text for h in deliver.check(task([]), history, "eat red apple")) == [
+        "Prefer `cook red apple in oven`", "Prefer `open fridge`"]
+    assert len(deliver.lines) == 1 and next(iter(deliver.lines)).startswith('- "Prefer `')
+    listed = Hint(text="Prefer `open fridge`, `take knife`", source_id="l")
+    procedure = Hint(text="start with `open fridge` then `take knife`", source_id="p")
+    alone = read(["take knife"], "Nothing here.")  # the fridge was never opened: only the list's second step counts
+    assert TextGameExecutor(seed=0).act(task([]), alone, [listed]).applied_hints == ("l",)
+    assert TextGameExecutor(seed=0).act(task([]), alone, [procedure]).applied_hints == ()
 
 
 def _closed_door() -> ScoredItem:
@@ -817,7 +858,8 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
             taken = [(s.action, task_text_lines(str(t.context.get("goal") or t.goal), traj.steps[:s.index]))
                      for s in traj.steps if s.action.split()[0] in cuts]
             assert all(says_line(a, lines) for a, lines in taken), (t.task_id, taken)  # every cut the recipe's own, read
-            assert any(line == f'- "Avoid `{c} <X>` unless the task says so"' for line in deliver.lines for c in cuts)
+            assert any(line.startswith('- "Avoid `') and line.endswith(' unless the task says so"') and f"`{c} <X>`" in line
+                           for line in deliver.lines for c in cuts)  # alone, or joined with the other cuts
             if t.task_id != "dev-10006":  # its cookbook is read late, with too few steps left: lost to the step limit
                 assert taken and traj.verdict is not None and traj.verdict.passed, t.task_id
     finally:

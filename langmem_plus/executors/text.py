@@ -45,9 +45,11 @@ How hints are read (the public contract, so any agent can do the same):
 
 - the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
   them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
-  "Skill ...: start with") makes them recommendations; several patterns in one hint
-  are a procedure, followed in order; in ``Use `keep` instead of `filter```, what follows "instead of" is the
-  action replaced, not recommended;
+  "Skill ...: start with") makes them recommendations; several patterns of a recommendation
+  joined by "then" are a procedure, followed in order (``textmatch.is_procedure``); listed
+  otherwise (``Prefer `a`, `b```, ``Avoid `chop <X>`, `slice <X>` unless the task says so``) each is
+  recommended, or avoided, on its own, under the hint's precondition; in ``Use `keep` instead of `filter```,
+  what follows "instead of" is the action replaced, not recommended;
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
   one or more words that the task names beyond its goal (they occur in a short line of
   an observation of this attempt, ``text_short_line_words``, and not all in the goal),
@@ -66,7 +68,7 @@ How hints are read (the public contract, so any agent can do the same):
   of the goal and no line of the task's text (the action was not asked for; its placeholders
   bind any phrase of the action, the goal's own words too: ``focus on <X>`` when the task does
   not say ``focus on <X>`` holds for a room the goal names in another role); "unless the task says so" is that
-  condition on the hint's own (first) pattern (``Avoid `chop <X>` unless the task says so``); lines quoted after "after"
+  condition on each of the hint's own patterns (``Avoid `chop <X>` unless the task says so``); lines quoted after "after"
   (``after `open <X>```) are history conditions: each, bound, must be an action this attempt took earlier without
   failing, and their placeholders bind any phrase (``Avoid `close <X>` after `open <X>```: don't take back a step);
 - a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
@@ -115,6 +117,7 @@ from langmem_plus.learning.textmatch import (
     done_line,
     grounded_conditions,
     is_avoidance,
+    is_procedure,
     listed_only,
     names_phrase,
     negated_line,
@@ -153,6 +156,15 @@ class ReadHint:
     avoid: bool
     patterns: tuple[Pattern, ...]
     conditions: tuple[str, ...]
+    procedure: bool = False
+    """The patterns are steps followed in order (``textmatch.is_procedure``), not alternatives."""
+    said_so: bool = False
+    """"Unless the task says so": each pattern holds only where no line of the task says it (bound)."""
+
+    def conditions_of(self, pattern: Pattern) -> tuple[str, ...]:
+        """The conditions as they bear on ``pattern``, one of the hint's own: with "unless the task says so", that the
+        task does not say the pattern itself (``Avoid `chop <X>`, `slice <X>` unless the task says so``: each its own)."""
+        return (*self.conditions, UNNAMED + pattern.text) if self.said_so else self.conditions
 
 
 def read_hint(hint: Hint) -> ReadHint | None:
@@ -167,15 +179,14 @@ def read_hint(hint: Hint) -> ReadHint | None:
         conditions: list[str] = []
         mark = ""  # quoted lines after "does not name" / "does not say" are negative conditions, after "after" history
         pre = str(hint.precondition or "")
-        if SAID_SO_WORDS in pre:  # "does not say" the hint's own pattern
-            pre = pre.replace(SAID_SO_WORDS, "")
-            conditions.append(UNNAMED + raws[0].strip())
+        said_so = SAID_SO_WORDS in pre  # "does not say" the hint's own pattern, each of them (``conditions_of``)
+        pre = pre.replace(SAID_SO_WORDS, "")
         for m in _PRECONDITION.finditer(pre):
             if m.group(1) is not None:
                 mark = _MARK[m.group(1)]
             elif m.group(2).strip():
                 conditions.append(mark + m.group(2).strip())
-        return ReadHint(hint, avoid, patterns, tuple(conditions))
+        return ReadHint(hint, avoid, patterns, tuple(conditions), is_procedure(text), said_so)
     except (TypeError, ValueError, AttributeError):
         return None
 
@@ -330,15 +341,16 @@ class TextGameExecutor:
         binding = pattern.match(action)
         if binding is None:
             return False
-        negated = {s for s in map(unnamed_slot, rh.conditions) if s is not None}
-        free = {s for c in rh.conditions for s in _SLOT.findall(negated_line(c) or done_line(c) or "")}  # undirected
+        conditions = rh.conditions_of(pattern)
+        negated = {s for s in map(unnamed_slot, conditions) if s is not None}
+        free = {s for c in conditions for s in _SLOT.findall(negated_line(c) or done_line(c) or "")}  # undirected
         # placeholders bind anything, and a history condition's are bound by the action it names
         if rh.avoid:  # an avoidance's placeholder in a stated condition is bound by that condition
-            free |= {s for c in rh.conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
+            free |= {s for c in conditions if not c.startswith(UNNAMED) for s in _SLOT.findall(c)}
         if not all(self._named(v, view, goal_words) or k in free
                    or (k in negated and not all(w in goal_words for w in v.split())) for k, v in binding.items()):
             return False
-        for cond in rh.conditions:
+        for cond in conditions:
             done = done_line(cond)
             if done is not None:  # the attempt took the bound action earlier, and it did not fail
                 bound = bind(done, binding)
@@ -429,7 +441,7 @@ class TextGameExecutor:
         bonus = 0.0
         used: list[str] = []
         for rh in read:
-            if len(rh.patterns) > 1 and not rh.avoid:
+            if rh.procedure:
                 nxt = self._following(rh, history, view, goal_words)
                 if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
                     bonus += cfg.text_sequence_bonus
@@ -439,7 +451,7 @@ class TextGameExecutor:
             if matched is None:
                 continue
             used.append(rh.hint.source_id)
-            conds = grounded_conditions(rh.conditions, matched.match(action) or {})  # a negative condition adds none
+            conds = grounded_conditions(rh.conditions_of(matched), matched.match(action) or {})  # a negative one adds none
             if rh.avoid:
                 avoided_in.append(conds)
             else:

@@ -34,6 +34,7 @@ from langmem_plus.learning.textmatch import (
     NOT_NAMED_WORDS,
     NOT_SAID_WORDS,
     SAID_SO_WORDS,
+    THEN_WORDS,
     UNNAMED,
     done_line,
     is_negative,
@@ -98,7 +99,7 @@ def _episode_hint(episode: Episode) -> tuple[str, str | None]:
     lead = "Worked before for a similar goal" if episode.kind == "success" else "Got close before on a similar goal"
     text = f"{lead}: start with `{first}`"
     if rest:
-        text += " then " + " ; ".join(f"`{a}`" for a in rest)
+        text += f" {THEN_WORDS} " + " ; ".join(f"`{a}`" for a in rest)
     return text, pre
 
 

@@ -36,6 +36,9 @@ NOT_SAID_WORDS = "does not say"
 SAID_SO_WORDS = "unless the task says so"
 """A precondition whose one line condition is "does not say" the hint's own pattern (``Avoid `chop <X>``` when the
 task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition."""
+THEN_WORDS = "then"
+"""Joins a procedure's steps in a recommendation (``start with `a` then `b```): several back-quoted actions joined
+otherwise (``Prefer `a`, `b```) are a list, each recommended (or avoided) on its own."""
 INSTEAD_WORDS = "instead of"
 """In a recommendation (``Use `keep` instead of `filter```), the back-quoted actions after these words are the ones
 it replaces, not recommended."""
@@ -183,6 +186,17 @@ def is_avoidance(text: str) -> bool:
     return text.strip().lower().startswith("avoid")
 
 
+def is_procedure(text: str) -> bool:
+    """Whether a hint's text is a procedure: a recommendation whose back-quoted actions are joined by ``THEN_WORDS``,
+    followed in order; any other with several is a list of alternatives, as every reader takes it.
+
+    Example:
+        >>> is_procedure("start with `read cookbook` then `take <X>`"), is_procedure("Prefer `open fridge`, `take knife`")
+        (True, False)
+    """
+    return not is_avoidance(text) and re.search(rf"`\s+{THEN_WORDS}\s+`", text) is not None
+
+
 def quoted_actions(text: str) -> list[str]:
     """The back-quoted actions a hint's text puts forward: every one in an avoidance; in a recommendation those
     before ``INSTEAD_WORDS`` (``Use `keep` instead of `filter```: ``filter`` is what it replaces).
@@ -300,5 +314,5 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
     return not any(not set(p) <= set(avoided_in) for p in recommended_in)
 
 
-__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]
+__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "THEN_WORDS", "UNNAMED", "Pattern", "avoidance_stands", "bind",
+           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "is_procedure", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]

@@ -142,6 +142,11 @@ valid actions and the lines its condition names have been read. So at each step:
    pattern covers is never held: it comes with the pattern, its lines bound); then the agent chooses again with
    them (``bench.designs.base.run_episode`` does this; a user's loop or middleware does the same). So a
    recommendation the agent follows unprompted and a warning against an action it never reaches for cost nothing.
+   A pattern answered comes with the held patterns whose lines differ from its own only in their action
+   (``Avoid `slice <X>``` with ``chop <X>``, both "unless the task says so"): an agent that reached for one command
+   of a kind tends to reach for the others. Lines delivered together that differ only in their action are one line
+   (``joined_lines``: ``Avoid `chop <X>`, `slice <X>` unless the task says so``), which a reader takes as the lines
+   it joins; each action costs its back-quotes, not a line.
    The same holds for what memory brings before the run: an avoidance there of literal actions (an avoided
    episode's ``close door to north``, ``held_avoidance``) is held for a proposal its line quotes and kept in view
    once shown (``StepDelivery(avoidances=...)``), and a proposal the pre-run block recommends and the attempt has not
@@ -388,6 +393,48 @@ def rule_line(item: ScoredItem) -> str:
     hint = hint_from_item(item)
     text = hint.text + (f" {hint.precondition}" if hint.precondition else "")
     return f"- {json.dumps(text, ensure_ascii=False)}"
+
+
+_ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")
+"""A hint's text that is its lead word and one back-quoted action: lines of such hints can be joined."""
+
+
+def join_key(item: ScoredItem) -> tuple[str, str] | None:
+    """What ``item``'s line says beyond its one action (its lead word and its precondition), or None when its text is
+    more than a lead word and one action: lines with the same key differ only in their action (``joined_lines``)."""
+    hint = hint_from_item(item)
+    m = _ONE_ACTION.fullmatch(hint.text)
+    return (m.group(1), hint.precondition or "") if m else None
+
+
+def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
+    """The items' lines (``rule_line``), those that differ only in their action joined into one where the first stood.
+
+    A reader takes the joined line as the lines it joins (``TextGameExecutor``'s contract: a list of actions not
+    joined by "then" recommends, or avoids, each under the line's precondition), and each action costs its
+    back-quotes instead of a line.
+
+    Example:
+        >>> def rule(i, wrong):
+        ...     lesson = Lesson(id=i, namespace=("n",), tool="t", error_fingerprint="f", trigger_text="x",
+        ...                     rule_text="r", wrong=wrong, applies_when=["!" + wrong])
+        ...     return ScoredItem(kind="lesson", item=lesson, score=1.0)
+        >>> joined_lines([rule("a", "chop <X>"), rule("b", "slice <X>")])
+        ['- "Avoid `chop <X>`, `slice <X>` unless the task says so"']
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    out: list[str | tuple[str, str]] = []
+    for it in items:
+        key = join_key(it)
+        if key is None:
+            out.append(rule_line(it))
+            continue
+        if key not in groups:
+            out.append(key)
+        groups.setdefault(key, []).append(_ONE_ACTION.fullmatch(hint_from_item(it).text).group(2))  # type: ignore[union-attr]
+    return [line if isinstance(line, str) else
+            f"- {json.dumps(' '.join([line[0], ', '.join(groups[line]), *([line[1]] if line[1] else [])]), ensure_ascii=False)}"
+            for line in out]
 
 
 def short_line(item: ScoredItem) -> str:
@@ -840,7 +887,10 @@ class StepDelivery:
     delivered: dict[str, int] = field(default_factory=dict)
     """Lesson id -> the first step it was delivered at (with the guard, the first it stood at, shown or held)."""
     lines: dict[str, None] = field(default_factory=dict)
-    """Every distinct line shown, in order of first delivery."""
+    """Every distinct line shown, in order of first delivery; lines delivered together that differ only in their
+    action are one (``joined_lines``)."""
+    _paid: set[str] = field(default_factory=set, init=False)
+    """Each shown rule's own line (``rule_line``), joined or not: what the attempt has paid for."""
     _ranked: list[tuple[ScoredItem, Pattern]] = field(default_factory=list, init=False)
     _eliminable: list[tuple[ScoredItem, Pattern, frozenset[str]]] = field(default_factory=list, init=False)
     """Avoidances of rule 6 (elimination), each with the verbs whose lines memory can answer."""
@@ -993,14 +1043,14 @@ class StepDelivery:
                 self.delivered.setdefault(it.item_id, step)
         self._recs = {norm(a): (it, a) for it, a in winners if not it.item.wrong}  # type: ignore[union-attr]
         held = {norm(a): it if _as_pattern(it) else _grounded(it, a) for it, a in winners if it.item.wrong}  # type: ignore[union-attr]
-        paid = {it.item_id: it for it in held.values() if rule_line(it) in self.lines}  # shown before: costs nothing now
+        paid = {it.item_id: it for it in held.values() if rule_line(it) in self._paid}  # shown before: costs nothing now
         self._held = {a: it for a, it in held.items() if it.item_id not in paid}
         covered = {a for pid in paid for a in self._fires.get(pid, ())}  # a pattern shown binds these too
         recs = [(a, self._rec(a, bare=a not in covered)) for a in self._recs]
         taken = {norm(s.action) for s in history}
         self._open = frozenset(a for a in self._recs if a not in taken)
         # a recommendation a shown pattern covers is shown with it: held, the pattern alone would forbid its action
-        self._held_recs = {a: r for a, r in recs if rule_line(r) not in self.lines and a not in covered} if lazy else {}
+        self._held_recs = {a: r for a, r in recs if rule_line(r) not in self._paid and a not in covered} if lazy else {}
         shown = [*paid.values(), *(r for a, r in recs if a not in self._held_recs)]
         shown.sort(key=lambda it: it.item_id.startswith(INFERRED_PREFIXES))  # stable: what memory stored first
         return [*self._show(shown, step), *self._pre_paid]  # what was answered from before the run stays in view
@@ -1014,8 +1064,9 @@ class StepDelivery:
     def check(self, task: TaskSpec, history: Sequence[Step], action: str) -> list[Hint]:
         """Rule 10: what memory held back at this step that bears on ``action``, the agent's proposal, shown now.
 
-        The avoidance that stands on ``action`` (with, when it is a pattern, the recommendations its pattern would
-        otherwise override, their lines bound); else, with ``text_guard="all"``, the step's recommendations when
+        The avoidance that stands on ``action`` (with, when it is a pattern, the held patterns whose lines differ from
+        its line only in their action, ``_alike``, and the recommendations those patterns would otherwise override,
+        their lines bound); else, with ``text_guard="all"``, the step's recommendations when
         ``action`` is none of them. ``[]`` when nothing bears on it, the guard is off, or ``history`` is not the step
         last delivered. Hints returned mean: choose again with them; each is returned once per step.
         """
@@ -1031,16 +1082,33 @@ class StepDelivery:
             return answer
         item = self._held.pop(act, None)
         if item is not None:
-            self._held = {a: it for a, it in self._held.items() if it.item_id != item.item_id}
-            reach = self._fires.get(item.item_id, set()) if _as_pattern(item) else set()
+            alike = [item, *self._alike(item)]  # one line for them all (``joined_lines``)
+            ids = {it.item_id for it in alike}
+            self._held = {a: it for a, it in self._held.items() if it.item_id not in ids}
+            reach = {a for it in alike if _as_pattern(it) for a in self._fires.get(it.item_id, ())}
             bound = [a for a in self._recs if a in reach]
             self._held_recs = {a: r for a, r in self._held_recs.items() if a not in reach}  # they go with it, bound
-            return self._show([item, *(self._rec(a, bare=False) for a in bound)], len(history))
+            return self._show([*alike, *(self._rec(a, bare=False) for a in bound)], len(history))
         endorsed = act in self.endorsed and all(norm(s.action) != act for s in history)
         if self._held_recs and self._open and act not in self._open and not endorsed:
             recs, self._held_recs = list(self._held_recs.values()), {}
             return self._show(recs, len(history))
         return []
+
+    def _alike(self, item: ScoredItem) -> list[ScoredItem]:
+        """Rule 10: the held avoidances that go with ``item``, a pattern answered at a proposal: the other patterns
+        whose lines differ from its line only in their action (``join_key``: ``Avoid `slice <X>` unless the task says
+        so`` with ``chop <X>``'s). An agent that reaches for one command of a rule's kind tends to reach for the others,
+        and joined into its line each costs its action alone (``joined_lines``)."""
+        def pattern(it: ScoredItem) -> bool:  # shown as its pattern, not grounded on one action
+            return _as_pattern(it) and SLOT.search(str(it.item.wrong)) is not None  # type: ignore[union-attr]
+
+        key = join_key(item) if pattern(item) else None
+        if key is None:
+            return []
+        alike = {it.item_id: it for it in self._held.values() if it.item_id != item.item_id and pattern(it)
+                 and join_key(it) == key}
+        return list(alike.values())
 
     def _show(self, items: list[ScoredItem], step: int, *, line: Callable[[ScoredItem], str] = rule_line) -> list[Hint]:
         """``items`` as hints within the budget, their lines and activations recorded. With ``line=short_line``
@@ -1051,10 +1119,13 @@ class StepDelivery:
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
         block = assemble(items, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(items),
                          line=line, short=line, header=self.header or TRIGGERED_HEADER)
-        for text in block.text.splitlines()[1:]:
-            self.lines.setdefault(text, None)
         if line is short_line:
+            for text in block.text.splitlines()[1:]:
+                self.lines.setdefault(text, None)
             return [shown_hint(it) for it in block.shown]
+        for text in joined_lines([it for it in block.shown if rule_line(it) not in self._paid]):  # the new ones
+            self.lines.setdefault(text, None)
+        self._paid.update(map(rule_line, block.shown))
         hints = hints_from_items(block.shown)
         for hint in hints:
             if hint.source_id.startswith(INFERRED_PREFIXES):
@@ -1109,5 +1180,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "endorsed_actions", "firings", "held_avoidance", "is_text_rule", "shown_hint", "rule_line", "rule_pattern",
+__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "endorsed_actions", "firings", "held_avoidance", "is_text_rule", "join_key", "joined_lines", "shown_hint", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]
