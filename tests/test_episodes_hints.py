@@ -191,3 +191,26 @@ def test_render_hints_one_line_per_hint(texts: list[str]) -> None:
         assert body.startswith('"') and body.endswith('"')
         unescaped = body[1:-1].replace("\\\\", "").replace('\\"', "").replace("\\`", "")
         assert '"' not in unescaped and "`" not in unescaped
+
+
+def test_a_text_games_procedure_keeps_reads_a_later_step_acts_on_and_drops_echoes_and_rereads() -> None:
+    recipe = "Ingredients:\n  red apple\nDirections:\n  roast the red apple\n  prepare meal"
+    base = ["take cookbook", "examine cookbook", "open fridge", "look"]
+    plan = [  # (action, observation, reward, actions it newly offers)
+        ("read cookbook", recipe, 0.0, []),
+        ("take cookbook", "You take the cookbook.", 0.0, ["drop cookbook"]),
+        ("examine cookbook", recipe, 0.0, []),  # read again: nothing new
+        ("open fridge", "You open the fridge. It contains a red apple.", 0.0, ["take red apple"]),
+        ("take red apple", "You take the red apple.", 1.0, ["cook red apple in oven"]),
+        ("cook red apple in oven", "You roast the red apple.", 1.0, ["prepare meal"]),
+        ("prepare meal", "Meal prepared.", 1.0, ["eat meal"]),
+        ("eat meal", "You eat the meal.", 1.0, []),
+    ]
+    valid, steps = list(base), []
+    for i, (action, obs, reward, new) in enumerate(plan):
+        valid = valid + new
+        steps.append(Step(index=i, action=action, observation=obs, feedback=Feedback(reward=reward),
+                          info={"valid_actions": list(valid)}))
+    game = TaskSpec(task_id="g", goal="Cook a meal. Check the cookbook for the recipe.", tool="game")
+    (ep,) = [e for e in run_episodes(steps, passed=True, task=game) if e.kind == "success"]
+    assert ep.action_seq == ["read cookbook", "open fridge", "take <X>", "cook <X> in oven", "prepare meal", "eat meal"]
