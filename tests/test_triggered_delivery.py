@@ -284,7 +284,9 @@ def test_recommendations_answered_together_are_one_line_and_a_list_is_not_a_proc
     procedure = Hint(text="start with `open fridge` then `take knife`", source_id="p")
     alone = read(["take knife"], "Nothing here.")  # the fridge was never opened: only the list's second step counts
     assert TextGameExecutor(seed=0).act(task([]), alone, [listed]).applied_hints == ("l",)
-    assert TextGameExecutor(seed=0).act(task([]), alone, [procedure]).applied_hints == ()
+    steps = Hint(text="Worked before for a similar goal: `open fridge` ; `take knife`", source_id="s")  # a baseline's
+    for hint in (procedure, steps):
+        assert TextGameExecutor(seed=0).act(task([]), alone, [hint]).applied_hints == ()
 
 
 def _closed_door() -> ScoredItem:

@@ -46,7 +46,7 @@ How hints are read (the public contract, so any agent can do the same):
 - the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
   them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
   "Skill ...: start with") makes them recommendations; several patterns of a recommendation
-  joined by "then" are a procedure, followed in order (``textmatch.is_procedure``); listed
+  joined by "then" or ";" are a procedure, followed in order (``textmatch.is_procedure``); listed
   otherwise (``Prefer `a`, `b```, ``Avoid `chop <X>`, `slice <X>` unless the task says so``) each is
   recommended, or avoided, on its own, under the hint's precondition; in ``Use `keep` instead of `filter```,
   what follows "instead of" is the action replaced, not recommended;

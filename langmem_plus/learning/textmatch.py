@@ -37,8 +37,11 @@ SAID_SO_WORDS = "unless the task says so"
 """A precondition whose one line condition is "does not say" the hint's own pattern (``Avoid `chop <X>``` when the
 task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition."""
 THEN_WORDS = "then"
-"""Joins a procedure's steps in a recommendation (``start with `a` then `b```): several back-quoted actions joined
-otherwise (``Prefer `a`, `b```) are a list, each recommended (or avoided) on its own."""
+"""Joins a procedure's steps in a recommendation (``start with `a` then `b` ; `c```, with ``;`` between later steps):
+several back-quoted actions joined otherwise (``Prefer `a`, `b```) are a list, each recommended (or avoided) on its
+own."""
+_STEP_JOIN = re.compile(rf"`\s+(?:{THEN_WORDS}|;)\s+`")
+"""Two back-quoted actions joined as steps (``THEN_WORDS`` or ``;``)."""
 INSTEAD_WORDS = "instead of"
 """In a recommendation (``Use `keep` instead of `filter```), the back-quoted actions after these words are the ones
 it replaces, not recommended."""
@@ -187,14 +190,17 @@ def is_avoidance(text: str) -> bool:
 
 
 def is_procedure(text: str) -> bool:
-    """Whether a hint's text is a procedure: a recommendation whose back-quoted actions are joined by ``THEN_WORDS``,
-    followed in order; any other with several is a list of alternatives, as every reader takes it.
+    """Whether a hint's text is a procedure: a recommendation whose back-quoted actions are joined as steps
+    (``THEN_WORDS`` or ``;``), followed in order; any other with several is a list of alternatives, as every reader
+    takes it.
 
     Example:
-        >>> is_procedure("start with `read cookbook` then `take <X>`"), is_procedure("Prefer `open fridge`, `take knife`")
-        (True, False)
+        >>> is_procedure("start with `read cookbook` then `take <X>`"), is_procedure("Worked before: `a` ; `b`")
+        (True, True)
+        >>> is_procedure("Prefer `open fridge`, `take knife`"), is_procedure("Avoid `a` then `b`")
+        (False, False)
     """
-    return not is_avoidance(text) and re.search(rf"`\s+{THEN_WORDS}\s+`", text) is not None
+    return not is_avoidance(text) and _STEP_JOIN.search(text) is not None
 
 
 def quoted_actions(text: str) -> list[str]:
