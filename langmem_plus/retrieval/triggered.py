@@ -417,8 +417,7 @@ def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
 
     Example:
         >>> def rule(i, wrong):
-        ...     lesson = Lesson(id=i, namespace=("n",), tool="t", error_fingerprint="f", trigger_text="x",
-        ...                     rule_text="r", wrong=wrong, applies_when=["!" + wrong])
+        ...     lesson = Lesson(id=i, namespace=("n",), rule_text="r", wrong=wrong, applies_when=["!" + wrong])
         ...     return ScoredItem(kind="lesson", item=lesson, score=1.0)
         >>> joined_lines([rule("a", "chop <X>"), rule("b", "slice <X>")])
         ['- "Avoid `chop <X>`, `slice <X>` unless the task says so"']
