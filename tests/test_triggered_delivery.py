@@ -271,6 +271,20 @@ def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_re
         assert not allowed(hints, "slice red apple", CUT_RECIPE) and not allowed(hints, "chop milk", CUT_RECIPE)
 
 
+def test_alike_avoidances_the_budget_leaves_out_of_an_answer_stay_held_for_their_own_proposal() -> None:
+    verbs = ["chop", "slice", "dice", "mince", "grate", "peel", "crush", "mash"]
+    rules = [rule(v, wrong=f"{v} <X>", when=[f"!{v} <X>"]) for v in verbs]
+    deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 40}))
+    history = taken([*(f"{v} milk" for v in verbs), "look"], "look", CUT_RECIPE)
+    deliver(task([]), history)
+    first = {h.text for h in deliver.check(task([]), history, "slice milk")}
+    assert "Avoid `slice <X>`" in first and len(first) < len(verbs)  # the budget cut the answer short
+    answered = set(first)
+    for v in verbs:
+        answered |= {h.text for h in deliver.check(task([]), history, f"{v} milk")}
+    assert answered == {f"Avoid `{v} <X>`" for v in verbs}  # none lost: each answered at its own proposal
+
+
 def test_recommendations_answered_together_are_one_line_and_a_list_is_not_a_procedure() -> None:
     rules = [rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
              rule("fridge", correct="open fridge", runs=("r0", "r1", "r2"))]

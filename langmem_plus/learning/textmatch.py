@@ -35,7 +35,8 @@ NOT_SAID_WORDS = "does not say"
 """How a hint's precondition introduces its negative line conditions (each back-quoted after these words)."""
 SAID_SO_WORDS = "unless the task says so"
 """A precondition whose one line condition is "does not say" the hint's own pattern (``Avoid `chop <X>``` when the
-task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition."""
+task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition, on each pattern of a
+list its own (``Avoid `chop <X>`, `slice <X>` unless the task says so``)."""
 THEN_WORDS = "then"
 """Joins a procedure's steps in a recommendation (``start with `a` then `b` ; `c```, with ``;`` between later steps):
 several back-quoted actions joined otherwise (``Prefer `a`, `b```) are a list, each recommended (or avoided) on its
