@@ -160,7 +160,8 @@ valid actions and the lines its condition names have been read. So at each step:
    success 1.00, 1.00 and 0.93 (0.94 before: one more game out of steps); the agent chose again 2.3, 4.4 and 9.3
    times a game; with lines joined and alike patterns answered together: 50, 85 and 131 tokens, success unchanged,
    2.2, 4.0 and 7.0 times a game; with procedures that keep only reads a later step uses, ``episodes.key_steps``:
-   48, 85 and 140, rooms3 success 1.00, 2.0, 4.0 and 6.6 times a game.)
+   48, 85 and 140, rooms3 success 1.00 at executor seeds 0-2 (flat over seeds 0-11, 0.90 -> 0.91), 2.0, 4.0 and
+   6.6 times a game.)
 11. **Using up** (``consuming``): a command at least ``min_occurrences`` of the tool's runs saw use up the thing it acted
    on (``RunRecord.consumed``, ``learning.textconsume``: after ``eat green apple`` no valid action names the apple),
    that memory does not recommend over a placeholder or know directed (rule 5's test), is avoided on any thing but
