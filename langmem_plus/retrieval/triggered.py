@@ -402,12 +402,18 @@ _ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")
 """A hint's text that is its lead word and one back-quoted action: lines of such hints can be joined."""
 
 
+def _key_and_action(item: ScoredItem) -> tuple[tuple[str, str], str] | None:
+    """``join_key`` and the back-quoted action it leaves out, from one reading of the item's hint."""
+    hint = hint_from_item(item)
+    m = _ONE_ACTION.fullmatch(hint.text)
+    return ((m.group(1), hint.precondition or ""), m.group(2)) if m else None
+
+
 def join_key(item: ScoredItem) -> tuple[str, str] | None:
     """What ``item``'s line says beyond its one action (its lead word and its precondition), or None when its text is
     more than a lead word and one action: lines with the same key differ only in their action (``joined_lines``)."""
-    hint = hint_from_item(item)
-    m = _ONE_ACTION.fullmatch(hint.text)
-    return (m.group(1), hint.precondition or "") if m else None
+    split = _key_and_action(item)
+    return split[0] if split else None
 
 
 def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
@@ -427,13 +433,14 @@ def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     out: list[str | tuple[str, str]] = []
     for it in items:
-        key = join_key(it)
-        if key is None:
+        split = _key_and_action(it)
+        if split is None:
             out.append(rule_line(it))
             continue
+        key, action = split
         if key not in groups:
             out.append(key)
-        groups.setdefault(key, []).append(_ONE_ACTION.fullmatch(hint_from_item(it).text).group(2))  # type: ignore[union-attr]
+        groups.setdefault(key, []).append(action)
     return [line if isinstance(line, str) else
             f"- {json.dumps(' '.join([line[0], ', '.join(groups[line]), *([line[1]] if line[1] else [])]), ensure_ascii=False)}"
             for line in out]
@@ -1128,9 +1135,10 @@ class StepDelivery:
             for text in block.text.splitlines()[1:]:
                 self.lines.setdefault(text, None)
             return [shown_hint(it) for it in block.shown]
-        for text in joined_lines([it for it in block.shown if rule_line(it) not in self._paid]):  # the new ones
+        own = [rule_line(it) for it in block.shown]
+        for text in joined_lines([it for it, o in zip(block.shown, own) if o not in self._paid]):  # the new ones
             self.lines.setdefault(text, None)
-        self._paid.update(map(rule_line, block.shown))
+        self._paid.update(own)
         hints = hints_from_items(block.shown)
         for hint in hints:
             if hint.source_id.startswith(INFERRED_PREFIXES):
