@@ -180,6 +180,7 @@ def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> N
 
 def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_stands_on() -> None:
     deliver = StepDelivery([rule("eat", wrong="eat <X>", when=["<X>"])], runs=[])  # the default: text_guard="all"
+    # eating never seen right, it holds wherever the task names the thing (rule 5), shown once as its pattern
     listed = "Ingredients:\n  red apple"  # the task's text names it and says nothing more: the rule's situation
     history = read(COOKS, listed)
     assert deliver(task([]), history) == [] and deliver.tokens == 0  # nothing shown before the agent proposes
@@ -187,11 +188,11 @@ def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_sta
     assert deliver.check(task([]), history, "look") == []  # a proposal it does not stand on
     assert deliver.check(task([]), history[:0], "eat red apple") == []  # not the step last delivered
     answer = deliver.check(task([]), history, "eat red apple")
-    assert [h.text for h in answer] == ["Avoid `eat red apple`"] and deliver.tokens > 0
+    assert [h.text for h in answer] == ["Avoid `eat <X>`"] and deliver.tokens > 0
     assert not allowed(answer, "eat red apple", listed) and allowed(answer, "look", listed)
     assert deliver.check(task([]), history, "eat red apple") == []  # once per step: the agent has it
     later = [*history, Step(index=1, action="look", observation="A kitchen.", info={"valid_actions": COOKS})]
-    assert [h.text for h in deliver(task([]), later)] == ["Avoid `eat red apple`"]  # paid for: shown while it stands
+    assert [h.text for h in deliver(task([]), later)] == ["Avoid `eat <X>`"]  # paid for: shown while it stands
 
 
 def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something_else() -> None:
@@ -264,7 +265,7 @@ def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_re
                                                                           for r in rules[:2]]))])).n
     assert deliver.tokens < apart  # one line for the two
     assert deliver.check(task([]), history, "chop milk") == []  # it has that one already
-    assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat milk`"]  # alone: it says more
+    assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat <X>`"]  # alone: no "unless"
     joined = Hint(text="Avoid `slice <X>`, `chop <X>`", precondition="unless the task says so", source_id="j")
     for hints in (answer, [joined]):  # the line as handed over, and as a reader of the block reads it
         assert allowed(hints, "chop red apple", CUT_RECIPE)  # the recipe says this cut
@@ -531,7 +532,8 @@ def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_
                   feedback=Feedback(constraint_failure=True, error_text="x"))]
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task_, steps=steps, existing={}, now=0.0)
     assert [(l.wrong, l.applies_when) for l in learned.values()] == [("cook <X>", ["<X>"])]  # not only in the toaster
-    hints = listing(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
+    fry = rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"])  # cooking is right somewhere (rule 5)
+    hints = listing([*learned.values(), fry], runs=[])(task([]), read(COOKS, recipe))
     assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
     assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple
 
@@ -596,6 +598,38 @@ def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_
     run_episode(cooking, agent, _task(cooking, "train-2"), Context(step_hints=deliver), max_steps=3)
     assert "Avoid `eat <X>`" in agent.seen[2]  # another situation; nothing ever said eating is right
     assert not allowed([Hint(text="Avoid `eat <X>`", source_id="e")], "eat salt", "Ingredients:\n  salt")
+    memory.close()
+
+
+def test_an_avoidance_learned_on_a_listed_only_thing_holds_where_the_task_says_more_of_the_next_one() -> None:
+    """Rule 5 on a bare placeholder: ``eat <X>`` was fatal on a thing the recipe listed and said nothing more of; that
+    it said nothing more is the situation, so, eating never seen right, it holds where the recipe fries the thing;
+    once the command is right somewhere, the bare condition narrows it again."""
+    eat = rule("eat", wrong="eat <X>", when=["<X>"])
+    offered = ["eat red apple", "eat meal", "look"]
+    hints = listing([eat], runs=[])(task([]), taken(offered, "look", FRY))
+    assert {h.text for h in hints} == {"Avoid `eat <X>`"}
+    assert not allowed(hints, "eat red apple", FRY) and allowed(hints, "eat meal", FRY)
+    eat_right = rule("eat-right", correct="eat <X>", when=["dessert <X>"])
+    assert listing([eat, eat_right], runs=[])(task([]), taken(offered, "look", FRY)) == []  # said more: not listed only
+    listed = "Ingredients:\n  red apple\nDirections:\n  prepare meal"
+    assert {h.text for h in listing([eat, eat_right], runs=[])(task([]), taken(offered, "look", listed))} == \
+        {"Avoid `eat red apple`"}  # and in its own situation it holds as before
+
+
+def test_a_game_lost_to_eating_a_listed_only_ingredient_warns_against_eating_a_sliced_one(cooking: TextGameEnv,
+                                                                                          tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "eat-listed"))
+    lost = run_episode(cooking, Fixed(["read cookbook", "take salt", "eat salt"]), _task(cooking, "train-2"),
+                       Context(), run_id="e1", max_steps=3)  # train-2: salt, which the recipe lists and does nothing to
+    assert lost.steps[-1].feedback.constraint_failure
+    memory.general_update(lost)
+    learned = [l.applies_when for l in memory.text_rules(cooking.name) if l.wrong and l.wrong.startswith("eat")]
+    assert learned == [["<X>"]]  # learned in its situation: listed, nothing more said
+    deliver = listing(memory.text_rules(cooking.name), memory.runs, memory.config)
+    agent = Fixed(["read cookbook", "take red hot pepper", "look"])  # train-14: slice the red hot pepper
+    run_episode(cooking, agent, _task(cooking, "train-14"), Context(step_hints=deliver), max_steps=3)
+    assert "Avoid `eat <X>`" in agent.seen[2]
     memory.close()
 
 
