@@ -416,7 +416,7 @@ class MemoryConfig(BaseModel):
     more specific of two recommendations wins."""
     text_sequence_bonus: float = Field(50.0, ge=0.0)
     """``TextGameExecutor``: score added to the next step of a remembered procedure (episode or
-    skill) that the attempt has followed so far; below a prefer hint, above word overlap."""
+    skill) right after the attempt took the step before it; below a prefer hint, above word overlap."""
     text_short_line_words: int = Field(6, ge=1)
     """``TextGameExecutor``: a placeholder binds only a phrase found in a line of an observation
     with at most this many words (a direct statement such as a recipe step or a listed item),

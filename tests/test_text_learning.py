@@ -163,9 +163,9 @@ def test_a_way_out_not_taken_from_here_outranks_looking_around_once_moving_is_kn
     assert eager.act(task, [moved], []).action in {"move south", "move east"}
 
 
-def test_a_procedure_is_followed_while_each_step_taken_is_its_next_and_left_for_good_once_another_is_taken() -> None:
+def test_a_procedures_next_step_is_recommended_only_right_after_the_step_before_it() -> None:
     """A remembered procedure's later steps (``move west``) were for the game it was learned in: the reader follows it
-    from its first step while the attempt keeps to it, and does not take it up again after doing something else."""
+    from its first step while the attempt keeps to it; after another step nothing draws the agent back to it."""
     procedure = Hint(text="Worked before for a similar goal: start with `read cookbook` then `move west`", source_id="e")
     here = ["move west", "take salt", "examine chair"]
     task = TaskSpec(task_id="t", goal=ROOMS, context={"valid_actions": ["read cookbook", "examine chair"],
@@ -177,9 +177,16 @@ def test_a_procedure_is_followed_while_each_step_taken_is_its_next_and_left_for_
     assert ex.act(task, [read], []).action == "take salt"  # what the recipe names, on its own
     assert ex.act(task, [read], [procedure]).action == "move west"  # the procedure's next step, right after its first
     looked = _room_step(1, "examine chair", "kitchen", "kitchen", here)
-    assert ex.act(task, [read, looked], [procedure]).action == "take salt"  # left: move west no longer has its bonus
+    assert ex.act(task, [read, looked], [procedure]).action == "take salt"  # away from it: move west has no bonus
     failed = _room_step(1, "examine chair", "kitchen", "kitchen", here, failed=True)
     assert ex.act(task, [read, failed], [procedure]).action == "move west"  # a failed step leaves nothing
+    longer = Hint(text="Worked before for a similar goal: start with `read cookbook` then `take salt` ; `move west`",
+                  source_id="e2")
+    salted = _room_step(2, "take salt", "kitchen", "kitchen", here)
+    kept = ex.act(task, [read, salted], [longer])
+    assert kept.action == "move west" and kept.applied_hints == ("e2",)  # kept to: its next step
+    back = ex.act(task, [read, looked, salted], [longer])  # the agent came back to it on its own: followed again
+    assert back.applied_hints == ("e2",)
 
 
 def test_the_executor_leaves_its_first_room_in_a_real_three_room_game() -> None:

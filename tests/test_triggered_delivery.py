@@ -180,7 +180,6 @@ def test_each_line_counts_once_and_the_header_only_when_it_is_the_callers() -> N
 
 def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_stands_on() -> None:
     deliver = StepDelivery([rule("eat", wrong="eat <X>", when=["<X>"])], runs=[])  # the default: text_guard="all"
-    # eating never seen right, it holds wherever the task names the thing (rule 5), shown once as its pattern
     listed = "Ingredients:\n  red apple"  # the task's text names it and says nothing more: the rule's situation
     history = read(COOKS, listed)
     assert deliver(task([]), history) == [] and deliver.tokens == 0  # nothing shown before the agent proposes
@@ -188,11 +187,11 @@ def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_sta
     assert deliver.check(task([]), history, "look") == []  # a proposal it does not stand on
     assert deliver.check(task([]), history[:0], "eat red apple") == []  # not the step last delivered
     answer = deliver.check(task([]), history, "eat red apple")
-    assert [h.text for h in answer] == ["Avoid `eat <X>`"] and deliver.tokens > 0
+    assert [h.text for h in answer] == ["Avoid `eat red apple`"] and deliver.tokens > 0
     assert not allowed(answer, "eat red apple", listed) and allowed(answer, "look", listed)
     assert deliver.check(task([]), history, "eat red apple") == []  # once per step: the agent has it
     later = [*history, Step(index=1, action="look", observation="A kitchen.", info={"valid_actions": COOKS})]
-    assert [h.text for h in deliver(task([]), later)] == ["Avoid `eat <X>`"]  # paid for: shown while it stands
+    assert [h.text for h in deliver(task([]), later)] == ["Avoid `eat red apple`"]  # paid for: shown while it stands
 
 
 def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something_else() -> None:
@@ -265,7 +264,7 @@ def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_re
                                                                           for r in rules[:2]]))])).n
     assert deliver.tokens < apart  # one line for the two
     assert deliver.check(task([]), history, "chop milk") == []  # it has that one already
-    assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat <X>`"]  # alone: no "unless"
+    assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat milk`"]  # alone: it says more
     joined = Hint(text="Avoid `slice <X>`, `chop <X>`", precondition="unless the task says so", source_id="j")
     for hints in (answer, [joined]):  # the line as handed over, and as a reader of the block reads it
         assert allowed(hints, "chop red apple", CUT_RECIPE)  # the recipe says this cut
@@ -532,8 +531,7 @@ def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_
                   feedback=Feedback(constraint_failure=True, error_text="x"))]
     learned = learn_text_rules(namespace=("ns",), run_id="r1", task=task_, steps=steps, existing={}, now=0.0)
     assert [(l.wrong, l.applies_when) for l in learned.values()] == [("cook <X>", ["<X>"])]  # not only in the toaster
-    fry = rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"])  # cooking is right somewhere (rule 5)
-    hints = listing([*learned.values(), fry], runs=[])(task([]), read(COOKS, recipe))
+    hints = listing(list(learned.values()), runs=[])(task([]), read(COOKS, recipe))
     assert not allowed(hints, "cook milk in oven", recipe)  # milk is listed and nothing is said of it
     assert allowed(hints, "cook red apple in oven", recipe)  # the recipe says something of the red apple
 
@@ -601,20 +599,28 @@ def test_a_game_lost_to_eating_a_sliced_ingredient_warns_against_eating_another_
     memory.close()
 
 
-def test_an_avoidance_learned_on_a_listed_only_thing_holds_where_the_task_says_more_of_the_next_one() -> None:
-    """Rule 5 on a bare placeholder: ``eat <X>`` was fatal on a thing the recipe listed and said nothing more of; that
-    it said nothing more is the situation, so, eating never seen right, it holds where the recipe fries the thing;
-    once the command is right somewhere, the bare condition narrows it again."""
+def test_an_avoidance_learned_on_a_listed_only_thing_holds_where_the_task_says_more_of_it_once_the_command_uses_things_up() -> None:
+    """Rule 5 on a bare placeholder: ``eat <X>`` was fatal on a thing the recipe listed and said nothing more of. Once
+    a run saw eating use its object up, what the task says of a thing does not matter: eating never seen right, it
+    holds on a thing the recipe fries, grounded on the action; once the command is right somewhere, it is narrowed again."""
     eat = rule("eat", wrong="eat <X>", when=["<X>"])
     offered = ["eat red apple", "eat meal", "look"]
-    hints = listing([eat], runs=[])(task([]), taken(offered, "look", FRY))
-    assert {h.text for h in hints} == {"Avoid `eat <X>`"}
+    ate = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", consumed=["eat"])
+    assert listing([eat], runs=[])(task([]), taken(offered, "look", FRY)) == []  # nothing seen used up: listed only
+    hints = listing([eat], runs=[ate])(task([]), taken(offered, "look", FRY))
+    assert {h.text for h in hints} == {"Avoid `eat red apple`"}  # not the meal: the goal's own word
     assert not allowed(hints, "eat red apple", FRY) and allowed(hints, "eat meal", FRY)
     eat_right = rule("eat-right", correct="eat <X>", when=["dessert <X>"])
-    assert listing([eat, eat_right], runs=[])(task([]), taken(offered, "look", FRY)) == []  # said more: not listed only
+    assert listing([eat, eat_right], runs=[ate])(task([]), taken(offered, "look", FRY)) == []  # right somewhere
     listed = "Ingredients:\n  red apple\nDirections:\n  prepare meal"
-    assert {h.text for h in listing([eat, eat_right], runs=[])(task([]), taken(offered, "look", listed))} == \
+    assert {h.text for h in listing([eat, eat_right], runs=[ate])(task([]), taken(offered, "look", listed))} == \
         {"Avoid `eat red apple`"}  # and in its own situation it holds as before
+    # a cut pattern's placeholder binds what follows the thing (``red apple in oven``): it holds on the thing named
+    cook = rule("cook", wrong="cook <X>", when=["<X>"])
+    cooks = ["cook red apple in oven", "look"]
+    used = ate.model_copy(update={"consumed": ["cook"]})
+    assert {h.text for h in listing([cook], runs=[used])(task([]), taken(cooks, "look", FRY))} == {"Avoid `cook red apple in oven`"}
+    assert listing([cook], runs=[ate])(task([]), taken(cooks, "look", FRY)) == []  # cooking uses nothing up
 
 
 def test_a_game_lost_to_eating_a_listed_only_ingredient_warns_against_eating_a_sliced_one(cooking: TextGameEnv,
@@ -626,10 +632,12 @@ def test_a_game_lost_to_eating_a_listed_only_ingredient_warns_against_eating_a_s
     memory.general_update(lost)
     learned = [l.applies_when for l in memory.text_rules(cooking.name) if l.wrong and l.wrong.startswith("eat")]
     assert learned == [["<X>"]]  # learned in its situation: listed, nothing more said
-    deliver = listing(memory.text_rules(cooking.name), memory.runs, memory.config)
-    agent = Fixed(["read cookbook", "take red hot pepper", "look"])  # train-14: slice the red hot pepper
-    run_episode(cooking, agent, _task(cooking, "train-14"), Context(step_hints=deliver), max_steps=3)
-    assert "Avoid `eat <X>`" in agent.seen[2]
+    ate = RunRecord(run_id="r0", namespace=("t", "eat-listed"), seq=0, task_id="x", tool=cooking.name, consumed=["eat"])
+    for runs, warned in ((memory.runs, False), ([*memory.runs, ate], True)):  # a run that saw eating use a thing up
+        deliver = listing(memory.text_rules(cooking.name), runs, memory.config)
+        agent = Fixed(["read cookbook", "take red hot pepper", "look"])  # train-14: slice the red hot pepper
+        run_episode(cooking, agent, _task(cooking, "train-14"), Context(step_hints=deliver), max_steps=3)
+        assert ("Avoid `eat red hot pepper`" in agent.seen[2]) is warned
     memory.close()
 
 

@@ -38,7 +38,7 @@ Policy, per step:
    prefer hint that matches it (plus ``text_condition_bonus`` per line of the task its precondition checked)
    and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
    episode's or a skill's steps) that this attempt is following (it took the earlier steps in order, the last of
-   them as its latest step that did not fail: a procedure left is not taken up again); a recommendation
+   them as its latest step that did not fail: away from a procedure, the agent is not drawn back to it); a recommendation
    counts only for an action not yet taken, as counted above (it is followed once).
 4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
 
@@ -47,9 +47,9 @@ How hints are read (the public contract, so any agent can do the same):
 - the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
   them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
   "Skill ...: start with") makes them recommendations; several patterns of a recommendation
-  joined by "then" or ";" are a procedure, followed in order from its first step while each step taken is its
-  next one (``textmatch.is_procedure``; once the attempt takes another step, the procedure is left: its later
-  steps, such as ``move west``, were for the situation it was learned in); listed
+  joined by "then" or ";" are a procedure, followed in order: its next step is recommended right after the
+  attempt took the step before it (``textmatch.is_procedure``; after another step, nothing draws the agent back
+  to it: its later steps, such as ``move west``, were for the situation it was learned in); listed
   otherwise (``Prefer `a`, `b```, ``Avoid `chop <X>`, `slice <X>` unless the task says so``) each is
   recommended, or avoided, on its own, under the hint's precondition; in ``Use `keep` instead of `filter```,
   what follows "instead of" is the action replaced, not recommended;
@@ -383,13 +383,14 @@ class TextGameExecutor:
 
     def _following(self, rh: ReadHint, history: Sequence[Step], view: _View, goal_words: set[str]) -> Pattern | None:
         """The next step of a procedure hint this attempt is following: it took the earlier steps in order, the
-        latest of them as its latest step that did not fail (or none yet); None once it has left the procedure."""
+        latest of them as its latest step that did not fail (or none yet); None while it is away from the procedure
+        (it comes back to it only by taking the next step on its own)."""
         done = [s.action for s in history if not s.feedback.failed]
         k, last = 0, False
         for action in done:
             last = k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words, history)
             k += last
-        if k and not last:  # left: its later steps were for the situation it was learned in, not this one
+        if k and not last:  # away from it: its later steps were for the situation it was learned in, not this one
             return None
         return rh.patterns[k] if k < len(rh.patterns) else None
 

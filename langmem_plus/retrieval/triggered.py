@@ -63,17 +63,23 @@ valid actions and the lines its condition names have been read. So at each step:
    memory knows no such place, the situation does not narrow it: an avoidance whose command (the
    pattern's first word) no recommendation over a placeholder uses, that no rule's condition line
    starts with and that no run's task text directed (``RunRecord.directed``) fires whatever the
-   task's text says of the thing (``situation_line``: its lines with a word the goal lacks and a bare placeholder,
-   listed with nothing more said, are not checked; a role in the goal and negative lines still are). So one game
+   task's text says of the thing (``situation_line``: its lines with a word the goal lacks are not checked; a role in
+   the goal, a bare placeholder and negative lines still are). So one game
    lost to eating an ingredient its recipe roasted warns against eating the next recipe's fried
    one (``twx-cooking:rooms3``, dynamic, dev fold: games lost 10 -> 4, 7 -> 2 of them to eating).
    The rule itself is unchanged; once memory learns the command is right somewhere, it is
    narrowed again. Holding anywhere, such an avoidance with no condition but situation lines states no line the task
    must say, so, like rule 2's, it is shown once as its pattern (``Avoid `eat <X>```, ``_holds_anywhere``), not once per
-   thing (rooms3, dev fold: 214 -> 187 tokens a task, the same games won). A game lost to eating salt its recipe only
-   listed warns against eating the carrot the next recipe chops: at executor seeds 3-5 (``--seed 3``), 20 collection
-   games taught ``eat <X>`` only on a listed thing (rooms3, games lost to eating: dev fold 3.0 -> 0.7, test fold
-   2.3 -> 1.0; they became games out of steps, success 0.61 -> 0.68 and 0.81 -> 0.81).
+   thing (rooms3, dev fold: 214 -> 187 tokens a task, the same games won). A bare placeholder (listed, nothing more
+   said) is widened too, to wherever the task's text names the thing or a leading part of it (``named_part``),
+   but only for a command some run saw use its object up (``RunRecord.consumed``, rule 11's
+   evidence): what the task says of a thing does not matter once the thing is gone. So a game lost to eating salt
+   its recipe only listed warns against eating the carrot the next recipe chops (``Avoid `eat carrot```, grounded:
+   the placeholder of a cut pattern binds what follows the thing too, ``milk in oven`` of ``cook <X>``), while
+   ``cook <X>``, learned on listed milk and never seen to use anything up, stays on listed things rather than
+   forbid all cooking before memory has seen any right. (rooms3 at executor seeds 3-5, ``--seed 3``, where 20
+   collection games taught ``eat <X>`` only on a listed thing: games lost to eating, dev fold 3.0 -> 0.7, test
+   fold 2.3 -> 1.0; they became games out of steps.)
 6. **Elimination**: an avoidance of a pattern memory never saw right (no recommendation has
    it), kept to its situation, whose siblings (same verb and placeholders: ``cook <X> in
    oven`` beside ``cook <X> in stove``) memory knows right only where the task says a line of
@@ -194,8 +200,8 @@ Example:
     >>> deliver = StepDelivery([rule], runs=[])
     >>> deliver(task, []), deliver(task, [read]), deliver.tokens  # it stands after the read, held for a proposal
     ([], [], 0)
-    >>> [h.text for h in deliver.check(task, [read], "eat red apple")], list(deliver.lines)  # eating never seen right
-    (['Avoid `eat <X>`'], ['- "Avoid `eat <X>`"'])
+    >>> [h.text for h in deliver.check(task, [read], "eat red apple")], list(deliver.lines)
+    (['Avoid `eat red apple`'], ['- "Avoid `eat red apple`"'])
 """
 
 from __future__ import annotations
@@ -241,6 +247,7 @@ from langmem_plus.learning.textdirect import (
     pattern_verb,
     sibling_key,
 )
+from langmem_plus.learning.textentities import PREPOSITIONS
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -303,9 +310,10 @@ def rule_pattern(lesson: Lesson) -> Pattern | None:
 
 
 def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConfig = DEFAULT_CONFIG, *,
-            unconditioned: bool = False) -> list[str]:
+            unconditioned: bool = False, used_up: bool = False) -> list[str]:
     """The valid actions the rule fires on at this step (module docstring, rule 1); ``unconditioned``: an avoidance
-    whose situation lines are not checked (rule 5, ``situation_line``)."""
+    whose situation lines are not checked (rule 5, ``situation_line``); with ``used_up`` too (its command was seen
+    to use its object up), its bare placeholder needs only the thing named (``named_part``)."""
     loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
     conditions = [c for c in lesson.applies_when or () if not (unconditioned and situation_line(c, view.goal_words))]
     negated = {s for s in map(unnamed_slot, conditions) if s is not None}
@@ -316,25 +324,22 @@ def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConf
         binding = pattern.match(action)
         if binding is None or not all(_bound(view, s, p, loose, s in negated) for s, p in binding.items()):
             continue
-        if all(_holds(cond, binding, view) for cond in conditions):
+        if all(_holds(cond, binding, view, named=unconditioned and used_up) for cond in conditions):
             out.append(action)
     return out
 
 
 def situation_line(cond: str, goal_words: Collection[str]) -> bool:
-    """Whether a condition states what the task's text says of the thing, the action's situation: a line with a word
-    the goal lacks (``roast <X>``), or a bare placeholder (``<X>``: the text lists the thing and says nothing more of
-    it, which is also what it says). A line of the goal's own words (``it to <X>``) is the thing's role in the goal,
-    the same in every task of the family; a negative one says what the task lacks.
+    """Whether a condition is a line of the task's text that sets the action's situation (``roast <X>``): stated, not
+    a bare placeholder, and with a word the goal lacks. A line of the goal's own words (``it to <X>``) is the thing's
+    role in the goal, the same in every task of the family; a negative one says what the task lacks.
 
     Example:
         >>> [situation_line(c, {"move", "it", "to", "box"}) for c in ("roast <X>", "it to <X>", "<X>", "!chop <X>")]
-        [True, False, True, False]
+        [True, False, False, False]
     """
-    if is_negative(cond):
+    if is_negative(cond) or SLOT.fullmatch(cond.strip()):
         return False
-    if SLOT.fullmatch(cond.strip()):
-        return True
     return any(w not in goal_words for w in norm(SLOT.sub(" ", cond)).split())
 
 
@@ -353,7 +358,28 @@ def _bound(view: StepView, slot: str, phrase: str, loose: int | None, negated: b
     return view.names(phrase, short_line_words=loose)
 
 
-def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
+def named_part(phrase: str, view: StepView) -> bool:
+    """Whether the task's text names ``phrase``, or the part of it before a preposition (``milk`` of ``milk in oven``),
+    and it is not all goal words: a bare placeholder's thing, whatever the text says of it (rule 5).
+
+    Example:
+        >>> view = StepView(frozenset({"meal"}), "meal", ("milk", "chop the carrot", "red onion"), (), ())
+        >>> [named_part(p, view) for p in ("milk in oven", "carrot", "meal", "salt", "red apple")]
+        [True, True, False, False, False]
+    """
+    words = phrase.split()
+    for k in range(len(words), 0, -1):
+        if (k < len(words) and words[k] not in PREPOSITIONS) or all(w in view.goal_words for w in words[:k]):
+            continue
+        rx = re.compile(r"(^| )" + re.escape(" ".join(words[:k])) + r"( |$)")
+        if any(rx.search(line) for line in view.task_lines):
+            return True
+    return False
+
+
+def _holds(cond: str, binding: dict[str, str], view: StepView, *, named: bool = False) -> bool:
+    """Whether a condition holds for ``binding`` (module docstring, rule 1); ``named``: a bare placeholder holds where
+    the task's text names the thing at all (``named_part``), not only where it lists it and says nothing more."""
     neg = unnamed_slot(cond)
     if neg is not None:  # the task's text (goal and what was read) does not name the bound phrase
         return not names_phrase(binding.get(neg, ""), view.goal, view.task_lines)
@@ -363,7 +389,8 @@ def _holds(cond: str, binding: dict[str, str], view: StepView) -> bool:
         return bound is not None and not says_line(bound, view.directing)
     bare = SLOT.fullmatch(cond.strip())
     if bare is not None:  # the task's text names the phrase (or a leading part) and says nothing more about it
-        return listed_only(binding.get(bare.group(1), ""), view.task_lines)
+        phrase = binding.get(bare.group(1), "")
+        return listed_only(phrase, view.task_lines) or (named and named_part(phrase, view))
     line = bind(cond, binding)
     return line is not None and bool(line) and view.says(line)
 
@@ -959,6 +986,8 @@ class StepDelivery:
     """Rule 10: ``avoidances`` not shown yet, each with the actions its line quotes."""
     _pre_paid: list[Hint] = field(default_factory=list, init=False)
     """Rule 10: ``avoidances`` shown at a proposal; paid for, they are handed over at every later step."""
+    _used_up: frozenset[str] = field(default_factory=frozenset, init=False)
+    """Rule 5: commands any of the tool's runs saw use up their object (``RunRecord.consumed``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -992,6 +1021,7 @@ class StepDelivery:
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
         self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
         self._consuming = consuming_verbs(self.runs, self._right_somewhere, self.config.min_occurrences)
+        self._used_up = frozenset(c for r in self.runs for c in r.consumed)
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
@@ -1017,7 +1047,8 @@ class StepDelivery:
         view = StepView.of(task, history)
         fired = [(self._as_anywhere(it, p, view), a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config,  # type: ignore[arg-type]
-                                  unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere)]  # type: ignore[union-attr]
+                                  unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere,  # type: ignore[union-attr]
+                                  used_up=head_verb(p) in self._used_up)]
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         if self._kin:
             spared = {a for lesson, p in self._conditional for a in firings(lesson, p, view, self.config)}
