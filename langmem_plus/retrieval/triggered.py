@@ -232,6 +232,7 @@ from langmem_plus.learning.textmatch import (
     names_phrase,
     negated_line,
     norm,
+    occurs,
     quoted_actions,
     says_line,
     unnamed_slot,
@@ -371,8 +372,7 @@ def named_part(phrase: str, view: StepView) -> bool:
     for k in range(len(words), 0, -1):
         if (k < len(words) and words[k] not in PREPOSITIONS) or all(w in view.goal_words for w in words[:k]):
             continue
-        rx = re.compile(r"(^| )" + re.escape(" ".join(words[:k])) + r"( |$)")
-        if any(rx.search(line) for line in view.task_lines):
+        if any(occurs(" ".join(words[:k]), line) for line in view.task_lines):
             return True
     return False
 
@@ -1021,7 +1021,7 @@ class StepDelivery:
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
         self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
         self._consuming = consuming_verbs(self.runs, self._right_somewhere, self.config.min_occurrences)
-        self._used_up = frozenset(c for r in self.runs for c in r.consumed)
+        self._used_up = consuming_verbs(self.runs, (), 1)
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
