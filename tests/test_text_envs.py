@@ -302,6 +302,30 @@ def test_tw_cooking_channels_on_real_inform7_messages(tw_cache: Path) -> None:
         assert env.state["location"] == "Kitchen" and env.state["score"] == pytest.approx(1 / 3, abs=1e-3)  # type: ignore[index]
 
 
+def test_a_tw_game_appears_in_the_cache_only_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tw-make compiles in a scratch folder; the cached .z8 (what another process's ``game_file`` tests for) appears
+    only once the game is complete, its .json and .ni beside it, and no scratch is left behind."""
+    pytest.importorskip("textworld")
+    import textworld.generator
+
+    from langmem_plus.envs.tw import TwEnv
+
+    final = tmp_path / "tw-treasure-easy-test-20002.z8"
+    seen_while_compiling: list[bool] = []
+    compile_game = textworld.generator.compile_game
+
+    def watched(game: object, options: object) -> str:
+        out = compile_game(game, options)
+        seen_while_compiling.append(final.exists())  # what a second process would find now
+        return out
+
+    monkeypatch.setattr(textworld.generator, "compile_game", watched)
+    with TwEnv("treasure", "easy", cache=tmp_path) as env:
+        assert "Goal: " in env.reset("test-20002")
+    assert seen_while_compiling == [False]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"tw-treasure-easy-test-20002.{ext}" for ext in ("json", "ni", "z8")]
+
+
 def test_tw_treasure_win_determinism_and_folds(tw_cache: Path) -> None:
     from langmem_plus.envs.tw import TwEnv
 

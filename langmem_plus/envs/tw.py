@@ -4,7 +4,9 @@
 compiles each game with Inform 7 (a few seconds a game), so a game is generated the
 first time its seed is reset and cached as a ``.z8`` file under ``cache_dir``
 (``$LANGMEM_PLUS_TW_CACHE``, else ``<tmp>/langmem_plus_textworld``); later resets
-only load it. The games run in Jericho (a Z-machine; no JVM).
+only load it. A game is compiled in a scratch folder and moved into the cache whole
+(``publish_game``), so processes sharing a cache never load a half-written one. The
+games run in Jericho (a Z-machine; no JVM).
 
 Settings (the challenges' own parameters):
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -102,6 +105,15 @@ def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen)
 
 
+def publish_game(built: Path, path: Path) -> None:
+    """Move a game compiled in a scratch folder to ``path``, its companion files (``.json``, ``.ni``) first and the
+    ``.z8`` last, each with an atomic rename: a process that finds the ``.z8`` (``game_file``'s test) finds a whole
+    game, even while another process generates the same seed."""
+    companions = sorted(p for p in built.parent.iterdir() if p.stem == built.stem and p != built)
+    for part in [*companions, built]:
+        os.replace(part, path.with_suffix(part.suffix))
+
+
 class TwBackend:
     """Generates (once) and plays TextWorld games of one challenge and setting."""
 
@@ -129,18 +141,23 @@ class TwBackend:
         settings = dict(SETTINGS[self.game][self.setting])
         if self.game == "cooking":
             settings["split"] = COOKING_SPLIT[fold]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".tw-make-", dir=self.directory))
         options = textworld.GameOptions()
         options.seeds = seed
-        options.path = str(path)
+        options.path = str(scratch / path.name)
         options.file_ext = ".z8"
         options.force_recompile = True
-        self.directory.mkdir(parents=True, exist_ok=True)
         try:
             _, make, _ = challenges.CHALLENGES[CHALLENGES[self.game]]
             game = make(settings=settings, options=options)
-            return Path(textworld.generator.compile_game(game, options))
+            built = Path(textworld.generator.compile_game(game, options))
+            publish_game(built, path)
+            return path
         except Exception as exc:  # noqa: BLE001 - generation failures are install or setting problems
             raise EnvError(f"tw-make could not generate tw-{self.game}:{self.setting} seed {seed}: {exc}") from exc
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def new_game(self, fold: str, seed: int) -> Turn:
         textworld = require_module("textworld", PACKAGE, INSTALL)
@@ -214,4 +231,4 @@ class TwEnv(TextGameEnv):
         return GENERIC_GOALS[self._game]
 
 
-__all__ = ["CHALLENGES", "GENERIC_GOALS", "REJECTIONS", "SETTINGS", "TwBackend", "TwEnv", "cache_dir"]
+__all__ = ["CHALLENGES", "GENERIC_GOALS", "REJECTIONS", "SETTINGS", "TwBackend", "TwEnv", "cache_dir", "publish_game"]
