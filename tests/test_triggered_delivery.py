@@ -404,6 +404,29 @@ def test_a_proposal_memory_endorsed_before_the_run_is_not_answered_until_the_att
     assert [h.text for h in plain.check(task(valid), [], "read cookbook")] == ["Prefer `open fridge`"]
 
 
+def test_a_pre_run_procedures_step_is_endorsed_only_while_the_attempt_follows_it() -> None:
+    from langmem_plus.retrieval.triggered import endorsed_actions, procedure_steps
+
+    rules = [rule("take-salt", correct="take salt", runs=("r0", "r1"))]
+    proc = [Hint(text="start with `read cookbook` then `move west`", source_id="ep")]
+    assert endorsed_actions(proc) == frozenset()  # its steps are endorsed one at a time
+    valid = ["read cookbook", "move west", "take salt", "look"]
+
+    def step(i: int, action: str) -> Step:
+        return Step(index=i, action=action, observation=RECIPE if action == "read cookbook" else "ok",
+                    info={"valid_actions": valid})
+
+    def answer(history: list[Step], proposal: str) -> list[str]:
+        deliver = StepDelivery(rules, runs=[], endorsed=endorsed_actions(proc), procedures=procedure_steps(proc))
+        deliver(task(valid), history)
+        return [h.text for h in deliver.check(task(valid), history, proposal)]
+
+    assert answer([], "read cookbook") == []  # the procedure's first step: memory's own advice
+    assert answer([], "move west") == ["Prefer `take salt`"]  # not its step yet
+    assert answer([step(0, "read cookbook")], "move west") == []  # right after the step before it
+    assert answer([step(0, "read cookbook"), step(1, "look")], "move west") == ["Prefer `take salt`"]  # left it
+
+
 def test_with_the_guard_the_executor_chooses_what_it_chooses_with_every_standing_rule_listed() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"]),
              rule("prefer-stove", correct="cook <X> in stove"), rule("avoid-stove", wrong="cook <X> in stove"),

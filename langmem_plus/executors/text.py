@@ -124,6 +124,7 @@ from langmem_plus.learning.textmatch import (
     listed_only,
     names_phrase,
     negated_line,
+    next_step,
     norm,
     norm_words,
     quoted_actions,
@@ -382,17 +383,10 @@ class TextGameExecutor:
         return True
 
     def _following(self, rh: ReadHint, history: Sequence[Step], view: _View, goal_words: set[str]) -> Pattern | None:
-        """The next step of a procedure hint this attempt is following: it took the earlier steps in order, the
-        latest of them as its latest step that did not fail (or none yet); None while it is away from the procedure
-        (it comes back to it only by taking the next step on its own)."""
+        """The next step of a procedure hint this attempt is following (``textmatch.next_step``, each step read with
+        its conditions), or None while it is away from the procedure."""
         done = [s.action for s in history if not s.feedback.failed]
-        k, last = 0, False
-        for action in done:
-            last = k < len(rh.patterns) and self._applies(rh, rh.patterns[k], action, view, goal_words, history)
-            k += last
-        if k and not last:  # away from it: its later steps were for the situation it was learned in, not this one
-            return None
-        return rh.patterns[k] if k < len(rh.patterns) else None
+        return next_step(rh.patterns, done, lambda p, a: self._applies(rh, p, a, view, goal_words, history))
 
     # ---- the policy ----------------------------------------------------------
     def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:

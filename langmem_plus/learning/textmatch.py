@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -321,5 +321,31 @@ def avoidance_stands(avoided_in: AbstractSet[str], recommended_in: Iterable[Abst
     return not any(not set(p) <= set(avoided_in) for p in recommended_in)
 
 
+def next_step(steps: Sequence[Pattern], done: Sequence[str], takes: Callable[[Pattern, str], bool]) -> Pattern | None:
+    """The step of a procedure an attempt that did ``done`` (its actions that did not fail, in order) is on: it took
+    the earlier steps in order, the latest of them as its latest action (or none yet); None once it has stepped away,
+    or taken them all. It comes back only by taking the next step on its own. ``takes(step, action)`` says whether an
+    action is that step (a reader binds and checks the step's conditions there).
+
+    Why: a procedure's later steps (``move west``) were right in the situation it was learned in; once the attempt
+    does something else, it is somewhere else, and drawing it back costs it the steps it needs here.
+
+    Example:
+        >>> steps = [Pattern.parse(a) for a in ("read cookbook", "move west")]
+        >>> same = lambda p, a: p.match(a) is not None
+        >>> [next_step(steps, d, same).text for d in ([], ["read cookbook"])]
+        ['read cookbook', 'move west']
+        >>> next_step(steps, ["read cookbook", "take salt"], same) is None
+        True
+    """
+    k, last = 0, False
+    for action in done:
+        last = k < len(steps) and takes(steps[k], action)
+        k += last
+    if k and not last:
+        return None
+    return steps[k] if k < len(steps) else None
+
+
 __all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "THEN_WORDS", "UNNAMED", "Pattern", "avoidance_stands", "bind",
-           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "is_procedure", "listed_only", "names_phrase", "negated_line", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]
+           "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "is_procedure", "listed_only", "names_phrase", "negated_line", "next_step", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]

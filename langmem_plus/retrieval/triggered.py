@@ -159,8 +159,9 @@ valid actions and the lines its condition names have been read. So at each step:
    The same holds for what memory brings before the run: an avoidance there of literal actions (an avoided
    episode's ``close door to north``, ``held_avoidance``) is held for a proposal its line quotes and kept in view
    once shown (``StepDelivery(avoidances=...)``), and a proposal the pre-run block recommends and the attempt has not
-   taken (``endorsed``, ``endorsed_actions``: the procedure's ``read cookbook``) is not met with the step's
-   recommendations, since it follows memory already.
+   taken (``endorsed``, ``endorsed_actions``), or the next step of a pre-run procedure the attempt is following
+   (``procedures``, ``endorsed_step``: its ``read cookbook`` at the start, not its ``move west`` once the attempt has
+   left it), is not met with the step's recommendations, since it follows memory already.
    Shown or held, every rule standing at a step is in force and recorded as an activation, so measuring a rule
    (rule 3) does not depend on what the agent proposed (with the guard off, only what is shown is recorded).
    ``"off"`` lists everything standing before the agent chooses, as rules 1-9 describe. (``TextGameExecutor``, test
@@ -228,9 +229,11 @@ from langmem_plus.learning.textmatch import (
     grounded_conditions,
     is_avoidance,
     is_negative,
+    is_procedure,
     listed_only,
     names_phrase,
     negated_line,
+    next_step,
     norm,
     occurs,
     quoted_actions,
@@ -516,15 +519,37 @@ def shown_hint(item: ScoredItem) -> Hint:
 
 
 def endorsed_actions(hints: Sequence[Hint]) -> frozenset[str]:
-    """The literal actions (normalised; no placeholder) that recommendations quote: rule 10's ``endorsed``.
+    """The literal actions (normalised; no placeholder) that recommendations other than procedures quote: rule 10's
+    ``endorsed`` (a procedure's steps are endorsed one at a time, ``procedure_steps``).
 
     Example:
-        >>> endorsed_actions([Hint(text="start with `read cookbook` then `take <X>`", source_id="e"),
+        >>> endorsed_actions([Hint(text="Prefer `open fridge`, `take <X>`", source_id="l"),
+        ...                   Hint(text="start with `read cookbook` then `move west`", source_id="e"),
         ...                   Hint(text="Avoid `eat carrot`", source_id="a")])
-        frozenset({'read cookbook'})
+        frozenset({'open fridge'})
     """
-    return frozenset(norm(q) for h in hints if not is_avoidance(h.text) for q in quoted_actions(h.text)
-                     if Pattern.parse(q) is not None and not SLOT.search(q))
+    return frozenset(norm(q) for h in hints if not is_avoidance(h.text) and not is_procedure(h.text)
+                     for q in quoted_actions(h.text) if Pattern.parse(q) is not None and not SLOT.search(q))
+
+
+def procedure_steps(hints: Sequence[Hint]) -> tuple[tuple[Pattern, ...], ...]:
+    """The steps of each procedure the hints recommend (``textmatch.is_procedure``): rule 10's ``procedures``.
+
+    Example:
+        >>> [[p.text for p in ps] for ps in procedure_steps([Hint(text="start with `read cookbook` then `take <X>`",
+        ...                                                          source_id="e")])]
+        [['read cookbook', 'take <X>']]
+    """
+    out = [tuple(p for p in map(Pattern.parse, quoted_actions(h.text)) if p is not None) for h in hints if is_procedure(h.text)]
+    return tuple(ps for ps in out if ps)
+
+
+def endorsed_step(procedures: Sequence[Sequence[Pattern]], history: Sequence[Step], action: str) -> bool:
+    """Whether ``action`` is the literal next step of a procedure the attempt is following (``textmatch.next_step``,
+    a step taken when its pattern matches): memory's own advice at this point, as a reader follows it."""
+    done = [s.action for s in history if not s.feedback.failed]
+    steps = (next_step(ps, done, lambda p, a: p.match(a) is not None) for ps in procedures)
+    return any(p is not None and not p.slots and p.match(action) is not None for p in steps)
 
 
 def _as_pattern(item: ScoredItem) -> bool:
@@ -915,9 +940,13 @@ class StepDelivery:
         avoidances: Items from before the run whose hint avoids literal actions (``held_avoidance``: an avoided
             episode, a lesson with only a wrong action), held for a proposal one of them quotes (rule 10); the caller records their
             activations, since they are in force from the start. Ignored with ``text_guard="off"``.
-        endorsed: Actions (normalised) that memory recommended before the run (``endorsed_actions``): a proposal
-            among them that the attempt has not taken yet follows memory already, so rule 10 does not answer it
-            with the step's recommendations (the procedure's ``read cookbook`` is not met with ``open fridge``).
+        endorsed: Actions (normalised) that memory recommended outright before the run (``endorsed_actions``): a
+            proposal among them that the attempt has not taken yet follows memory already, so rule 10 does not answer
+            it with the step's recommendations.
+        procedures: The steps of the procedures memory recommended before the run (``procedure_steps``): a proposal
+            that is the next step of one the attempt is following (``endorsed_step``) follows memory too (the
+            procedure's ``read cookbook`` is not met with ``open fridge``); a step of one it has left is not (its
+            ``move west`` proposed beside the salt is met with ``take salt``).
     """
 
     rules: Sequence[Lesson]
@@ -926,6 +955,7 @@ class StepDelivery:
     header: str = TRIGGERED_HEADER
     avoidances: Sequence[ScoredItem] = ()
     endorsed: Collection[str] = ()
+    procedures: Sequence[Sequence[Pattern]] = ()
     delivered: dict[str, int] = field(default_factory=dict)
     """Lesson id -> the first step it was delivered at (with the guard, the first it stood at, shown or held)."""
     lines: dict[str, None] = field(default_factory=dict)
@@ -1138,7 +1168,8 @@ class StepDelivery:
             reached = {a for it in shown if _as_pattern(it) for a in self._fires.get(it.item_id, ())}
             self._held_recs = {a: r for a, r in self._held_recs.items() if a not in reached}  # they went with it, bound
             return answer
-        endorsed = act in self.endorsed and all(norm(s.action) != act for s in history)
+        endorsed = ((act in self.endorsed and all(norm(s.action) != act for s in history))
+                    or endorsed_step(self.procedures, history, action))
         if self._held_recs and self._open and act not in self._open and not endorsed:
             recs, self._held_recs = list(self._held_recs.values()), {}
             return self._show(recs, len(history))
@@ -1231,5 +1262,5 @@ class StepDelivery:
         return [Activation(lesson_id=lid, run_id=run_id, step=step, moment="pre_run") for lid, step in self.delivered.items()]
 
 
-__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "endorsed_actions", "firings", "held_avoidance", "is_text_rule", "join_key", "joined_lines", "shown_hint", "rule_line", "rule_pattern",
+__all__ = ["CONSUME_PREFIX", "GROUNDED_SEP", "INFERRED_PREFIXES", "KIN_PREFIX", "TRIGGERED_HEADER", "UNDO_PREFIX", "attempt_directives", "consuming", "consuming_verbs", "object_phrase", "undirected_verbs", "undo_rules", "undoing", "asks_only_answered", "open_last_word", "unknown_kin", "StepDelivery", "StepView", "endorsed_actions", "endorsed_step", "procedure_steps", "firings", "held_avoidance", "is_text_rule", "join_key", "joined_lines", "shown_hint", "rule_line", "rule_pattern",
            "rule_utility", "short_line"]

@@ -50,6 +50,7 @@ from langmem_plus.retrieval.triggered import (
     endorsed_actions,
     held_avoidance,
     is_text_rule,
+    procedure_steps,
     short_line,
     shown_hint,
 )
@@ -304,7 +305,7 @@ class LangmemPlus:
         hints = list(said.values())
         rules = self.memory.text_rules(task.tool)
         stepper = StepDelivery(rules, [r for r in self.memory.runs if r.tool == task.tool], cfg, avoidances=held,
-                               endorsed=endorsed_actions(hints),
+                               endorsed=endorsed_actions(hints), procedures=procedure_steps(hints),
                                header="" if block.text else TRIGGERED_HEADER)  # delivered lines join the pre-run block
         self._triggered[run_id] = ([*block.shown, *held], stepper)  # held ones are in force from the start
         while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
