@@ -80,6 +80,7 @@ _LAZY: dict[str, str] = {
     "LessonRetriever": "langmem_plus.retrieval.retrievers",
     "LangGraphChromaStore": "langmem_plus.integrations.store",
     "LearningMiddleware": "langmem_plus.integrations.middleware",
+    "env_tool": "langmem_plus.integrations.env_tool",
     "CognitiveMemory": "langmem_plus.memory_types.cognitive",
     "SemanticMemory": "langmem_plus.memory_types.semantic",
     "Claim": "langmem_plus.memory_types.fact_sources",
@@ -96,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from langmem_plus.executors.llm import LLMExecutor
     from langmem_plus.executors.scripted import ScriptedExecutor
     from langmem_plus.graph import build_executor_referee_graph, run_task
+    from langmem_plus.integrations.env_tool import env_tool
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory import LearningMemory, Trajectory
@@ -174,6 +176,7 @@ __all__ = [
     "detect_failure",
     "distill_hints_node",
     "end_of_run_node",
+    "env_tool",
     "extract_tags",
     "facts_from_observation",
     "fingerprint",

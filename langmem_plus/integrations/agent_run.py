@@ -10,7 +10,8 @@ await memory or the handler.
   a fresh run.
 - ``tool_action`` / ``tool_step`` / ``exception_step``: one tool call becomes one
   ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
-  failure carrying the error text.
+  failure carrying the error text; a ``ToolReport`` in the message's artifact gives the
+  step all four feedback channels, the action as taken and the state around it.
 - ``render_memory`` / ``fit_budget``: lessons as quoted data lines with their ids, under
   a header saying they are data, never instructions, within a token budget.
 
@@ -22,13 +23,14 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired
 
 from langmem_plus._llm import message_text
@@ -43,6 +45,8 @@ from langmem_plus.records import (
     Verdict,
 )
 from langmem_plus.tokens import count_tokens
+
+log = logging.getLogger(__name__)
 
 MEMORY_TITLE = "## Memory notes (langmem_plus)"
 """First line of the block added to the system message; a model (or a test) can find the block by it."""
@@ -166,6 +170,47 @@ def applied_lessons(action: str, shown: Sequence[Lesson]) -> list[str]:
     return out
 
 
+class ToolReport(BaseModel):
+    """What a tool that knows more than "it ran" says about its call, in its ``ToolMessage.artifact``.
+
+    A tool made with ``response_format="content_and_artifact"`` returns ``(text, report)``, ``report`` a mapping
+    with these keys (``env_tool`` does this for any ``Env``). Then the call's step carries the four feedback
+    channels (a lost game is a constraint failure, a score increase progress), the action as the tool took it
+    (``take carrot``, not ``act command=take carrot``) and the state around it, so memory learns from it as
+    from the reference graph's steps. A tool without one gives the plain step: ``status="error"`` or not.
+    """
+
+    feedback: Feedback
+    action: str | None = None
+    """The action as the environment took it; None: ``tool_action``'s rendering of the call."""
+    observation: str | None = None
+    """What the environment answered, as learners read it; None: the message's text (which may add what only the
+    model needs, such as the valid actions)."""
+    state_before: dict[str, Any] | None = None
+    state_after: dict[str, Any] | None = None
+    info: dict[str, Any] = {}
+    """Read by learners (``valid_actions`` after the step, for a text game)."""
+
+
+def tool_report(artifact: object) -> ToolReport | None:
+    """The ``ToolReport`` in a tool message's artifact; None when it has none. A malformed one is logged and
+    ignored (the call keeps its plain step): a tool's output is data, never trusted to break a run.
+
+    Example:
+        >>> tool_report({"feedback": {"constraint_failure": True, "error_text": "You lost"}, "action": "eat egg"}).action
+        'eat egg'
+        >>> tool_report({"feedback": ["lost"]}) is None, tool_report("text") is None
+        (True, True)
+    """
+    if not isinstance(artifact, Mapping) or "feedback" not in artifact:
+        return None
+    try:
+        return ToolReport.model_validate(dict(artifact))
+    except ValidationError as exc:
+        log.warning("ignoring a malformed tool report (%d errors): %s", exc.error_count(), str(exc)[:200])
+        return None
+
+
 def tool_step(
     index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = (), *, docs: bool = False
 ) -> Step:
@@ -174,6 +219,8 @@ def tool_step(
     A call that returned normally counts as a step forward (``info["success"]``), so a run of
     ordinary tool calls is never mistaken for a stall. ``docs`` marks a lookup (a schema, a
     manual): never a failure, and never taken for an attempt when a fix is paired with its error.
+    A ``ToolReport`` in the message's artifact gives the step its feedback, action and state
+    (``status="error"`` still makes it a hard failure).
     """
     text = message_text(message)
     info: dict[str, Any] = {"tool_call_id": message.tool_call_id}
@@ -181,6 +228,17 @@ def tool_step(
         info["applied_hints"] = list(applied)
     if docs:
         return Step(index=index, action=action, tool=tool, observation=text, info={**info, "kind": "docs"})
+    report = tool_report(message.artifact)
+    if report is not None:
+        feedback = report.feedback
+        if message.status == "error" and not feedback.failed:
+            feedback = feedback.model_copy(update={"hard_failure": True})
+        observed = text if report.observation is None else report.observation
+        if feedback.failed and not feedback.error_text:
+            feedback = feedback.model_copy(update={"error_text": observed})
+        return Step(index=index, action=report.action or action, tool=tool, observation=observed, feedback=feedback,
+                    state_before=report.state_before, state_after=report.state_after,
+                    info={**report.info, **info, **({} if feedback.failed else {"success": True})})
     if message.status == "error":
         return Step(index=index, action=action, tool=tool, feedback=Feedback(hard_failure=True, error_text=text), info=info)
     return Step(index=index, action=action, tool=tool, observation=text, info={**info, "success": True})
@@ -322,6 +380,8 @@ __all__ = [
     "round_position",
     "shown_items",
     "tool_action",
+    "ToolReport",
+    "tool_report",
     "tool_step",
     "with_memory",
 ]

@@ -8,8 +8,9 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   round go into the system message, as quoted data with their ids, within a token
   budget. The request is overridden; nothing is written into the message history.
 - ``wrap_tool_call``: every tool call becomes a ``Step``; a raised exception or a
-  ``ToolMessage`` with ``status="error"`` is a hard failure, fingerprinted by
-  ``memory.capture``; a failure retrieves on-error lessons for the next model call.
+  ``ToolMessage`` with ``status="error"`` is a hard failure, and a ``ToolReport`` in the
+  message's artifact (``env_tool``) gives the step all four feedback channels; a failure is
+  fingerprinted by ``memory.capture``; a failure retrieves on-error lessons for the next model call.
   The call's ``ToolMessage`` comes back inside a ``Command`` that also carries the
   step, the event and the activations into the state.
 - ``after_agent``: ``memory.end_run`` inside the graph (synthesis, utility, promotion,

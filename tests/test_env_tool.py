@@ -1,0 +1,95 @@
+"""A ``create_agent`` agent playing a real TextWorldExpress game through ``env_tool`` and ``LearningMiddleware``.
+
+A lost game raises nothing: the tool's ``ToolReport`` artifact carries the constraint failure to the middleware,
+so memory learns the fatal move, abstracted over the ingredient, and the next game's model call is shown it. The
+chat model is langchain-core's ``FakeMessagesListChatModel`` (scripted tool calls); the game, the agent, the
+middleware and the memory are real.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from pydantic import Field
+
+from langmem_plus import LearningMemory
+from langmem_plus.integrations.agent_run import tool_step
+from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
+from langmem_plus.referee import DeterministicReferee
+
+
+class Scripted(FakeMessagesListChatModel):
+    """Scripted tool calls; keeps every message list it was sent."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "Scripted":
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def plays(*commands: str) -> Scripted:
+    calls = [AIMessage(content="", tool_calls=[{"name": "act", "args": {"command": c}, "id": f"c{i}"}])
+             for i, c in enumerate(commands)]
+    return Scripted(responses=[*calls, AIMessage(content="I am done.")])
+
+
+def test_a_tool_report_gives_the_step_its_channels_and_a_malformed_one_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    lost = ToolMessage(content="You eat the egg. *** You lost! ***\n\nValid actions: look", tool_call_id="c1",
+                       artifact={"feedback": {"constraint_failure": True}, "action": "eat egg",
+                                 "observation": "You eat the egg. *** You lost! ***", "info": {"valid_actions": ["look"]}})
+    step = tool_step(3, "act", "act command=eat egg", lost)
+    assert step.feedback.constraint_failure and step.action == "eat egg" and step.info["valid_actions"] == ["look"]
+    assert step.observation == step.feedback.error_text == "You eat the egg. *** You lost! ***"  # not the list
+    assert "success" not in step.info
+    rewarded = ToolMessage(content="You take the egg.", tool_call_id="c2", artifact={"feedback": {"reward": 0.5, "progress": 0.5}})
+    step = tool_step(4, "act", "act command=take egg", rewarded)
+    assert step.feedback.reward == 0.5 and not step.feedback.failed and step.action == "act command=take egg"
+    with caplog.at_level(logging.WARNING, logger="langmem_plus.integrations.agent_run"):
+        odd = tool_step(5, "act", "act command=x", ToolMessage(content="ok", tool_call_id="c3", artifact={"feedback": ["lost"]}))
+    assert not odd.feedback.failed and odd.info["success"] and "malformed tool report" in caplog.text
+    error = ToolMessage(content="boom", tool_call_id="c4", status="error", artifact={"feedback": {}})
+    assert tool_step(6, "act", "act", error).feedback.hard_failure  # the message's status still counts
+
+
+def test_an_agent_learns_a_fatal_move_in_one_real_game_and_is_warned_in_another(tmp_path: Path) -> None:
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+
+    env = make_env("twx-cooking:easy")
+    memory = LearningMemory.open(tmp_path / "store", namespace=("test", "env-tool"))
+    try:
+        def run(game: str, model: Scripted) -> dict[str, Any]:
+            opening = env.reset(game)
+            middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env))
+            agent = create_agent(model, [env_tool(env)], middleware=[middleware])
+            return agent.invoke({"messages": [("user", opening)]})
+
+        first = plays("read cookbook", "open fridge", "take yellow bell pepper", "eat yellow bell pepper")
+        out = run("train-3", first)
+        last = out["lm_steps"][-1]
+        assert last["action"] == "eat yellow bell pepper" and last["feedback"]["constraint_failure"]
+        assert not out["lm_report"]["passed"]  # the game's own verdict: lost
+        tool_texts = [str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
+        assert VALID_ACTIONS_TITLE in tool_texts[0] and all(VALID_ACTIONS_TITLE not in s["observation"] for s in out["lm_steps"])
+        avoid = [r for r in memory.text_rules(env.name) if r.wrong == "eat <X>"]
+        assert avoid, [r.rule_text for r in memory.text_rules(env.name)]  # over the ingredient, not the pepper
+
+        second = plays("read cookbook")
+        run("test-20000", second)  # a test-fold game: a pork chop, never seen in training
+        system = second.seen[0][0]
+        assert isinstance(system, SystemMessage) and "Avoid `eat <X>`" in str(system.content)
+        assert avoid[0].id in str(system.content)
+    finally:
+        memory.close()
+        env.close()
