@@ -9,6 +9,8 @@ middleware and the memory are real.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -93,3 +95,13 @@ def test_an_agent_learns_a_fatal_move_in_one_real_game_and_is_warned_in_another(
     finally:
         memory.close()
         env.close()
+
+
+def test_the_game_example_loses_once_then_reads_the_note_and_does_not(tmp_path: Path) -> None:
+    pytest.importorskip("textworld_express")
+    example = Path(__file__).resolve().parents[1] / "examples" / "create_agent_game.py"
+    proc = subprocess.run([sys.executable, str(example), str(tmp_path / "store")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = [line for line in proc.stdout.splitlines() if "fatal move:" in line]
+    assert "'eat yellow bell pepper'" in first and first.endswith("fatal move: True")
+    assert "eat pork chop" not in second and second.endswith("fatal move: False")  # a test-fold ingredient
