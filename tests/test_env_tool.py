@@ -9,6 +9,7 @@ middleware and the memory are real.
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -105,3 +106,35 @@ def test_the_game_example_loses_once_then_reads_the_note_and_does_not(tmp_path: 
     first, second = [line for line in proc.stdout.splitlines() if "fatal move:" in line]
     assert "'eat yellow bell pepper'" in first and first.endswith("fatal move: True")
     assert "eat pork chop" not in second and second.endswith("fatal move: False")  # a test-fold ingredient
+
+
+def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_once(tmp_path: Path) -> None:
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="text_rules"):
+        LearningMemory.open(tmp_path / "x", namespace=("t", "x")).as_middleware(text_rules="sometimes")
+    env = make_env("twx-cooking:easy")
+    memory = LearningMemory.open(tmp_path / "store", namespace=("test", "env-tool"))
+    try:
+        def run(game: str, model: Scripted, **options: Any) -> dict[str, Any]:
+            opening = env.reset(game)
+            middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env), **options)
+            return create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
+
+        for game, food in (("train-3", "yellow bell pepper"), ("train-4", "pork chop")):  # both lost: grilled in the oven
+            run(game, plays("read cookbook", "open fridge", f"take {food}", f"cook {food} in oven"))
+        model = plays("read cookbook", "open fridge", "take pork chop", "look around")
+        out = run("test-20000", model, text_rules="at_step", end_run=False)  # a test-fold pork chop to grill
+        systems = [str(m[0].content) if isinstance(m[0], SystemMessage) else "" for m in model.seen]
+        assert not any("oven" in s for s in systems[:3])  # nothing to cook on offer yet: the rule waits for its step
+        shown = re.findall(r"\[lesson:(\S+)\] \"Avoid `cook <X> in oven`\"", systems[3])  # after `take pork chop`
+        assert len(shown) == 1 and "Prefer `open fridge`" in systems[1]
+        assert [a["lesson_id"] for a in out["lm_activations"]].count(shown[0]) == 1  # shown at two calls, activated once
+        pre = plays("read cookbook")
+        run("test-20001", pre, end_run=False)  # the default: among the pre-run lessons, at the first call
+        assert "Avoid `cook <X> in oven`" in str(pre.seen[0][0].content)
+    finally:
+        memory.close()
+        env.close()

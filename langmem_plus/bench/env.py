@@ -295,6 +295,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="langmem_plus's max_context_tokens (default: the config's)")
     parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
                         help="how langmem_plus hands text rules over: at the steps they fire on (default), or all before the task")
+    parser.add_argument("--agent", action="store_true",
+                        help="play every game as a LangChain create_agent agent (TextGameExecutor inside a chat model, "
+                             "env_tool, LearningMiddleware): designs no_memory and langmem_plus (bench.agent_env)")
     parser.add_argument("--llm-base-url", default=None,
                         help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
                              "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
@@ -317,6 +320,18 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench env``."""
     factory, label = executor_from_args(args)
     started = time.perf_counter()
+    if getattr(args, "agent", False):
+        if label != "text":
+            raise InvalidArgument("--agent plays with TextGameExecutor inside the agent; it does not take --llm-* options")
+        from langmem_plus.bench.agent_env import run_agent_bench
+
+        result = run_agent_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold,
+                                 mode=args.mode, repeats=args.repeats, max_steps=args.max_steps, designs=args.designs,
+                                 seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True),
+                                 delivery=args.delivery)
+        print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+        print(json.dumps(result) if args.json else format_text(result))
+        return 0
     result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
                            repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
                            progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,

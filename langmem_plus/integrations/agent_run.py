@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import operator
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
@@ -38,6 +39,7 @@ from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
 from langmem_plus.memory_types.context import Assembled, assemble, in_order
 from langmem_plus.records import (
     Feedback,
+    Hint,
     Lesson,
     RunReport,
     ScoredItem,
@@ -47,6 +49,8 @@ from langmem_plus.records import (
 from langmem_plus.tokens import count_tokens
 
 log = logging.getLogger(__name__)
+_MEMORY_LINE = re.compile(r"^- \[(\w+):([^\]]+)\] ")
+_FIELD = re.compile(r" (\w+)=")
 
 MEMORY_TITLE = "## Memory notes (langmem_plus)"
 """First line of the block added to the system message; a model (or a test) can find the block by it."""
@@ -290,6 +294,55 @@ def memory_line(item: ScoredItem) -> str:
     return line
 
 
+def hint_line(hint: Hint) -> str:
+    """A hint (one not from a stored item, such as a text rule delivered at its step) as a quoted data line of the
+    memory block, in ``memory_line``'s form (``read_memory_block`` reads both).
+
+    Example:
+        >>> hint_line(Hint(text="Avoid `eat carrot`", source_id="l1"))
+        '- [lesson:l1] "Avoid `eat carrot`"'
+    """
+    line = f"- [{hint.source_kind}:{hint.source_id}] {json.dumps(hint.text, ensure_ascii=False)}"
+    if hint.precondition:
+        line += f" precondition={json.dumps(hint.precondition, ensure_ascii=False)}"
+    return line
+
+
+def read_memory_block(text: str) -> list[Hint]:
+    """The hints a system message's memory block carries (``memory_line``'s lines, read back): each line's quoted
+    text and precondition, with its item id as the source. Lines that are not memory lines are skipped, so any
+    system message may be passed; a model-side reader (``executors.chat.PolicyChatModel``) reads the block this way.
+
+    Example:
+        >>> line = '- [lesson:l1] "Avoid `eat <X>`" rule="AVOID: eat <X>" precondition="when x"'
+        >>> [(h.text, h.precondition, h.source_id) for h in read_memory_block(MEMORY_TITLE + chr(10) + line + chr(10) + "- [lesson:l2] cut")]
+        [('Avoid `eat <X>`', 'when x', 'l1')]
+    """
+    decoder = json.JSONDecoder()
+    out: list[Hint] = []
+    for line in text.splitlines():
+        head = _MEMORY_LINE.match(line)
+        if head is None:
+            continue
+        fields: dict[str, str] = {}
+        rest = line[head.end():]
+        try:
+            hint_text, end = decoder.raw_decode(rest)
+            rest = rest[end:]
+            while (key := _FIELD.match(rest)) is not None:
+                value, end = decoder.raw_decode(rest, key.end())
+                fields[key.group(1)] = str(value)
+                rest = rest[end:]
+        except json.JSONDecodeError:
+            continue  # a line cut by the budget's compression, or not ours
+        try:
+            out.append(Hint(text=str(hint_text), precondition=fields.get("precondition"), source_kind=head.group(1),
+                            source_id=head.group(2)))
+        except ValidationError:  # an item kind a hint cannot carry: not a note a reader acts on
+            continue
+    return out
+
+
 def render_memory(items: Sequence[ScoredItem]) -> str:
     """The memory block for a system message: title, data-not-instructions header, one line per item."""
     if not items:
@@ -381,6 +434,8 @@ __all__ = [
     "shown_items",
     "tool_action",
     "ToolReport",
+    "hint_line",
+    "read_memory_block",
     "tool_report",
     "tool_step",
     "with_memory",

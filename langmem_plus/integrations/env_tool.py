@@ -28,6 +28,8 @@ from langmem_plus.graph import take_step
 
 VALID_ACTIONS_TITLE = "Valid actions:"
 """The line before the valid actions a text game's observation is followed by."""
+GAME_OVER = "The episode is over."
+"""Follows the observation once the env is done (won, lost or out of moves); the report's ``info["done"]`` says so too."""
 
 
 def env_tool(env: Env, *, name: str = "act", description: str | None = None, show_valid_actions: bool = True) -> BaseTool:
@@ -47,7 +49,10 @@ def env_tool(env: Env, *, name: str = "act", description: str | None = None, sho
         count += 1
         text = step.observation or step.feedback.error_text
         valid = step.info.get("valid_actions")
-        if show_valid_actions and valid:
+        over = bool(getattr(env, "done", False))
+        if over:
+            text = f"{text}\n\n{GAME_OVER}"
+        elif show_valid_actions and valid:
             text = f"{text}\n\n{VALID_ACTIONS_TITLE} {', '.join(map(str, valid))}"
         report = {
             "feedback": step.feedback.model_dump(mode="json"),
@@ -55,7 +60,7 @@ def env_tool(env: Env, *, name: str = "act", description: str | None = None, sho
             "observation": step.observation,  # what memory reads: the game's text, without the list added above
             "state_before": step.state_before,
             "state_after": step.state_after,
-            "info": {k: v for k, v in step.info.items() if k != "applied_hints"},
+            "info": {**{k: v for k, v in step.info.items() if k != "applied_hints"}, "done": over},
         }
         return text, report
 
@@ -65,4 +70,4 @@ def env_tool(env: Env, *, name: str = "act", description: str | None = None, sho
     )
 
 
-__all__ = ["VALID_ACTIONS_TITLE", "env_tool"]
+__all__ = ["GAME_OVER", "VALID_ACTIONS_TITLE", "env_tool"]

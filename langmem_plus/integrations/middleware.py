@@ -56,7 +56,9 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Overwrite
 
 from langmem_plus._text import stable_id
+from langmem_plus.errors import InvalidArgument
 from langmem_plus.integrations.agent_run import (
+    MEMORY_TITLE,
     LearningState,
     OnErrorNote,
     agent_verdict,
@@ -66,6 +68,7 @@ from langmem_plus.integrations.agent_run import (
     exception_step,
     first_human_text,
     fit_budget,
+    hint_line,
     memory_block,
     read_records,
     read_report,
@@ -75,9 +78,11 @@ from langmem_plus.integrations.agent_run import (
     tool_step,
     with_memory,
 )
+from langmem_plus.learning.hints import HINTS_HEADER
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
+    Hint,
     Lesson,
     RunReport,
     ScoredItem,
@@ -86,10 +91,23 @@ from langmem_plus.records import (
     Verdict,
     WorkingContext,
 )
+from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
     from langmem_plus.referee import Referee
+
+
+TEXT_RULE_MODES = ("pre_run", "at_step")
+"""``LearningMiddleware(text_rules=...)``: text rules among the pre-run lessons, or at the steps they fire on."""
+
+
+@dataclass(frozen=True)
+class _StepRules:
+    """The text rules standing at one step: their hints, and the delivery that chose them (for its activations)."""
+
+    hints: list[Hint]
+    deliver: StepDelivery
 
 
 class _Default(enum.Enum):
@@ -124,6 +142,8 @@ class _Call:
     shown: list[Lesson]
     budget: int | None
     docs: bool
+    activated: frozenset[str] = frozenset()
+    """Lessons the run has an activation for already."""
 
     def capture_args(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "task": self.task, "history": self.history}
@@ -169,6 +189,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         task_id: Names the task for baselines and pre-run context; None derives it from the goal.
         tool: The task's tool scope (lessons scoped to another tool are not retrieved before a run).
         domain: The task's domain scope.
+        family: The task's family (tasks of one kind, e.g. every game of one environment), which memory's run
+            statistics group by; None leaves it unset.
         docs_tools: Names of lookup tools (a schema, a manual): their calls are recorded as
             docs steps, never failures, so a fix after a lookup still pairs with its error.
         memory_from_context: ``runtime -> LearningMemory``, e.g. a memory per user named in
@@ -180,6 +202,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         end_run: Run ``memory.end_run`` when the agent ends (synthesis, utility, lifecycle).
         referee: Judges the run for ``end_run``; ``DEFAULT`` reads the agent's signals
             (``agent_verdict``), None passes no verdict.
+        text_rules: How text rules (``learning.textrules``: a game's "Avoid `eat <X>`") reach the model.
+            ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: at each model call, the
+            rules that fire on the latest tool result's valid actions (``retrieval.triggered.StepDelivery``,
+            guard off), grounded on the actions they bear on; each recorded as an activation the first time.
+            For tools that report valid actions (``env_tool``).
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
@@ -197,6 +224,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         task_id: str | None = None,
         tool: str | None = None,
         domain: str | None = None,
+        family: str | None = None,
         docs_tools: Collection[str] = (),
         memory_from_context: Callable[[Any], LearningMemory] | None = None,
         budget_tokens: int | None | _Default = DEFAULT,
@@ -204,10 +232,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         on_error: bool = True,
         end_run: bool = True,
         referee: Referee | None | _Default = DEFAULT,
+        text_rules: str = "pre_run",
     ) -> None:
         super().__init__()
+        if text_rules not in TEXT_RULE_MODES:
+            raise InvalidArgument(f"text_rules must be one of {', '.join(TEXT_RULE_MODES)}, got {text_rules!r}")
+        self.text_rules = text_rules
         self.memory = memory
-        self.goal, self.task_id, self.tool, self.domain = goal, task_id, tool, domain
+        self.goal, self.task_id, self.tool, self.domain, self.family = goal, task_id, tool, domain, family
         self.docs_tools = frozenset(docs_tools)
         self.memory_from_context = memory_from_context
         self.budget_tokens = budget_tokens
@@ -233,7 +265,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             named = context_value(runtime, "goal")
             goal = self.goal or (named if isinstance(named, str) else None) or first_human_text(state.get("messages") or [])
         task_id = self.task_id or stable_id("task", goal)
-        return TaskSpec(task_id=task_id, goal=goal, tool=self.tool, domain=self.domain)
+        return TaskSpec(task_id=task_id, goal=goal, tool=self.tool, domain=self.domain, family=self.family)
 
     def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
         """The state update that opens a run: fresh lists, the pre-run lessons and their activations."""
@@ -252,9 +284,28 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The model request with this run's lessons in its system message (unchanged when there are none)."""
-        budget = self._budget(self._memory(request.runtime))
+        memory = self._memory(request.runtime)
+        budget = self._budget(memory)
         block = memory_block(shown_items(request.state, request.messages, budget), budget).text
+        state = request.state if isinstance(request.state, Mapping) else {}
+        if self.text_rules == "at_step" and state.get("lm_task") is not None:
+            steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
+            lines = [hint_line(h) for h in self._at_step(memory, _task_of(state), steps).hints]
+            if lines:
+                block = "\n".join([block or f"{MEMORY_TITLE}\n{HINTS_HEADER}", *lines])
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
+
+    def _pre_run_items(self, items: list[ScoredItem]) -> list[ScoredItem]:
+        """The pre-run items to show: with ``text_rules="at_step"``, not the text rules (they come at their steps)."""
+        return [i for i in items if not is_text_rule(i.item)] if self.text_rules == "at_step" else items
+
+    @staticmethod
+    def _at_step(memory: LearningMemory, task: TaskSpec, steps: list[Step]) -> _StepRules:
+        """The text rules standing after ``steps`` (``StepDelivery`` with the guard off: everything standing)."""
+        config = memory.config.model_copy(update={"text_guard": "off"})
+        runs = [r for r in memory.runs if r.tool == task.tool]
+        deliver = StepDelivery(memory.text_rules(task.tool), runs, config, header="")
+        return _StepRules(deliver(task, steps), deliver)
 
     def _call(self, request: ToolCallRequest) -> _Call | None:
         """The run's view of a tool call; None outside a run (no ``lm_run_id`` in the state)."""
@@ -274,6 +325,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             index=len(steps) + position, next_index=len(steps) + count, tool=call["name"],
             action=tool_action(call["name"], call.get("args") or {}), tool_call_id=call_id,
             history=steps, shown=shown, budget=self._budget(memory), docs=call["name"] in self.docs_tools,
+            activated=frozenset(shown_ids),
         )
 
     def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -299,13 +351,13 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Open a run and retrieve the lessons for its goal."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
         items = memory.retrieve_pre_run(task, run_id=run_id) if self.pre_run else []
-        return self._opened(memory, task, run_id, items)
+        return self._opened(memory, task, run_id, self._pre_run_items(items))
 
     async def abefore_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``before_agent``."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
         items = await memory.aretrieve_pre_run(task, run_id=run_id) if self.pre_run else []
-        return self._opened(memory, task, run_id, items)
+        return self._opened(memory, task, run_id, self._pre_run_items(items))
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """``end_run`` inside the graph; its report goes into ``lm_report``."""
@@ -352,7 +404,19 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         step = call.step(result)
         event = call.memory.capture(step, **call.capture_args())
         items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
-        return call.update(result, step, event, items)
+        return self._with_rules(call, call.update(result, step, event, items))
+
+    def _with_rules(self, call: _Call, update: Command[Any]) -> Command[Any]:
+        """With ``text_rules="at_step"``: the update plus an activation for each rule the model was shown before this
+        call (the rules standing after the call's history) and not yet activated in the run."""
+        if self.text_rules != "at_step" or not isinstance(update.update, dict):
+            return update
+        fresh = [a for a in self._at_step(call.memory, call.task, call.history).deliver.activations(call.run_id)
+                 if a.lesson_id not in call.activated]
+        if not fresh:
+            return update
+        extra = as_json(fresh)
+        return Command(update={**update.update, "lm_activations": [*update.update.get("lm_activations", []), *extra]})
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
@@ -374,7 +438,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         event = await call.memory.acapture(step, **call.capture_args())
         on_error = event is not None and self.on_error
         items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
-        return call.update(result, step, event, items)
+        return self._with_rules(call, call.update(result, step, event, items))
 
 
 __all__ = ["DEFAULT", "LearningMiddleware"]

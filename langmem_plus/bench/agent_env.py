@@ -1,0 +1,179 @@
+"""``langmem-plus bench env --agent``: the env bench with each game played by a LangChain ``create_agent`` agent.
+
+The bench's own loop (``bench.env``) hands memory to the executor directly. Here the same executor
+(``TextGameExecutor``) sits inside a chat model (``executors.chat.PolicyChatModel``) and plays through
+``env_tool``; memory reaches it only as users' agents get it: ``LearningMiddleware``'s block in the
+system message, read back from the text. Designs:
+
+- ``no_memory``: the agent without the middleware;
+- ``langmem_plus``: with ``memory.as_middleware(tool=env.name, referee=DeterministicReferee(env), ...)``: in
+  collection it records and learns (no retrieval, as the bench's collection phase); in deployment it
+  retrieves before the run and after a failed call, and learns only in ``dynamic`` mode. Text rules come
+  at the steps they fire on (``text_rules="at_step"``; ``--delivery pre_run``: among the pre-run lessons).
+
+The figures have the bench's shape (``bench.env.summarize``). ``context_tokens_per_task`` counts the
+distinct lines of the memory blocks an attempt's model calls were sent, the title once: a model is sent
+the block at every call, so the tokens it reads are that figure times its calls.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langmem_plus.bench.designs.base import Context
+from langmem_plus.bench.designs.baselines import LangmemPlus
+from langmem_plus.bench.env import (
+    DEFAULT_COLLECT,
+    DEFAULT_DELIVERY,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_REPEATS,
+    DEFAULT_SEEDS,
+    Progress,
+    _fold_size,
+    _row,
+    _tasks,
+    default_range,
+    parse_range,
+    summarize,
+)
+from langmem_plus.bench.mistakes import Episode, repeated_losses
+from langmem_plus.envs.registry import make_env
+from langmem_plus.errors import EnvError
+from langmem_plus.executors.chat import PolicyChatModel
+from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.integrations.agent_run import MEMORY_TITLE
+from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
+from langmem_plus.memory import Trajectory
+from langmem_plus.records import TaskSpec
+from langmem_plus.referee import DeterministicReferee
+from langmem_plus.tokens import count_tokens
+
+AGENT_DESIGNS = ("no_memory", "langmem_plus")
+"""The designs an agent can be given: none, or the middleware."""
+DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
+"""``--delivery`` -> the middleware's ``text_rules``."""
+RECURSION_PER_STEP = 3
+"""Graph steps an agent takes per game command (model, tools, middleware), for ``recursion_limit``."""
+
+
+class _Recording(PolicyChatModel):
+    """The policy, keeping the system message of every call (the memory it was sent)."""
+
+    systems: list[str] = []
+
+    def decide(self, messages: Sequence[BaseMessage]) -> Any:
+        self.systems.append(next((str(m.content) for m in messages if isinstance(m, SystemMessage)), ""))
+        return super().decide(messages)
+
+
+def memory_tokens(systems: Sequence[str]) -> int:
+    """Tokens of the distinct memory-block lines in ``systems`` (each system message's block after ``MEMORY_TITLE``).
+
+    Example:
+        >>> memory_tokens(["You play.", f"You play.\\n\\n{MEMORY_TITLE}\\n- a", f"You play.\\n\\n{MEMORY_TITLE}\\n- a\\n- b"]) > 0
+        True
+        >>> memory_tokens(["You play."])
+        0
+    """
+    lines: dict[str, None] = {}
+    for text in systems:
+        _, sep, block = text.partition(MEMORY_TITLE)
+        if sep:
+            lines.update(dict.fromkeys(line for line in block.splitlines() if line.strip()))
+    return count_tokens("\n".join([MEMORY_TITLE, *lines])).n if lines else 0
+
+
+def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any]) -> tuple[Trajectory, int]:
+    """One game as a ``create_agent`` agent; the trajectory (from the tool reports) and the memory tokens it was sent."""
+    opening = env.reset(task.task_id)
+    valid = ", ".join(map(str, getattr(env, "valid_actions", ()) or ()))
+    model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[])
+    agent = create_agent(model, [env_tool(env)], middleware=middleware)
+    message = f"{opening}\n\n{VALID_ACTIONS_TITLE} {valid}" if valid else opening
+    result = agent.invoke({"messages": [("user", message)]}, {"recursion_limit": RECURSION_PER_STEP * max_steps + 10})
+    steps = model.steps(result["messages"])
+    context = {"goal": str(getattr(env, "goal", "")), "observation": opening, "valid_actions": valid.split(", ") if valid else []}
+    traj = Trajectory(task=task.model_copy(update={"context": context}), steps=steps, verdict=env.evaluate(),
+                      run_id=task.task_id)
+    return traj, memory_tokens(model.systems)
+
+
+def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
+                     repeat: int, max_steps: int, text_rules: str = "at_step") -> dict[str, list[dict[str, Any]]]:
+    """One repeat of one design, every game a ``create_agent`` agent; rows as ``bench.env.run_design`` gives them."""
+    store = LangmemPlus() if name == "langmem_plus" else None  # a fresh memory in a temporary folder
+    out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
+    played: list[Episode] = []
+    try:
+        for phase, tasks in (("collection", collect), ("deployment", deploy)):
+            for t in tasks:
+                started = time.perf_counter()
+                deploying = phase == "deployment"
+                middleware = [] if store is None else [store.memory.as_middleware(
+                    goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
+                    referee=DeterministicReferee(env), pre_run=deploying,
+                    on_error=deploying, end_run=not deploying or mode == "dynamic", text_rules=text_rules if deploying else "pre_run")]
+                traj, tokens = play(env, t, seed + repeat, max_steps, middleware)
+                row = _row(traj, Context(), time.perf_counter() - started)
+                row["context_tokens"] = tokens
+                out[phase].append(row)
+                shown = not deploying or mode == "dynamic"
+                played.append(Episode(traj.task.context["goal"], traj.steps, shown, traj.task.context["observation"],
+                                      traj.task.context["valid_actions"]))
+    finally:
+        if store is not None:
+            store.close()
+    for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
+        row["repeated_fatal"] = int(repeated)
+    return out
+
+
+def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | None = None, fold: str = "test",
+                    mode: str = "static", repeats: int = DEFAULT_REPEATS, max_steps: int = DEFAULT_MAX_STEPS,
+                    designs: Sequence[str] = AGENT_DESIGNS, seed: int = 0, progress: Progress | None = None,
+                    delivery: str = DEFAULT_DELIVERY) -> dict[str, Any]:
+    """The bench with agents: ``bench.env.run_env_bench``'s JSON, ``"executor": "agent"``; ``delivery`` ``triggered``
+    runs the middleware with ``text_rules="at_step"``, ``pre_run`` with ``"pre_run"``."""
+    chosen = [d for d in designs if d in AGENT_DESIGNS]
+    if not chosen:
+        raise EnvError(f"--agent runs the designs {', '.join(AGENT_DESIGNS)}; none of {list(designs)} is one")
+    if mode not in ("static", "dynamic"):
+        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
+    if delivery not in DELIVERY_TEXT_RULES:
+        raise EnvError(f"delivery must be one of {', '.join(DELIVERY_TEXT_RULES)}, got {delivery!r}")
+    env = make_env(env_name)
+    base, _, setting = env_name.partition(":")
+    try:
+        collect = collect or default_range(DEFAULT_COLLECT, _fold_size(env, "train"))
+        seeds = seeds or default_range(DEFAULT_SEEDS, _fold_size(env, fold))
+        collect_tasks, deploy_tasks = _tasks(env, "train", parse_range(collect)), _tasks(env, fold, parse_range(seeds))
+        figures: dict[str, Any] = {}
+        curves: dict[str, Any] = {}
+        for name in chosen:
+            reps = []
+            for r in range(repeats):
+                started = time.perf_counter()
+                reps.append(run_agent_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r,
+                                             max_steps=max_steps, text_rules=DELIVERY_TEXT_RULES[delivery]))
+                if progress:
+                    dep = reps[-1]["deployment"]
+                    progress(f"[env --agent] {name} repeat {r + 1}/{repeats}: success "
+                             f"{statistics.fmean(x['passed'] for x in dep):.2f} fatal {sum(x['fatal'] for x in dep)} "
+                             f"({time.perf_counter() - started:.1f}s)")
+            figures[name], curves[name] = summarize(reps)
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": "agent",
+            "delivery": f"middleware:{DELIVERY_TEXT_RULES[delivery]}", "max_steps": max_steps, "collect_seeds": collect, "seeds": seeds,
+            "designs": figures, "curves": curves}
+
+
+__all__ = ["AGENT_DESIGNS", "memory_tokens", "play", "run_agent_bench", "run_agent_design"]

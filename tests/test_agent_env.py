@@ -1,0 +1,73 @@
+"""``PolicyChatModel`` (an executor as a chat model) and ``langmem-plus bench env --agent`` on real games."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langmem_plus.bench.agent_env import memory_tokens
+from langmem_plus.executors.chat import PolicyChatModel, split_valid_actions
+from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.integrations.agent_run import MEMORY_TITLE, render_memory
+from langmem_plus.integrations.env_tool import GAME_OVER, VALID_ACTIONS_TITLE
+from langmem_plus.records import Lesson, ScoredItem
+
+OPENING = f"Goal: eat the red apple.\n\nYou are in the kitchen.\n\n{VALID_ACTIONS_TITLE} eat red apple, look"
+
+
+def model() -> PolicyChatModel:
+    return PolicyChatModel(executor=TextGameExecutor(seed=0), task_id="t")
+
+
+def test_the_policy_reads_memory_from_the_system_message_only() -> None:
+    assert model().decide([HumanMessage(OPENING)]).tool_calls[0]["args"] == {"command": "eat red apple"}
+    lesson = Lesson(id="l1", namespace=("ns",), rule_text="AVOID: eat red apple", wrong="eat red apple")
+    block = render_memory([ScoredItem(kind="lesson", item=lesson, score=1.0)])
+    warned = model().decide([SystemMessage(f"You play.\n\n{block}"), HumanMessage(OPENING)])
+    assert warned.tool_calls[0]["args"] == {"command": "look"}
+    told_elsewhere = model().decide([HumanMessage(OPENING + "\n" + block)])  # a note in the task's text is no memory
+    assert told_elsewhere.tool_calls[0]["args"] == {"command": "eat red apple"}
+
+
+def test_the_policy_rebuilds_the_attempt_from_tool_reports_and_stops_when_the_episode_is_over() -> None:
+    call = AIMessage(content="", tool_calls=[{"name": "act", "args": {"command": "look"}, "id": "c0"}])
+    seen = ToolMessage(content=f"A kitchen.\n\n{VALID_ACTIONS_TITLE} eat red apple, look", tool_call_id="c0",
+                       artifact={"feedback": {}, "action": "look", "observation": "A kitchen.",
+                                 "info": {"valid_actions": ["eat red apple", "look"], "done": False}})
+    steps = model().steps([HumanMessage(OPENING), call, seen, ToolMessage(content="plain", tool_call_id="x")])
+    assert [(s.action, s.observation, s.info["valid_actions"]) for s in steps] == [("look", "A kitchen.", ["eat red apple", "look"])]
+    over = seen.model_copy(update={"artifact": {"feedback": {"constraint_failure": True}, "action": "eat red apple",
+                                                "info": {"done": True}}, "content": f"You lost.\n\n{GAME_OVER}"})
+    assert not model().decide([HumanMessage(OPENING), call, over]).tool_calls
+    assert not model().model_copy(update={"max_steps": 1}).decide([HumanMessage(OPENING), call, seen]).tool_calls
+    assert split_valid_actions("no list") == ("no list", [])
+
+
+def test_memory_tokens_count_each_line_once_and_nothing_without_a_block() -> None:
+    one = f"sys\n\n{MEMORY_TITLE}\n- a line"
+    assert memory_tokens([one, one]) == memory_tokens([one]) > 0
+    assert memory_tokens([one, one + "\n- another"]) > memory_tokens([one])
+    assert memory_tokens(["sys", ""]) == 0
+
+
+def test_bench_env_agent_runs_both_designs_through_create_agent() -> None:
+    pytest.importorskip("textworld_express")
+    proc = subprocess.run(
+        [sys.executable, "-m", "langmem_plus.cli", "bench", "env", "--agent", "--env", "twx-cooking:easy",
+         "--collect-seeds", "0-3", "--seeds", "0-2", "--repeats", "1", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["executor"] == "agent" and set(out["designs"]) == {"no_memory", "langmem_plus"}
+    bare, memory = out["designs"]["no_memory"], out["designs"]["langmem_plus"]
+    assert bare["context_tokens_per_task"] == 0 and memory["context_tokens_per_task"] > 0  # the middleware's block
+    assert bare["steps"] > 0 and memory["steps"] > 0 and len(out["curves"]["langmem_plus"]["success"]) == 7
+    assert "[env --agent] langmem_plus repeat 1/1" in proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "env", "--agent", "--designs", "expel",
+                          "--env", "twx-cooking:easy"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--agent runs the designs" in bad.stderr
