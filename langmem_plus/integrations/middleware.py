@@ -6,7 +6,9 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   for its goal (the first human message, unless the caller names one).
 - ``wrap_model_call``: the pre-run lessons and the on-error lessons of the latest tool
   round go into the system message, as quoted data with their ids, within a token
-  budget. The request is overridden; nothing is written into the message history.
+  budget; with ``text_rules="at_step"``, so do the text rules that fire after the
+  latest tool result (``StepDelivery``). The request is overridden; nothing is written
+  into the message history.
 - ``wrap_tool_call``: every tool call becomes a ``Step``; a raised exception or a
   ``ToolMessage`` with ``status="error"`` is a hard failure, and a ``ToolReport`` in the
   message's artifact (``env_tool``) gives the step all four feedback channels; a failure is
