@@ -108,6 +108,26 @@ def test_the_game_example_loses_once_then_reads_the_note_and_does_not(tmp_path: 
     assert "eat pork chop" not in second and second.endswith("fatal move: False")  # a test-fold ingredient
 
 
+def _learned_to_grill(tmp_path: Path, name: str, env: Any, **config: Any) -> LearningMemory:
+    """A memory that saw two games lost by roasting what the recipe grills (a pepper, a pork chop)."""
+    from langmem_plus.config import MemoryConfig
+
+    memory = LearningMemory.open(tmp_path / name, namespace=("test", name), config=MemoryConfig(**config))
+    for game, food in (("train-3", "yellow bell pepper"), ("train-4", "pork chop")):
+        run_game(env, memory, game, plays("read cookbook", "open fridge", f"take {food}", f"cook {food} in oven"))
+    return memory
+
+
+def run_game(env: Any, memory: LearningMemory, game: str, model: Scripted, **options: Any) -> dict[str, Any]:
+    opening = env.reset(game)
+    middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env), **options)
+    return create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
+
+
+def systems_of(model: Scripted) -> list[str]:
+    return [str(m[0].content) if isinstance(m[0], SystemMessage) else "" for m in model.seen]
+
+
 def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_once(tmp_path: Path) -> None:
     pytest.importorskip("textworld_express")
     from langmem_plus.envs.registry import make_env
@@ -116,25 +136,44 @@ def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_onc
     with pytest.raises(InvalidArgument, match="text_rules"):
         LearningMemory.open(tmp_path / "x", namespace=("t", "x")).as_middleware(text_rules="sometimes")
     env = make_env("twx-cooking:easy")
-    memory = LearningMemory.open(tmp_path / "store", namespace=("test", "env-tool"))
+    memory = _learned_to_grill(tmp_path, "listed", env, text_guard="off")  # every standing rule listed
     try:
-        def run(game: str, model: Scripted, **options: Any) -> dict[str, Any]:
-            opening = env.reset(game)
-            middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env), **options)
-            return create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
-
-        for game, food in (("train-3", "yellow bell pepper"), ("train-4", "pork chop")):  # both lost: grilled in the oven
-            run(game, plays("read cookbook", "open fridge", f"take {food}", f"cook {food} in oven"))
         model = plays("read cookbook", "open fridge", "take pork chop", "look around")
-        out = run("test-20000", model, text_rules="at_step", end_run=False)  # a test-fold pork chop to grill
-        systems = [str(m[0].content) if isinstance(m[0], SystemMessage) else "" for m in model.seen]
+        out = run_game(env, memory, "test-20000", model, text_rules="at_step", end_run=False)  # a pork chop to grill
+        systems = systems_of(model)
         assert not any("oven" in s for s in systems[:3])  # nothing to cook on offer yet: the rule waits for its step
         shown = re.findall(r"\[lesson:(\S+)\] \"Avoid `cook <X> in oven`\"", systems[3])  # after `take pork chop`
         assert len(shown) == 1 and "Prefer `open fridge`" in systems[1]
         assert [a["lesson_id"] for a in out["lm_activations"]].count(shown[0]) == 1  # shown at two calls, activated once
         pre = plays("read cookbook")
-        run("test-20001", pre, end_run=False)  # the default: among the pre-run lessons, at the first call
+        run_game(env, memory, "test-20001", pre, end_run=False)  # the default: among the pre-run lessons, at the first call
         assert "Avoid `cook <X> in oven`" in str(pre.seen[0][0].content)
+    finally:
+        memory.close()
+        env.close()
+
+
+def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_when_proposed_again(tmp_path: Path) -> None:
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.integrations.middleware import GUARD_NOTE
+
+    env = make_env("twx-cooking:easy")
+    memory = _learned_to_grill(tmp_path, "guarded", env)  # the default guard: warnings wait for a proposal
+    try:
+        oven = "cook pork chop in oven"
+        model = plays("read cookbook", "open fridge", "take pork chop", oven, oven)
+        out = run_game(env, memory, "test-20000", model, text_rules="at_step", end_run=False)
+        systems = systems_of(model)
+        assert not any("Avoid `cook" in s for s in systems[:4])  # held until the model reaches for the oven
+        replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+        assert replies[3].content.startswith(GUARD_NOTE) and "Avoid `cook <X> in oven`" in replies[3].content
+        assert "Avoid `cook <X> in oven`" in systems[4]  # the model chooses again with the note
+        assert out["lm_guard"] == [{"step": 3, "action": oven}]
+        assert [s["action"] for s in out["lm_steps"]] == ["read cookbook", "open fridge", "take pork chop", oven]
+        assert out["lm_steps"][-1]["feedback"]["constraint_failure"]  # proposed again, it ran: the model's choice
+        lesson = re.findall(r"\[lesson:(\S+)\] \"Avoid `cook <X> in oven`\"", systems[4])[0]
+        assert [a["lesson_id"] for a in out["lm_activations"]].count(lesson) == 1
     finally:
         memory.close()
         env.close()

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langmem_plus.bench.designs.base import Context
 from langmem_plus.bench.designs.baselines import LangmemPlus
@@ -58,8 +58,9 @@ AGENT_DESIGNS = ("no_memory", "langmem_plus")
 """The designs an agent can be given: none, or the middleware."""
 DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
 """``--delivery`` -> the middleware's ``text_rules``."""
-RECURSION_PER_STEP = 3
-"""Graph steps an agent takes per game command (model, tools, middleware), for ``recursion_limit``."""
+RECURSION_PER_STEP = 6
+"""Graph steps allowed per game command, for ``recursion_limit``: a model call and a tool call each, twice over for
+the proposals the guard answers (each answered once per action and step, so re-asks are few)."""
 
 
 class _Recording(PolicyChatModel):
@@ -89,8 +90,9 @@ def memory_tokens(systems: Sequence[str]) -> int:
     return count_tokens("\n".join([MEMORY_TITLE, *lines])).n if lines else 0
 
 
-def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any]) -> tuple[Trajectory, int]:
-    """One game as a ``create_agent`` agent; the trajectory (from the tool reports) and the memory tokens it was sent."""
+def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any]) -> tuple[Trajectory, int, int]:
+    """One game as a ``create_agent`` agent: the trajectory (from the tool reports), the memory tokens it was sent and
+    the proposals the guard answered instead of running."""
     opening = env.reset(task.task_id)
     valid = ", ".join(map(str, getattr(env, "valid_actions", ()) or ()))
     model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[])
@@ -101,7 +103,9 @@ def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[A
     context = {"goal": str(getattr(env, "goal", "")), "observation": opening, "valid_actions": valid.split(", ") if valid else []}
     traj = Trajectory(task=task.model_copy(update={"context": context}), steps=steps, verdict=env.evaluate(),
                       run_id=task.task_id)
-    return traj, memory_tokens(model.systems)
+    guarded = sum(1 for m in result["messages"] if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)
+                  and "guarded" in m.artifact)
+    return traj, memory_tokens(model.systems), guarded
 
 
 def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
@@ -119,9 +123,9 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
                     goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
                     referee=DeterministicReferee(env), pre_run=deploying,
                     on_error=deploying, end_run=not deploying or mode == "dynamic", text_rules=text_rules if deploying else "pre_run")]
-                traj, tokens = play(env, t, seed + repeat, max_steps, middleware)
+                traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware)
                 row = _row(traj, Context(), time.perf_counter() - started)
-                row["context_tokens"] = tokens
+                row["context_tokens"], row["guarded"] = tokens, guarded
                 out[phase].append(row)
                 shown = not deploying or mode == "dynamic"
                 played.append(Episode(traj.task.context["goal"], traj.steps, shown, traj.task.context["observation"],

@@ -29,8 +29,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain.agents.middleware.types import (
+    AgentState,
+    OmitFromInput,
+    PrivateStateAttr,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired
 
@@ -91,6 +101,8 @@ class LearningState(AgentState[Any]):
     """The run's fingerprinted failures (ErrorEvents)."""
     lm_activations: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
     """Every lesson shown to the model (Activations), with the step and moment."""
+    lm_guard: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
+    """Proposals memory answered before they ran (``{"step", "action"}``; ``text_rules="at_step"`` with the guard)."""
     lm_report: NotRequired[Annotated[Json | None, OmitFromInput]]
     """The RunReport: what ``end_run`` changed in memory, set when the agent ends."""
 
@@ -213,6 +225,20 @@ def tool_report(artifact: object) -> ToolReport | None:
     except ValidationError as exc:
         log.warning("ignoring a malformed tool report (%d errors): %s", exc.error_count(), str(exc)[:200])
         return None
+
+
+def proposed_action(tool: str, args: Mapping[str, Any]) -> str:
+    """The action a tool call proposes, as memory's rules read actions: a call with one text argument proposes that
+    text (``act(command="eat carrot")``: ``eat carrot``), any other ``tool_action``'s rendering.
+
+    Example:
+        >>> proposed_action("act", {"command": "eat carrot"}), proposed_action("f", {"a": 1, "b": "x"})
+        ('eat carrot', 'f a=1 b=x')
+    """
+    values = list(args.values())
+    if len(values) == 1 and isinstance(values[0], str):
+        return values[0]
+    return tool_action(tool, args)
 
 
 def tool_step(
@@ -435,6 +461,7 @@ __all__ = [
     "tool_action",
     "ToolReport",
     "hint_line",
+    "proposed_action",
     "read_memory_block",
     "tool_report",
     "tool_step",

@@ -6,10 +6,12 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   for its goal (the first human message, unless the caller names one).
 - ``wrap_model_call``: the pre-run lessons and the on-error lessons of the latest tool
   round go into the system message, as quoted data with their ids, within a token
-  budget; with ``text_rules="at_step"``, so do the text rules that fire after the
+  budget; with ``text_rules="at_step"``, so do the text rules that stand after the
   latest tool result (``StepDelivery``). The request is overridden; nothing is written
   into the message history.
-- ``wrap_tool_call``: every tool call becomes a ``Step``; a raised exception or a
+- ``wrap_tool_call``: with ``text_rules="at_step"`` and the guard, a call memory holds notes
+  on is answered with them instead of running (once per action and step); every tool call
+  that runs becomes a ``Step``; a raised exception or a
   ``ToolMessage`` with ``status="error"`` is a hard failure, and a ``ToolReport`` in the
   message's artifact (``env_tool``) gives the step all four feedback channels; a failure is
   fingerprinted by ``memory.capture``; a failure retrieves on-error lessons for the next model call.
@@ -72,6 +74,7 @@ from langmem_plus.integrations.agent_run import (
     fit_budget,
     hint_line,
     memory_block,
+    proposed_action,
     read_records,
     read_report,
     round_position,
@@ -80,11 +83,11 @@ from langmem_plus.integrations.agent_run import (
     tool_step,
     with_memory,
 )
-from langmem_plus.learning.hints import HINTS_HEADER
+from langmem_plus.integrations.step_rules import StepRules, answered
+from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
-    Hint,
     Lesson,
     RunReport,
     ScoredItem,
@@ -93,23 +96,17 @@ from langmem_plus.records import (
     Verdict,
     WorkingContext,
 )
-from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule
+from langmem_plus.retrieval.triggered import is_text_rule
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
     from langmem_plus.referee import Referee
 
 
+GUARD_NOTE = "Not run: memory has notes on this command. Choose again with them; call it again to run it anyway."
+"""First line of the message a guarded tool call gets instead of running."""
 TEXT_RULE_MODES = ("pre_run", "at_step")
 """``LearningMiddleware(text_rules=...)``: text rules among the pre-run lessons, or at the steps they fire on."""
-
-
-@dataclass(frozen=True)
-class _StepRules:
-    """The text rules standing at one step: their hints, and the delivery that chose them (for its activations)."""
-
-    hints: list[Hint]
-    deliver: StepDelivery
 
 
 class _Default(enum.Enum):
@@ -205,10 +202,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         referee: Judges the run for ``end_run``; ``DEFAULT`` reads the agent's signals
             (``agent_verdict``), None passes no verdict.
         text_rules: How text rules (``learning.textrules``: a game's "Avoid `eat <X>`") reach the model.
-            ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: at each model call, the
-            rules that fire on the latest tool result's valid actions (``retrieval.triggered.StepDelivery``,
-            guard off), grounded on the actions they bear on; each recorded as an activation the first time.
-            For tools that report valid actions (``env_tool``).
+            ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: as the bench delivers them
+            (``retrieval.triggered.StepDelivery``, ``integrations.step_rules``): at each model call the rules that
+            stand after the latest tool result, on the valid actions it reported (``env_tool``), grounded on them;
+            with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) only those the model has not proved
+            it needs no longer wait: a proposed call memory holds notes on is not run, its message gives the
+            notes, and the model chooses again (the same call again runs). Each rule is activated once.
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
@@ -240,6 +239,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if text_rules not in TEXT_RULE_MODES:
             raise InvalidArgument(f"text_rules must be one of {', '.join(TEXT_RULE_MODES)}, got {text_rules!r}")
         self.text_rules = text_rules
+        self._rules = StepRules()
         self.memory = memory
         self.goal, self.task_id, self.tool, self.domain, self.family = goal, task_id, tool, domain, family
         self.docs_tools = frozenset(docs_tools)
@@ -281,6 +281,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "lm_steps": Overwrite([]),
             "lm_events": Overwrite([]),
             "lm_activations": Overwrite(as_json(activations)),
+            "lm_guard": Overwrite([]),
             "lm_report": None,
         }
 
@@ -292,7 +293,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         state = request.state if isinstance(request.state, Mapping) else {}
         if self.text_rules == "at_step" and state.get("lm_task") is not None:
             steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
-            lines = [hint_line(h) for h in self._at_step(memory, _task_of(state), steps).hints]
+            lines = [hint_line(h) for h in self._rules.shown(**self._rules_args(memory, state, steps))]
             if lines:
                 block = "\n".join([block or f"{MEMORY_TITLE}\n{HINTS_HEADER}", *lines])
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
@@ -301,13 +302,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The pre-run items to show: with ``text_rules="at_step"``, not the text rules (they come at their steps)."""
         return [i for i in items if not is_text_rule(i.item)] if self.text_rules == "at_step" else items
 
-    @staticmethod
-    def _at_step(memory: LearningMemory, task: TaskSpec, steps: list[Step]) -> _StepRules:
-        """The text rules standing after ``steps`` (``StepDelivery`` with the guard off: everything standing)."""
-        config = memory.config.model_copy(update={"text_guard": "off"})
-        runs = [r for r in memory.runs if r.tool == task.tool]
-        deliver = StepDelivery(memory.text_rules(task.tool), runs, config, header="")
-        return _StepRules(deliver(task, steps), deliver)
+    def _rules_args(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
+        """``StepRules``' arguments for this run's state."""
+        pre = [hint_from_item(i) for i in read_records(state, "lm_pre_run", ScoredItem)]
+        return {"memory": memory, "run_id": str(state.get("lm_run_id")), "task": _task_of(state), "steps": steps,
+                "answers": answered(state.get("lm_guard") or []), "pre_run": pre}
 
     def _call(self, request: ToolCallRequest) -> _Call | None:
         """The run's view of a tool call; None outside a run (no ``lm_run_id`` in the state)."""
@@ -363,12 +362,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """``end_run`` inside the graph; its report goes into ``lm_report``."""
+        self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
         return {"lm_report": self._memory(runtime).end_run(**self._end_args(state)).model_dump(mode="json")}
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``after_agent``."""
+        self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
         report = await self._memory(runtime).aend_run(**self._end_args(state))
@@ -394,6 +395,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = self._call(request)
         if call is None:
             return handler(request)
+        state = request.state if isinstance(request.state, Mapping) else {}
+        guarded = self._guarded(call, state, request.tool_call.get("args") or {})
+        if guarded is not None:
+            return guarded
         try:
             result = handler(request)
         except GraphBubbleUp:
@@ -406,19 +411,32 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         step = call.step(result)
         event = call.memory.capture(step, **call.capture_args())
         items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
-        return self._with_rules(call, call.update(result, step, event, items))
+        return self._with_rules(call, state, call.update(result, step, event, items))
 
-    def _with_rules(self, call: _Call, update: Command[Any]) -> Command[Any]:
-        """With ``text_rules="at_step"``: the update plus an activation for each rule the model was shown before this
-        call (the rules standing after the call's history) and not yet activated in the run."""
+    def _with_rules(self, call: _Call, state: Mapping[str, Any], update: Command[Any]) -> Command[Any]:
+        """With ``text_rules="at_step"``: the update plus an activation for each rule delivered in the run so far
+        (shown, or standing held, before this call) and not yet activated."""
         if self.text_rules != "at_step" or not isinstance(update.update, dict):
             return update
-        fresh = [a for a in self._at_step(call.memory, call.task, call.history).deliver.activations(call.run_id)
+        fresh = [a for a in self._rules.activations(**self._rules_args(call.memory, state, call.history))
                  if a.lesson_id not in call.activated]
         if not fresh:
             return update
-        extra = as_json(fresh)
-        return Command(update={**update.update, "lm_activations": [*update.update.get("lm_activations", []), *extra]})
+        return Command(update={**update.update, "lm_activations": [*update.update.get("lm_activations", []), *as_json(fresh)]})
+
+    def _guarded(self, call: _Call, state: Mapping[str, Any], args: Mapping[str, Any]) -> Command[Any] | None:
+        """The guard (``MemoryConfig.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
+        action, the tool is not run; its message gives the notes (the next model call's system message shows them
+        too) and the state records the proposal, so proposed again at this step it runs. None: run it."""
+        if self.text_rules != "at_step" or call.docs:
+            return None
+        action = proposed_action(call.tool, args)
+        held = self._rules.check(**self._rules_args(call.memory, state, call.history), action=action)
+        if not held:
+            return None
+        notes = "\n".join([GUARD_NOTE, HINTS_HEADER, *(hint_line(h) for h in held)])
+        message = ToolMessage(content=notes, tool_call_id=call.tool_call_id, name=call.tool, artifact={"guarded": action})
+        return Command(update={"messages": [message], "lm_guard": [{"step": len(call.history), "action": action}]})
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
@@ -427,6 +445,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = self._call(request)
         if call is None:
             return await handler(request)
+        state = request.state if isinstance(request.state, Mapping) else {}
+        guarded = self._guarded(call, state, request.tool_call.get("args") or {})
+        if guarded is not None:
+            return guarded
         try:
             result = await handler(request)
         except GraphBubbleUp:
@@ -440,7 +462,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         event = await call.memory.acapture(step, **call.capture_args())
         on_error = event is not None and self.on_error
         items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
-        return self._with_rules(call, call.update(result, step, event, items))
+        return self._with_rules(call, state, call.update(result, step, event, items))
 
 
 __all__ = ["DEFAULT", "LearningMiddleware"]
