@@ -177,3 +177,27 @@ def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_whe
     finally:
         memory.close()
         env.close()
+
+
+def test_a_delivery_rebuilt_from_the_state_at_every_call_shows_what_a_kept_one_shows(tmp_path: Path) -> None:
+    """Another process, a resumed thread or an evicted run rebuilds the run's delivery by replaying its state."""
+    pytest.importorskip("textworld_express")
+    from langmem_plus.envs.registry import make_env
+    from langmem_plus.integrations.step_rules import StepRules
+
+    env = make_env("twx-cooking:easy")
+    memory = _learned_to_grill(tmp_path, "replay", env)
+    try:
+        oven = "cook pork chop in oven"
+        seen = []
+        for cache in (StepRules(), StepRules(max_runs=0)):  # kept across calls; rebuilt at every call
+            model = plays("read cookbook", "open fridge", "take pork chop", "examine oven", oven, oven)
+            opening = env.reset("test-20000")
+            middleware = memory.as_middleware(tool=env.name, task_id="test-20000", text_rules="at_step", end_run=False)
+            middleware._rules = cache
+            out = create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
+            seen.append((systems_of(model), out["lm_guard"], [s["action"] for s in out["lm_steps"]]))
+        assert seen[0] == seen[1] and seen[0][1]  # the same notes, answers and steps; and the guard did answer
+    finally:
+        memory.close()
+        env.close()
