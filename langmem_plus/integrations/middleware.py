@@ -205,9 +205,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: as the bench delivers them
             (``retrieval.triggered.StepDelivery``, ``integrations.step_rules``): at each model call the rules that
             stand after the latest tool result, on the valid actions it reported (``env_tool``), grounded on them;
-            with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) only those the model has not proved
-            it needs no longer wait: a proposed call memory holds notes on is not run, its message gives the
-            notes, and the model chooses again (the same call again runs). Each rule is activated once.
+            with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) a warning (and with ``"all"`` a
+            recommendation) waits until the model proposes what it bears on: that call is not run, its message
+            gives the notes, and the model chooses again (the same call proposed again runs). Each rule is
+            activated once, at the step it first stood.
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
