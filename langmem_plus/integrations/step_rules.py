@@ -98,7 +98,9 @@ class StepRules:
     def _synced(self, memory: LearningMemory, run_id: str, task: TaskSpec, steps: Sequence[Step],
                 answers: Sequence[tuple[int, str]], pre_run: Sequence[Hint]) -> _Run:
         run = self._runs.get(run_id)
-        if run is None or run.at > len(steps) or any(a not in answers for a in run.applied):
+        stale = run is not None and (run.at > len(steps) or any(a not in answers for a in run.applied)
+                                     or any(a[0] < run.at and a not in run.applied for a in answers))
+        if run is None or stale:  # not held, or the state moved on without it: replay the state
             run = _Run(StepDelivery(memory.text_rules(task.tool), [r for r in memory.runs if r.tool == task.tool],
                                     memory.config, header="", endorsed=endorsed_actions(pre_run),
                                     procedures=procedure_steps(pre_run)))
