@@ -18,7 +18,6 @@ the block at every call, so the tokens it reads are that figure times its calls.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -29,21 +28,14 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langmem_plus.bench.designs.base import Context
 from langmem_plus.bench.designs.baselines import LangmemPlus
 from langmem_plus.bench.env import (
-    DEFAULT_COLLECT,
     DEFAULT_DELIVERY,
     DEFAULT_MAX_STEPS,
     DEFAULT_REPEATS,
-    DEFAULT_SEEDS,
     Progress,
-    _fold_size,
     _row,
-    _tasks,
-    default_range,
-    parse_range,
-    summarize,
+    play_phases,
+    run_designs,
 )
-from langmem_plus.bench.mistakes import Episode, repeated_losses
-from langmem_plus.envs.registry import make_env
 from langmem_plus.errors import EnvError
 from langmem_plus.executors.chat import PolicyChatModel
 from langmem_plus.executors.text import TextGameExecutor
@@ -112,30 +104,24 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
                      repeat: int, max_steps: int, text_rules: str = "at_step") -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design, every game a ``create_agent`` agent; rows as ``bench.env.run_design`` gives them."""
     store = LangmemPlus() if name == "langmem_plus" else None  # a fresh memory in a temporary folder
-    out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
-    played: list[Episode] = []
+
+    def one(phase: str, t: TaskSpec, shown: bool) -> tuple[Trajectory, dict[str, Any]]:
+        started = time.perf_counter()
+        deploying = phase == "deployment"
+        middleware = [] if store is None else [store.memory.as_middleware(
+            goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
+            referee=DeterministicReferee(env), pre_run=deploying, on_error=deploying, end_run=shown,
+            text_rules=text_rules if deploying else "pre_run")]
+        traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware)
+        row = _row(traj, Context(), time.perf_counter() - started)
+        row["context_tokens"], row["guarded"] = tokens, guarded
+        return traj, row
+
     try:
-        for phase, tasks in (("collection", collect), ("deployment", deploy)):
-            for t in tasks:
-                started = time.perf_counter()
-                deploying = phase == "deployment"
-                middleware = [] if store is None else [store.memory.as_middleware(
-                    goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
-                    referee=DeterministicReferee(env), pre_run=deploying,
-                    on_error=deploying, end_run=not deploying or mode == "dynamic", text_rules=text_rules if deploying else "pre_run")]
-                traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware)
-                row = _row(traj, Context(), time.perf_counter() - started)
-                row["context_tokens"], row["guarded"] = tokens, guarded
-                out[phase].append(row)
-                shown = not deploying or mode == "dynamic"
-                played.append(Episode(traj.task.context["goal"], traj.steps, shown, traj.task.context["observation"],
-                                      traj.task.context["valid_actions"]))
+        return play_phases(collect, deploy, mode, one)
     finally:
         if store is not None:
             store.close()
-    for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
-        row["repeated_fatal"] = int(repeated)
-    return out
 
 
 def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | None = None, fold: str = "test",
@@ -151,33 +137,17 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
         raise EnvError(f"mode must be static or dynamic, got {mode!r}")
     if delivery not in DELIVERY_TEXT_RULES:
         raise EnvError(f"delivery must be one of {', '.join(DELIVERY_TEXT_RULES)}, got {delivery!r}")
-    env = make_env(env_name)
-    base, _, setting = env_name.partition(":")
-    try:
-        collect = collect or default_range(DEFAULT_COLLECT, _fold_size(env, "train"))
-        seeds = seeds or default_range(DEFAULT_SEEDS, _fold_size(env, fold))
-        collect_tasks, deploy_tasks = _tasks(env, "train", parse_range(collect)), _tasks(env, fold, parse_range(seeds))
-        figures: dict[str, Any] = {}
-        curves: dict[str, Any] = {}
-        for name in chosen:
-            reps = []
-            for r in range(repeats):
-                started = time.perf_counter()
-                reps.append(run_agent_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r,
-                                             max_steps=max_steps, text_rules=DELIVERY_TEXT_RULES[delivery]))
-                if progress:
-                    dep = reps[-1]["deployment"]
-                    progress(f"[env --agent] {name} repeat {r + 1}/{repeats}: success "
-                             f"{statistics.fmean(x['passed'] for x in dep):.2f} fatal {sum(x['fatal'] for x in dep)} "
-                             f"({time.perf_counter() - started:.1f}s)")
-            figures[name], curves[name] = summarize(reps)
-    finally:
-        close = getattr(env, "close", None)
-        if callable(close):
-            close()
-    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": "agent",
-            "delivery": f"middleware:{DELIVERY_TEXT_RULES[delivery]}", "max_steps": max_steps, "collect_seeds": collect, "seeds": seeds,
-            "designs": figures, "curves": curves}
+    text_rules = DELIVERY_TEXT_RULES[delivery]
+
+    def run_one(name: str, env: Any, collect_tasks: list[TaskSpec], deploy_tasks: list[TaskSpec], r: int) -> dict[str, list[dict[str, Any]]]:
+        return run_agent_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r,
+                                max_steps=max_steps, text_rules=text_rules)
+
+    ran = run_designs(env_name, designs=chosen, collect=collect or None, seeds=seeds or None, fold=fold,
+                      repeats=repeats, run_one=run_one, progress=progress, tag="env --agent")
+    return {"env": ran["env"], "setting": ran["setting"], "fold": fold, "mode": mode, "executor": "agent",
+            "delivery": f"middleware:{text_rules}", "max_steps": max_steps, "collect_seeds": ran["collect_seeds"],
+            "seeds": ran["seeds"], "designs": ran["designs"], "curves": ran["curves"]}
 
 
 __all__ = ["AGENT_DESIGNS", "memory_tokens", "play", "run_agent_bench", "run_agent_design"]

@@ -156,33 +156,86 @@ def make_design(name: str, context_tokens: int | None = None, delivery: str = DE
     return TEXT_DESIGNS[name]()
 
 
+PlayOne = Callable[[str, TaskSpec, bool], tuple[Trajectory, dict[str, Any]]]
+"""(phase, task, shown: whether memory learns from the attempt) -> the attempt and its row (``_row``)."""
+RunOne = Callable[[str, Any, list[TaskSpec], list[TaskSpec], int], dict[str, list[dict[str, Any]]]]
+"""(design, env, collection tasks, deployment tasks, repeat) -> that repeat's rows (``play_phases``)."""
+
+
+def play_phases(collect: list[TaskSpec], deploy: list[TaskSpec], mode: str, play: PlayOne) -> dict[str, list[dict[str, Any]]]:
+    """Collection then deployment, one ``play`` per task; the rows with each one's repeated loss (``bench.mistakes``,
+    over the whole sequence: in static mode only collection attempts count as shown to memory)."""
+    out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
+    played: list[Episode] = []
+    for phase, tasks in (("collection", collect), ("deployment", deploy)):
+        for t in tasks:
+            shown = phase == "collection" or mode == "dynamic"
+            traj, row = play(phase, t, shown)
+            out[phase].append(row)
+            played.append(Episode(str(t.context.get("goal") or t.goal or ""), traj.steps, shown,
+                                  str(traj.task.context.get("observation") or ""),
+                                  [str(a) for a in traj.task.context.get("valid_actions") or []]))
+    for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
+        row["repeated_fatal"] = int(repeated)
+    return out
+
+
 def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
                repeat: int, max_steps: int, context_tokens: int | None = None,
                executor_factory: ExecutorFactory = text_executor, delivery: str = DEFAULT_DELIVERY) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design: per-episode rows of collection and deployment."""
     design = make_design(name, context_tokens, delivery)
     executor = executor_factory(seed + repeat)
-    out: dict[str, list[dict[str, Any]]] = {"collection": [], "deployment": []}
-    played: list[Episode] = []  # the whole sequence, for the repeated mistakes (``bench.mistakes``)
+
+    def play(phase: str, t: TaskSpec, shown: bool) -> tuple[Trajectory, dict[str, Any]]:
+        run_id = f"r{repeat}-{phase[0]}-{t.task_id}"
+        started = time.perf_counter()
+        ctx = design.general_retrieve(t, run_id=run_id) if phase == "deployment" else Context()
+        traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
+        if shown:
+            design.general_update(traj)
+        return traj, _row(traj, ctx, time.perf_counter() - started)
+
     try:
-        for phase, tasks in (("collection", collect), ("deployment", deploy)):
-            for t in tasks:
-                run_id = f"r{repeat}-{phase[0]}-{t.task_id}"
-                started = time.perf_counter()
-                ctx = design.general_retrieve(t, run_id=run_id) if phase == "deployment" else Context()
-                traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
-                shown = phase == "collection" or mode == "dynamic"
-                if shown:
-                    design.general_update(traj)
-                out[phase].append(_row(traj, ctx, time.perf_counter() - started))
-                played.append(Episode(str(t.context.get("goal") or t.goal or ""), traj.steps, shown,
-                                      str(traj.task.context.get("observation") or ""),
-                                      [str(a) for a in traj.task.context.get("valid_actions") or []]))
+        return play_phases(collect, deploy, mode, play)
     finally:
         design.close()
-    for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
-        row["repeated_fatal"] = int(repeated)
-    return out
+
+
+def run_designs(env_name: str, *, designs: Sequence[str], collect: str | None, seeds: str | None, fold: str,
+                repeats: int, run_one: RunOne, progress: Progress | None, tag: str = "env") -> dict[str, Any]:
+    """Every design's repeats on one env (opened and closed here): ``{"env", "setting", "collect_seeds", "seeds",
+    "designs", "curves"}``. ``collect`` / ``seeds`` left None are the defaults cut to the fold's size
+    (``default_range``); progress lines start with ``[tag]``."""
+    if repeats < 1:
+        raise EnvError(f"repeats must be >= 1, got {repeats}")
+    env = make_env(env_name)
+    base, _, setting = env_name.partition(":")
+    try:
+        if collect is None:
+            collect = default_range(DEFAULT_COLLECT, _fold_size(env, "train"))
+        if seeds is None:
+            seeds = default_range(DEFAULT_SEEDS, _fold_size(env, fold))
+        collect_tasks = _tasks(env, "train", parse_range(collect))
+        deploy_tasks = _tasks(env, fold, parse_range(seeds))
+        out_designs: dict[str, Any] = {}
+        curves: dict[str, Any] = {}
+        for name in designs:
+            reps = []
+            for r in range(repeats):
+                started = time.perf_counter()
+                reps.append(run_one(name, env, collect_tasks, deploy_tasks, r))
+                if progress:
+                    dep = reps[-1]["deployment"]
+                    progress(f"[{tag}] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
+                             f"fatal {sum(x['fatal'] for x in dep)} ({time.perf_counter() - started:.1f}s)")
+            out_designs[name], curves[name] = summarize(reps)
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    return {"env": base, "setting": setting or "default", "collect_seeds": collect, "seeds": seeds,
+            "designs": out_designs, "curves": curves}
 
 
 def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, list[float]]]:
@@ -237,36 +290,16 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
         raise EnvError(f"unknown design(s) {unknown}; choose from {', '.join(TEXT_DESIGN_NAMES)}")
     if mode not in ("static", "dynamic"):
         raise EnvError(f"mode must be static or dynamic, got {mode!r}")
-    if repeats < 1:
-        raise EnvError(f"repeats must be >= 1, got {repeats}")
-    env = make_env(env_name)
-    base, _, setting = env_name.partition(":")
-    try:
-        if collect is None:
-            collect = default_range(DEFAULT_COLLECT, _fold_size(env, "train"))
-        if seeds is None:
-            seeds = default_range(DEFAULT_SEEDS, _fold_size(env, fold))
-        collect_tasks = _tasks(env, "train", parse_range(collect))
-        deploy_tasks = _tasks(env, fold, parse_range(seeds))
-        out_designs: dict[str, Any] = {}
-        curves: dict[str, Any] = {}
-        for name in designs:
-            reps = []
-            for r in range(repeats):
-                started = time.perf_counter()
-                reps.append(run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
-                                       context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery))
-                if progress:
-                    dep = reps[-1]["deployment"]
-                    progress(f"[env] {name} repeat {r + 1}/{repeats}: success {statistics.fmean(x['passed'] for x in dep):.2f} "
-                             f"fatal {sum(x['fatal'] for x in dep)} ({time.perf_counter() - started:.1f}s)")
-            out_designs[name], curves[name] = summarize(reps)
-    finally:
-        close = getattr(env, "close", None)
-        if callable(close):
-            close()
-    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, "executor": executor_name, "delivery": delivery, "max_steps": max_steps,
-            "collect_seeds": collect, "seeds": seeds, "designs": out_designs, "curves": curves}
+
+    def run_one(name: str, env: Any, collect_tasks: list[TaskSpec], deploy_tasks: list[TaskSpec], r: int) -> dict[str, list[dict[str, Any]]]:
+        return run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
+                          context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery)
+
+    ran = run_designs(env_name, designs=designs, collect=collect, seeds=seeds, fold=fold, repeats=repeats,
+                      run_one=run_one, progress=progress)
+    return {"env": ran["env"], "setting": ran["setting"], "fold": fold, "mode": mode, "executor": executor_name,
+            "delivery": delivery, "max_steps": max_steps, "collect_seeds": ran["collect_seeds"], "seeds": ran["seeds"],
+            "designs": ran["designs"], "curves": ran["curves"]}
 
 
 def format_text(result: dict[str, Any]) -> str:
@@ -341,6 +374,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BENCH_NAME", "ExecutorFactory", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "default_range", "executor_from_args",
+__all__ = ["BENCH_NAME", "ExecutorFactory", "PlayOne", "RunOne", "play_phases", "run_designs", "TEXT_DESIGNS", "TEXT_DESIGN_NAMES", "add_arguments", "default_range", "executor_from_args",
            "format_text",
            "llm_executor_factory", "parse_range", "run", "run_env_bench", "summarize", "text_executor"]
