@@ -31,7 +31,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
 from langmem_plus.executors.base import Executor
-from langmem_plus.integrations.agent_run import read_memory_block, tool_report
+from langmem_plus.integrations.agent_run import read_memory_block, tool_report, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE
 from langmem_plus.records import Step, TaskSpec
 
@@ -96,16 +96,10 @@ class PolicyChatModel(BaseChatModel):
         return AIMessage(content="", tool_calls=[call])
 
     def steps(self, messages: Sequence[BaseMessage]) -> list[Step]:
-        """The attempt so far, one step per tool result that carries a ``ToolReport`` (what the game answered)."""
-        out: list[Step] = []
-        for message in messages:
-            report = tool_report(message.artifact) if isinstance(message, ToolMessage) else None
-            if report is None:
-                continue
-            out.append(Step(index=len(out), action=report.action or "", observation=report.observation or _text(message),
-                            feedback=report.feedback, state_before=report.state_before, state_after=report.state_after,
-                            info=report.info))
-        return out
+        """The attempt so far, one step per tool result that carries a ``ToolReport`` (what the game answered), read
+        as the middleware reads it (``tool_step``)."""
+        results = [m for m in messages if isinstance(m, ToolMessage) and tool_report(m.artifact) is not None]
+        return [tool_step(i, m.name or self.tool_name, "", m) for i, m in enumerate(results)]
 
 
 __all__ = ["PolicyChatModel", "split_valid_actions"]
