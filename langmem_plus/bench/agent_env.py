@@ -25,6 +25,7 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
+from langmem_plus._llm import message_text
 from langmem_plus.bench.designs.base import Context
 from langmem_plus.bench.designs.baselines import LangmemPlus
 from langmem_plus.bench.env import (
@@ -61,7 +62,7 @@ class _Recording(PolicyChatModel):
     systems: list[str] = []
 
     def decide(self, messages: Sequence[BaseMessage]) -> Any:
-        self.systems.append(next((str(m.content) for m in messages if isinstance(m, SystemMessage)), ""))
+        self.systems.append(next((message_text(m) for m in messages if isinstance(m, SystemMessage)), ""))
         return super().decide(messages)
 
 

@@ -30,16 +30,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
+from langmem_plus._llm import message_text
 from langmem_plus.executors.base import Executor
 from langmem_plus.integrations.agent_run import read_memory_block, tool_report, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE
 from langmem_plus.records import Step, TaskSpec
 
 _GOAL = re.compile(r"^Goal: (.+)$", re.MULTILINE)
-
-
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else str(message.content)
 
 
 def split_valid_actions(text: str) -> tuple[str, list[str]]:
@@ -80,8 +77,8 @@ class PolicyChatModel(BaseChatModel):
 
     def decide(self, messages: Sequence[BaseMessage]) -> AIMessage:
         """The executor's next action as a tool call; a final message when there is none to take."""
-        system = next((_text(m) for m in messages if isinstance(m, SystemMessage)), "")
-        opening = next((_text(m) for m in messages if isinstance(m, HumanMessage)), "")
+        system = next((message_text(m) for m in messages if isinstance(m, SystemMessage)), "")
+        opening = next((message_text(m) for m in messages if isinstance(m, HumanMessage)), "")
         steps = self.steps(messages)
         if len(steps) >= self.max_steps or (steps and steps[-1].info.get("done")):
             return AIMessage(content="The episode is over.")
