@@ -12,7 +12,8 @@ import logging
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic import Field
 from langmem_plus import LearningMemory
 from langmem_plus.integrations.agent_run import tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
+from langmem_plus.integrations.step_rules import StepRules
 from langmem_plus.referee import DeterministicReferee
 
 
@@ -65,47 +67,15 @@ def test_a_tool_report_gives_the_step_its_channels_and_a_malformed_one_is_ignore
     assert tool_step(6, "act", "act", error).feedback.hard_failure  # the message's status still counts
 
 
-def test_an_agent_learns_a_fatal_move_in_one_real_game_and_is_warned_in_another(tmp_path: Path) -> None:
+@pytest.fixture()
+def kitchen() -> Iterator[Any]:
+    """TextWorldExpress CookingWorld, easy setting (one room, one ingredient)."""
     pytest.importorskip("textworld_express")
     from langmem_plus.envs.registry import make_env
 
     env = make_env("twx-cooking:easy")
-    memory = LearningMemory.open(tmp_path / "store", namespace=("test", "env-tool"))
-    try:
-        def run(game: str, model: Scripted) -> dict[str, Any]:
-            opening = env.reset(game)
-            middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env))
-            agent = create_agent(model, [env_tool(env)], middleware=[middleware])
-            return agent.invoke({"messages": [("user", opening)]})
-
-        first = plays("read cookbook", "open fridge", "take yellow bell pepper", "eat yellow bell pepper")
-        out = run("train-3", first)
-        last = out["lm_steps"][-1]
-        assert last["action"] == "eat yellow bell pepper" and last["feedback"]["constraint_failure"]
-        assert not out["lm_report"]["passed"]  # the game's own verdict: lost
-        tool_texts = [str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
-        assert VALID_ACTIONS_TITLE in tool_texts[0] and all(VALID_ACTIONS_TITLE not in s["observation"] for s in out["lm_steps"])
-        avoid = [r for r in memory.text_rules(env.name) if r.wrong == "eat <X>"]
-        assert avoid, [r.rule_text for r in memory.text_rules(env.name)]  # over the ingredient, not the pepper
-
-        second = plays("read cookbook")
-        run("test-20000", second)  # a test-fold game: a pork chop, never seen in training
-        system = second.seen[0][0]
-        assert isinstance(system, SystemMessage) and "Avoid `eat <X>`" in str(system.content)
-        assert avoid[0].id in str(system.content)
-    finally:
-        memory.close()
-        env.close()
-
-
-def test_the_game_example_loses_once_then_reads_the_note_and_does_not(tmp_path: Path) -> None:
-    pytest.importorskip("textworld_express")
-    example = Path(__file__).resolve().parents[1] / "examples" / "create_agent_game.py"
-    proc = subprocess.run([sys.executable, str(example), str(tmp_path / "store")], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    first, second = [line for line in proc.stdout.splitlines() if "fatal move:" in line]
-    assert "'eat yellow bell pepper'" in first and first.endswith("fatal move: True")
-    assert "eat pork chop" not in second and second.endswith("fatal move: False")  # a test-fold ingredient
+    yield env
+    env.close()
 
 
 def _learned_to_grill(tmp_path: Path, name: str, env: Any, **config: Any) -> LearningMemory:
@@ -118,9 +88,13 @@ def _learned_to_grill(tmp_path: Path, name: str, env: Any, **config: Any) -> Lea
     return memory
 
 
-def run_game(env: Any, memory: LearningMemory, game: str, model: Scripted, **options: Any) -> dict[str, Any]:
+def run_game(env: Any, memory: LearningMemory, game: str, model: Scripted, *, rules: StepRules | None = None,
+             **options: Any) -> dict[str, Any]:
+    """One game as a ``create_agent`` agent with the middleware (``rules``: the middleware's ``StepRules`` cache)."""
     opening = env.reset(game)
     middleware = memory.as_middleware(tool=env.name, task_id=game, referee=DeterministicReferee(env), **options)
+    if rules is not None:
+        middleware._rules = rules
     return create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
 
 
@@ -128,42 +102,60 @@ def systems_of(model: Scripted) -> list[str]:
     return [str(m[0].content) if isinstance(m[0], SystemMessage) else "" for m in model.seen]
 
 
-def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_once(tmp_path: Path) -> None:
+def test_an_agent_learns_a_fatal_move_in_one_real_game_and_is_warned_in_another(tmp_path: Path, kitchen: Any) -> None:
+    with closing(LearningMemory.open(tmp_path / "store", namespace=("test", "env-tool"))) as memory:
+        first = plays("read cookbook", "open fridge", "take yellow bell pepper", "eat yellow bell pepper")
+        out = run_game(kitchen, memory, "train-3", first)
+        last = out["lm_steps"][-1]
+        assert last["action"] == "eat yellow bell pepper" and last["feedback"]["constraint_failure"]
+        assert not out["lm_report"]["passed"]  # the game's own verdict: lost
+        tool_texts = [str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
+        assert VALID_ACTIONS_TITLE in tool_texts[0] and all(VALID_ACTIONS_TITLE not in s["observation"] for s in out["lm_steps"])
+        avoid = [r for r in memory.text_rules(kitchen.name) if r.wrong == "eat <X>"]
+        assert avoid, [r.rule_text for r in memory.text_rules(kitchen.name)]  # over the ingredient, not the pepper
+
+        second = plays("read cookbook")
+        run_game(kitchen, memory, "test-20000", second)  # a test-fold game: a pork chop, never seen in training
+        system = second.seen[0][0]
+        assert isinstance(system, SystemMessage) and "Avoid `eat <X>`" in str(system.content)
+        assert avoid[0].id in str(system.content)
+
+
+def test_the_game_example_loses_once_then_reads_the_note_and_does_not(tmp_path: Path) -> None:
     pytest.importorskip("textworld_express")
-    from langmem_plus.envs.registry import make_env
+    example = Path(__file__).resolve().parents[1] / "examples" / "create_agent_game.py"
+    proc = subprocess.run([sys.executable, str(example), str(tmp_path / "store")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = [line for line in proc.stdout.splitlines() if "fatal move:" in line]
+    assert "'eat yellow bell pepper'" in first and first.endswith("fatal move: True")
+    assert "eat pork chop" not in second and second.endswith("fatal move: False")  # a test-fold ingredient
+
+
+def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_once(tmp_path: Path, kitchen: Any) -> None:
     from langmem_plus.errors import InvalidArgument
 
-    with pytest.raises(InvalidArgument, match="text_rules"):
-        LearningMemory.open(tmp_path / "x", namespace=("t", "x")).as_middleware(text_rules="sometimes")
-    env = make_env("twx-cooking:easy")
-    memory = _learned_to_grill(tmp_path, "listed", env, text_guard="off")  # every standing rule listed
-    try:
+    with closing(LearningMemory.open(tmp_path / "x", namespace=("t", "x"))) as bare, pytest.raises(InvalidArgument, match="text_rules"):
+        bare.as_middleware(text_rules="sometimes")
+    with closing(_learned_to_grill(tmp_path, "listed", kitchen, text_guard="off")) as memory:  # every standing rule listed
         model = plays("read cookbook", "open fridge", "take pork chop", "look around")
-        out = run_game(env, memory, "test-20000", model, text_rules="at_step", end_run=False)  # a pork chop to grill
+        out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)  # a pork chop to grill
         systems = systems_of(model)
         assert not any("oven" in s for s in systems[:3])  # nothing to cook on offer yet: the rule waits for its step
         shown = re.findall(r"\[lesson:(\S+)\] \"Avoid `cook <X> in oven`\"", systems[3])  # after `take pork chop`
         assert len(shown) == 1 and "Prefer `open fridge`" in systems[1]
         assert [a["lesson_id"] for a in out["lm_activations"]].count(shown[0]) == 1  # shown at two calls, activated once
         pre = plays("read cookbook")
-        run_game(env, memory, "test-20001", pre, end_run=False)  # the default: among the pre-run lessons, at the first call
+        run_game(kitchen, memory, "test-20001", pre, end_run=False)  # the default: among the pre-run lessons, at the first call
         assert "Avoid `cook <X> in oven`" in str(pre.seen[0][0].content)
-    finally:
-        memory.close()
-        env.close()
 
 
-def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_when_proposed_again(tmp_path: Path) -> None:
-    pytest.importorskip("textworld_express")
-    from langmem_plus.envs.registry import make_env
+def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_when_proposed_again(tmp_path: Path, kitchen: Any) -> None:
     from langmem_plus.integrations.middleware import GUARD_NOTE
 
-    env = make_env("twx-cooking:easy")
-    memory = _learned_to_grill(tmp_path, "guarded", env)  # the default guard: warnings wait for a proposal
-    try:
+    with closing(_learned_to_grill(tmp_path, "guarded", kitchen)) as memory:  # the default guard: warnings wait for a proposal
         oven = "cook pork chop in oven"
         model = plays("read cookbook", "open fridge", "take pork chop", oven, oven)
-        out = run_game(env, memory, "test-20000", model, text_rules="at_step", end_run=False)
+        out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)
         systems = systems_of(model)
         assert not any("Avoid `cook" in s for s in systems[:4])  # held until the model reaches for the oven
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
@@ -174,30 +166,15 @@ def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_whe
         assert out["lm_steps"][-1]["feedback"]["constraint_failure"]  # proposed again, it ran: the model's choice
         lesson = re.findall(r"\[lesson:(\S+)\] \"Avoid `cook <X> in oven`\"", systems[4])[0]
         assert [a["lesson_id"] for a in out["lm_activations"]].count(lesson) == 1
-    finally:
-        memory.close()
-        env.close()
 
 
-def test_a_delivery_rebuilt_from_the_state_at_every_call_shows_what_a_kept_one_shows(tmp_path: Path) -> None:
+def test_a_delivery_rebuilt_from_the_state_at_every_call_shows_what_a_kept_one_shows(tmp_path: Path, kitchen: Any) -> None:
     """Another process, a resumed thread or an evicted run rebuilds the run's delivery by replaying its state."""
-    pytest.importorskip("textworld_express")
-    from langmem_plus.envs.registry import make_env
-    from langmem_plus.integrations.step_rules import StepRules
-
-    env = make_env("twx-cooking:easy")
-    memory = _learned_to_grill(tmp_path, "replay", env)
-    try:
+    with closing(_learned_to_grill(tmp_path, "replay", kitchen)) as memory:
         oven = "cook pork chop in oven"
         seen = []
         for cache in (StepRules(), StepRules(max_runs=0)):  # kept across calls; rebuilt at every call
             model = plays("read cookbook", "open fridge", "take pork chop", "examine oven", oven, oven)
-            opening = env.reset("test-20000")
-            middleware = memory.as_middleware(tool=env.name, task_id="test-20000", text_rules="at_step", end_run=False)
-            middleware._rules = cache
-            out = create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
+            out = run_game(kitchen, memory, "test-20000", model, rules=cache, text_rules="at_step", end_run=False)
             seen.append((systems_of(model), out["lm_guard"], [s["action"] for s in out["lm_steps"]]))
         assert seen[0] == seen[1] and seen[0][1]  # the same notes, answers and steps; and the guard did answer
-    finally:
-        memory.close()
-        env.close()
