@@ -128,4 +128,4 @@ def test_the_prompt_shows_a_hints_precondition() -> None:
 
     hint = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says `roast <X>`", source_id="l1")
     prompt = render_prompt(TaskSpec(task_id="t", goal="g"), [], [hint], docs_allowed=False)
-    assert 'precondition="when the task says `roast <X>`"' in prompt
+    assert '- "Prefer `cook <X> in oven` when the task says `roast <X>`"' in prompt.splitlines()

@@ -67,7 +67,8 @@ class _Recording(PolicyChatModel):
 
 
 def memory_tokens(systems: Sequence[str]) -> int:
-    """Tokens of the distinct memory-block lines in ``systems`` (each system message's block after ``MEMORY_TITLE``).
+    """Tokens of the distinct memory-block lines in ``systems`` (each system message's block from its title line, which
+    opens with ``MEMORY_TITLE``), each title counted once as a line.
 
     Example:
         >>> memory_tokens(["You play.", f"You play.\\n\\n{MEMORY_TITLE}\\n- a", f"You play.\\n\\n{MEMORY_TITLE}\\n- a\\n- b"]) > 0
@@ -79,8 +80,9 @@ def memory_tokens(systems: Sequence[str]) -> int:
     for text in systems:
         _, sep, block = text.partition(MEMORY_TITLE)
         if sep:
-            lines.update(dict.fromkeys(line for line in block.splitlines() if line.strip()))
-    return count_tokens("\n".join([MEMORY_TITLE, *lines])).n if lines else 0
+            title, _, body = block.partition("\n")
+            lines.update(dict.fromkeys([MEMORY_TITLE + title, *(line for line in body.splitlines() if line.strip())]))
+    return count_tokens("\n".join(lines)).n if lines else 0
 
 
 def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any]) -> tuple[Trajectory, int, int]:

@@ -6,9 +6,11 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   for its goal (the first human message, unless the caller names one).
 - ``wrap_model_call``: the pre-run lessons and the on-error lessons of the latest tool
   round go into the system message, as quoted data with their ids, within a token
-  budget; with ``text_rules="at_step"``, so do the text rules that stand after the
-  latest tool result (``StepDelivery``). The request is overridden; nothing is written
-  into the message history.
+  budget. With ``text_rules="at_step"`` the block is the one the bench's executor is shown
+  (``short_memory``): the attempt opened as the bench opens one (``triggered_start``), the
+  text rules that stand after the latest tool result (``StepDelivery``), short lines
+  without ids under one title (the activations in the state carry the ids). The request
+  is overridden; nothing is written into the message history.
 - ``wrap_tool_call``: with ``text_rules="at_step"`` and the guard, a call memory holds notes
   on is answered with them instead of running (once per action and step); every tool call
   that runs becomes a ``Step``; a raised exception or a
@@ -62,7 +64,7 @@ from langgraph.types import Command, Overwrite
 from langmem_plus._text import stable_id
 from langmem_plus.errors import InvalidArgument
 from langmem_plus.integrations.agent_run import (
-    MEMORY_TITLE,
+    SHORT_TITLE,
     LearningState,
     OnErrorNote,
     agent_verdict,
@@ -72,19 +74,19 @@ from langmem_plus.integrations.agent_run import (
     exception_step,
     first_human_text,
     fit_budget,
-    hint_line,
     memory_block,
+    on_error_items,
     proposed_action,
     read_records,
     read_report,
     round_position,
+    short_memory,
     shown_items,
     tool_action,
     tool_step,
     with_memory,
 )
 from langmem_plus.integrations.step_rules import StepRules, answered
-from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
@@ -96,13 +98,17 @@ from langmem_plus.records import (
     Verdict,
     WorkingContext,
 )
+from langmem_plus.retrieval.rule_lines import joined_hint_lines
 from langmem_plus.retrieval.triggered import is_text_rule
+from langmem_plus.retrieval.triggered_start import TriggeredStart, open_triggered
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
     from langmem_plus.referee import Referee
 
 
+NO_CAP = 1 << 30
+"""Tokens a block may take when the middleware's budget is None (no cap)."""
 GUARD_NOTE = "Not run: memory has notes on this command. Choose again with them; call it again to run it anyway."
 """First line of the message a guarded tool call gets instead of running."""
 TEXT_RULE_MODES = ("pre_run", "at_step")
@@ -207,8 +213,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             stand after the latest tool result, on the valid actions it reported (``env_tool``), grounded on them;
             with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) a warning (and with ``"all"`` a
             recommendation) waits until the model proposes what it bears on: that call is not run, its message
-            gives the notes, and the model chooses again (the same call proposed again runs). Each rule is
-            activated once, at the step it first stood.
+            gives the notes, and the model chooses again (the same call proposed again runs). So does a pre-run
+            avoidance of literal actions (an avoided episode's ``close door``), until a call it quotes. Each rule
+            is activated once, at the step it first stood. The block is in short lines without ids
+            (``short_memory``), which ``read_memory_block`` reads back.
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
@@ -271,8 +279,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return TaskSpec(task_id=task_id, goal=goal, tool=self.tool, domain=self.domain, family=self.family)
 
     def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
-        """The state update that opens a run: fresh lists, the pre-run lessons and their activations."""
-        items = fit_budget(items, self._budget(memory))
+        """The state update that opens a run: fresh lists, the pre-run lessons and their activations (with
+        ``text_rules="at_step"``, those of the triggered block, held ones included)."""
+        if self.text_rules == "at_step":
+            items = list(open_triggered(items, memory.config, budget=self._cap(memory)).fitted)
+        else:
+            items = fit_budget(items, self._budget(memory))
         activations = memory.activations_for(items, run_id=run_id, step=0, moment="pre_run")
         return {
             "lm_run_id": run_id,
@@ -286,17 +298,24 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "lm_report": None,
         }
 
-    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """The model request with this run's lessons in its system message (unchanged when there are none)."""
-        memory = self._memory(request.runtime)
+    def _cap(self, memory: LearningMemory) -> int:
+        """The budget as a number of tokens (no cap: as many as any block could hold)."""
         budget = self._budget(memory)
-        block = memory_block(shown_items(request.state, request.messages, budget), budget).text
+        return budget if budget is not None else NO_CAP
+
+    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The model request with this run's lessons in its system message (unchanged when there are none); with
+        ``text_rules="at_step"``, in the short form triggered delivery shows (``short_memory``)."""
+        memory = self._memory(request.runtime)
         state = request.state if isinstance(request.state, Mapping) else {}
         if self.text_rules == "at_step" and state.get("lm_task") is not None:
             steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
-            lines = [hint_line(h) for h in self._rules.shown(**self._rules_args(memory, state, steps))]
-            if lines:
-                block = "\n".join([block or f"{MEMORY_TITLE}\n{HINTS_HEADER}", *lines])
+            args = self._rules_args(memory, state, steps)
+            block = short_memory(args["opening"](), on_error_items(state, request.messages), self._rules.shown(**args),
+                                 self._cap(memory))
+        else:
+            budget = self._budget(memory)
+            block = memory_block(shown_items(request.state, request.messages, budget), budget).text
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
 
     def _pre_run_items(self, items: list[ScoredItem]) -> list[ScoredItem]:
@@ -304,10 +323,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return [i for i in items if not is_text_rule(i.item)] if self.text_rules == "at_step" else items
 
     def _rules_args(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
-        """``StepRules``' arguments for this run's state."""
-        pre = [hint_from_item(i) for i in read_records(state, "lm_pre_run", ScoredItem)]
+        """``StepRules``' arguments for this run's state; how the run opened is read from it only when needed."""
+        def opening() -> TriggeredStart:
+            return open_triggered(read_records(state, "lm_pre_run", ScoredItem), memory.config, budget=self._cap(memory))
+
         return {"memory": memory, "run_id": str(state.get("lm_run_id")), "task": _task_of(state), "steps": steps,
-                "answers": answered(state.get("lm_guard") or []), "pre_run": pre}
+                "answers": answered(state.get("lm_guard") or []), "opening": opening}
 
     def _call(self, request: ToolCallRequest) -> _Call | None:
         """The run's view of a tool call; None outside a run (no ``lm_run_id`` in the state)."""
@@ -435,7 +456,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         held = self._rules.check(**self._rules_args(call.memory, state, call.history), action=action)
         if not held:
             return None
-        notes = "\n".join([GUARD_NOTE, HINTS_HEADER, *(hint_line(h) for h in held)])
+        notes = "\n".join([GUARD_NOTE, SHORT_TITLE, *joined_hint_lines(held)])  # a memory block: read_memory_block reads it
         message = ToolMessage(content=notes, tool_call_id=call.tool_call_id, name=call.tool, artifact={"guarded": action})
         return Command(update={"messages": [message], "lm_guard": [{"step": len(call.history), "action": action}]})
 

@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langmem_plus.learning.textmatch import norm
 from langmem_plus.records import Activation, Hint, Step, TaskSpec
-from langmem_plus.retrieval.triggered import (
-    StepDelivery,
-    endorsed_actions,
-    procedure_steps,
-)
+from langmem_plus.retrieval.triggered import StepDelivery
+from langmem_plus.retrieval.triggered_start import TriggeredStart
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
 
+Opening = Callable[[], TriggeredStart]
+"""How the run opened (``retrieval.triggered_start``), read from its state only when a delivery is built."""
 MAX_CACHED_RUNS = 256
 """Runs whose delivery ``StepRules`` keeps (least recently used dropped first; rebuilt from the state if needed)."""
 
@@ -63,18 +62,18 @@ class StepRules:
         self._lock = threading.Lock()
 
     def shown(self, memory: LearningMemory, run_id: str, task: TaskSpec, steps: Sequence[Step],
-              answers: Sequence[tuple[int, str]], pre_run: Sequence[Hint]) -> list[Hint]:
+              answers: Sequence[tuple[int, str]], opening: Opening) -> list[Hint]:
         """What the model is shown before its next proposal: the step's rules and the answers given at this step."""
         with self._lock:
-            return list(self._synced(memory, run_id, task, steps, answers, pre_run).shown)
+            return list(self._synced(memory, run_id, task, steps, answers, opening).shown)
 
     def check(self, memory: LearningMemory, run_id: str, task: TaskSpec, steps: Sequence[Step],
-              answers: Sequence[tuple[int, str]], pre_run: Sequence[Hint], action: str) -> list[Hint]:
+              answers: Sequence[tuple[int, str]], opening: Opening, action: str) -> list[Hint]:
         """What memory held back that bears on ``action`` (``StepDelivery.check``): non-empty means do not run it
         yet; the caller records ``(len(steps), action)`` in the state. ``[]`` for a proposal answered at this step
         already: proposed again, it runs."""
         with self._lock:
-            run = self._synced(memory, run_id, task, steps, answers, pre_run)
+            run = self._synced(memory, run_id, task, steps, answers, opening)
             key = (len(steps), norm(action))
             if key in run.applied:
                 return []
@@ -85,10 +84,10 @@ class StepRules:
             return held
 
     def activations(self, memory: LearningMemory, run_id: str, task: TaskSpec, steps: Sequence[Step],
-                    answers: Sequence[tuple[int, str]], pre_run: Sequence[Hint]) -> list[Activation]:
+                    answers: Sequence[tuple[int, str]], opening: Opening) -> list[Activation]:
         """One activation per rule delivered so far, at the step it first stood (``StepDelivery.activations``)."""
         with self._lock:
-            return self._synced(memory, run_id, task, steps, answers, pre_run).deliver.activations(run_id)
+            return self._synced(memory, run_id, task, steps, answers, opening).deliver.activations(run_id)
 
     def drop(self, run_id: str) -> None:
         """Forget a finished run."""
@@ -96,14 +95,13 @@ class StepRules:
             self._runs.pop(run_id, None)
 
     def _synced(self, memory: LearningMemory, run_id: str, task: TaskSpec, steps: Sequence[Step],
-                answers: Sequence[tuple[int, str]], pre_run: Sequence[Hint]) -> _Run:
+                answers: Sequence[tuple[int, str]], opening: Opening) -> _Run:
         run = self._runs.get(run_id)
         stale = run is not None and (run.at > len(steps) or any(a not in answers for a in run.applied)
                                      or any(a[0] < run.at and a not in run.applied for a in answers))
         if run is None or stale:  # not held, or the state moved on without it: replay the state
-            run = _Run(StepDelivery(memory.text_rules(task.tool), [r for r in memory.runs if r.tool == task.tool],
-                                    memory.config, header="", endorsed=endorsed_actions(pre_run),
-                                    procedures=procedure_steps(pre_run)))
+            runs = [r for r in memory.runs if r.tool == task.tool]
+            run = _Run(opening().delivery(memory.text_rules(task.tool), runs, memory.config))
             self._runs[run_id] = run
         self._runs.move_to_end(run_id)
         while len(self._runs) > self.max_runs:
@@ -118,4 +116,4 @@ class StepRules:
         return run
 
 
-__all__ = ["MAX_CACHED_RUNS", "StepRules", "answered"]
+__all__ = ["MAX_CACHED_RUNS", "Opening", "StepRules", "answered"]

@@ -255,6 +255,7 @@ from langmem_plus.learning.textentities import PREPOSITIONS
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
 from langmem_plus.memory_types.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
+from langmem_plus.retrieval.rule_lines import joined_hint_lines, line_key, line_of, rule_text
 from langmem_plus.tokens import count_tokens
 
 
@@ -429,35 +430,18 @@ def rule_line(item: ScoredItem) -> str:
     No reader cites a line: the activations come from the items the block shows
     (``StepDelivery.delivered``, the hints' ``source_id``), so the id stays outside the text.
     """
-    hint = hint_from_item(item)
-    text = hint.text + (f" {hint.precondition}" if hint.precondition else "")
-    return f"- {json.dumps(text, ensure_ascii=False)}"
-
-
-_ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")
-"""A hint's text that is its lead word and one back-quoted action: lines of such hints can be joined."""
-
-
-def _key_and_action(item: ScoredItem) -> tuple[tuple[str, str], str] | None:
-    """``join_key`` and the back-quoted action it leaves out, from one reading of the item's hint."""
-    hint = hint_from_item(item)
-    m = _ONE_ACTION.fullmatch(hint.text)
-    return ((m.group(1), hint.precondition or ""), m.group(2)) if m else None
+    return line_of(rule_text(hint_from_item(item)))
 
 
 def join_key(item: ScoredItem) -> tuple[str, str] | None:
     """What ``item``'s line says beyond its one action (its lead word and its precondition), or None when its text is
     more than a lead word and one action: lines with the same key differ only in their action (``joined_lines``)."""
-    split = _key_and_action(item)
-    return split[0] if split else None
+    return line_key(hint_from_item(item))
 
 
 def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
-    """The items' lines (``rule_line``), those that differ only in their action joined into one where the first stood.
-
-    A reader takes the joined line as the lines it joins (``TextGameExecutor``'s contract: a list of actions not
-    joined as steps ("then", ";") recommends, or avoids, each under the line's precondition), and each action costs its
-    back-quotes instead of a line.
+    """The items' lines (``rule_line``), those that differ only in their action joined into one where the first stood
+    (``rule_lines.joined_hint_lines``).
 
     Example:
         >>> def rule(i, wrong):
@@ -466,20 +450,7 @@ def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
         >>> joined_lines([rule("a", "chop <X>"), rule("b", "slice <X>")])
         ['- "Avoid `chop <X>`, `slice <X>` unless the task says so"']
     """
-    groups: dict[tuple[str, str], list[str]] = {}
-    out: list[str | tuple[str, str]] = []
-    for it in items:
-        split = _key_and_action(it)
-        if split is None:
-            out.append(rule_line(it))
-            continue
-        key, action = split
-        if key not in groups:
-            out.append(key)
-        groups.setdefault(key, []).append(action)
-    return [line if isinstance(line, str) else
-            f"- {json.dumps(' '.join([line[0], ', '.join(groups[line]), *([line[1]] if line[1] else [])]), ensure_ascii=False)}"
-            for line in out]
+    return joined_hint_lines([hint_from_item(it) for it in items])
 
 
 def short_line(item: ScoredItem) -> str:

@@ -42,18 +42,9 @@ from langmem_plus.bench.designs.base import (
 from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
-from langmem_plus.memory_types.context import assemble, in_order
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
-from langmem_plus.retrieval.triggered import (
-    TRIGGERED_HEADER,
-    StepDelivery,
-    endorsed_actions,
-    held_avoidance,
-    is_text_rule,
-    procedure_steps,
-    short_line,
-    shown_hint,
-)
+from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule
+from langmem_plus.retrieval.triggered_start import open_triggered
 
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
@@ -292,25 +283,12 @@ class LangmemPlus:
         """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
         cfg = self.memory.config
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
-        block = assemble(items, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(items), line=short_line,
-                         header=TRIGGERED_HEADER)
-        if cfg.text_guard != "off":  # rule 10: an avoidance of literal actions the block holds waits for a proposal
-            held = [i for i in block.shown if held_avoidance(i)]
-            rest = [i for i in block.shown if i not in held]
-            block = assemble(rest, budget=cfg.max_context_tokens, config=cfg, relevance=in_order(rest), line=short_line,
-                             header=TRIGGERED_HEADER)
-        else:
-            held = []
-        said = {(h.text, h.precondition): h for h in map(shown_hint, block.shown)}  # as a reader reads the block
-        hints = list(said.values())
-        rules = self.memory.text_rules(task.tool)
-        stepper = StepDelivery(rules, [r for r in self.memory.runs if r.tool == task.tool], cfg, avoidances=held,
-                               endorsed=endorsed_actions(hints), procedures=procedure_steps(hints),
-                               header="" if block.text else TRIGGERED_HEADER)  # delivered lines join the pre-run block
-        self._triggered[run_id] = ([*block.shown, *held], stepper)  # held ones are in force from the start
+        start = open_triggered(items, cfg, budget=cfg.max_context_tokens)
+        stepper = start.delivery(self.memory.text_rules(task.tool), [r for r in self.memory.runs if r.tool == task.tool], cfg)
+        self._triggered[run_id] = (list(start.fitted), stepper)  # held ones are in force from the start
         while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
             del self._triggered[next(iter(self._triggered))]
-        return Context(tuple(hints), block.text, stepper)
+        return Context(tuple(start.hints), start.block.text, stepper)
 
     def close(self) -> None:
         """Close the store and remove its folder."""
