@@ -441,14 +441,15 @@ def shown_items(state: Mapping[str, Any], messages: Sequence[AnyMessage], budget
 def short_memory(opening: TriggeredStart, on_error: Sequence[ScoredItem], at_step: Sequence[Hint], budget: int) -> str:
     """The short block (``text_rules="at_step"``): the lines triggered delivery shows, without ids, under
     ``SHORT_TITLE``: the pre-run block as the attempt opened (``retrieval.triggered_start``), the latest round's
-    on-error lessons in short lines within ``budget``, then the step's hints, those that differ only in their action
+    on-error lessons in short lines within what it left of ``budget``, then the step's hints (``StepDelivery`` keeps
+    those within its own per-step budget), those that differ only in their action
     joined (``rule_lines.joined_hint_lines``); each distinct line once. ``""`` when there is none. The activations
     come from the state, so no line needs its id; ``read_memory_block`` reads the lines back.
     """
     lines = opening.block.text.splitlines()[1:]
-    if on_error:
-        extra = assemble(on_error, budget=budget, relevance=in_order(on_error), line=short_line, short=short_line,
-                         header=SHORT_TITLE)
+    if on_error:  # in what the pre-run block left of the budget (it is fixed when the run opens)
+        extra = assemble(on_error, budget=budget - opening.block.tokens, relevance=in_order(on_error), line=short_line,
+                         short=short_line, header=SHORT_TITLE)
         lines += extra.text.splitlines()[1:]
     lines += joined_hint_lines(at_step)
     kept = list(dict.fromkeys(lines))

@@ -36,6 +36,7 @@ from langmem_plus.learning.textmatch import (
     SAID_SO_WORDS,
     THEN_WORDS,
     UNNAMED,
+    WHEN_WORDS,
     done_line,
     is_negative,
     negated_line,
@@ -74,7 +75,7 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
             [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
             [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
         own = bool(lesson.wrong) and not says and not nots and unsaid == [lesson.wrong]  # "does not say" its own action
-        when = [SAID_SO_WORDS] if own else [f"when the task {' and '.join(parts)}"] if parts else []
+        when = [SAID_SO_WORDS] if own else [f"{WHEN_WORDS} {' and '.join(parts)}"] if parts else []
         # history first: a cut to HINT_MAX_CHARS keeps it
         pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
         if lesson.wrong:

@@ -49,6 +49,9 @@ it replaces, not recommended."""
 AFTER = "^"
 """Prefix of a history condition: ``^open <X>`` holds when the attempt took the bound action earlier and it did not
 fail (a fact about the attempt, not a line of the task); hints render it "after `open <X>`"."""
+WHEN_WORDS = "when the task"
+"""How a hint's precondition opens its lines of the task (``when the task says `roast <X>```, ``when the task does
+not name `<X>```)."""
 AFTER_WORDS = "after"
 """How a hint's precondition introduces its history conditions (each back-quoted after this word)."""
 
@@ -347,5 +350,5 @@ def next_step(steps: Sequence[Pattern], done: Sequence[str], takes: Callable[[Pa
     return steps[k] if k < len(steps) else None
 
 
-__all__ = ["AFTER", "AFTER_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "THEN_WORDS", "UNNAMED", "Pattern", "avoidance_stands", "bind",
+__all__ = ["AFTER", "AFTER_WORDS", "WHEN_WORDS", "ARTICLES", "INSTEAD_WORDS", "NOT_NAMED_WORDS", "NOT_SAID_WORDS", "SAID_SO_WORDS", "SLOT", "THEN_WORDS", "UNNAMED", "Pattern", "avoidance_stands", "bind",
            "clauses", "command_and_object", "directing_lines", "done_line", "grounded_conditions", "is_avoidance", "is_negative", "is_procedure", "listed_only", "names_phrase", "negated_line", "next_step", "norm", "norm_words", "occurs", "quoted_actions", "says_line", "unnamed_slot"]

@@ -13,12 +13,12 @@ import json
 import re
 from collections.abc import Sequence
 
-from langmem_plus.learning.textmatch import AFTER_WORDS, SAID_SO_WORDS
+from langmem_plus.learning.textmatch import AFTER_WORDS, SAID_SO_WORDS, WHEN_WORDS
 from langmem_plus.records import Hint
 
 _ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")
 """A hint's text that is its lead word and one back-quoted action: lines of such hints can be joined."""
-_RULE_TEXT = re.compile(rf"((?:Prefer|Avoid) `[^`]+`(?:, `[^`]+`)*) ((?:{AFTER_WORDS} `|when the task |{SAID_SO_WORDS}).*)",
+_RULE_TEXT = re.compile(rf"((?:Prefer|Avoid) `[^`]+`(?:, `[^`]+`)*) ((?:{AFTER_WORDS} `|{WHEN_WORDS} |{SAID_SO_WORDS}).*)",
                         re.DOTALL)
 """A rule line's text: its lead word and actions, then its precondition (how ``hints._lesson_hint`` opens one)."""
 
@@ -34,7 +34,8 @@ def line_of(text: str) -> str:
 
 
 def joined_hint_lines(hints: Sequence[Hint]) -> list[str]:
-    """The hints' lines, those that differ only in their action joined into one where the first stood.
+    """The hints' lines, those that differ only in their action joined into one where the first stood; each line, and
+    each action of a joined line, once.
 
     A reader takes the joined line as the lines it joins (a list of actions not joined as steps recommends, or
     avoids, each under the line's precondition), and each action costs its back-quotes instead of a line.
@@ -45,7 +46,7 @@ def joined_hint_lines(hints: Sequence[Hint]) -> list[str]:
         ...                    Hint(text="Avoid `slice <X>`", precondition=SAID_SO_WORDS, source_id="c")])
         ['- "Avoid `chop <X>`, `slice <X>` unless the task says so"', '- "Prefer `take knife`"']
     """
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str], dict[str, None]] = {}
     out: list[str | tuple[str, str]] = []
     for hint in hints:
         key = line_key(hint)
@@ -54,9 +55,10 @@ def joined_hint_lines(hints: Sequence[Hint]) -> list[str]:
             continue
         if key not in groups:
             out.append(key)
-        groups.setdefault(key, []).append(hint.text[len(key[0]) + 1:])
-    return [line if isinstance(line, str) else
-            line_of(" ".join([line[0], ", ".join(groups[line]), *([line[1]] if line[1] else [])])) for line in out]
+        groups.setdefault(key, {})[hint.text[len(key[0]) + 1:]] = None  # an action repeated is said once
+    lines = [line if isinstance(line, str) else
+             line_of(" ".join([line[0], ", ".join(groups[line]), *([line[1]] if line[1] else [])])) for line in out]
+    return list(dict.fromkeys(lines))
 
 
 def line_key(hint: Hint) -> tuple[str, str] | None:
