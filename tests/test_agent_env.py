@@ -71,3 +71,23 @@ def test_bench_env_agent_runs_both_designs_through_create_agent() -> None:
     bad = subprocess.run([sys.executable, "-m", "langmem_plus.cli", "bench", "env", "--agent", "--designs", "expel",
                           "--env", "twx-cooking:easy"], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "--agent runs the designs" in bad.stderr
+
+
+def test_a_memory_free_agent_plays_the_benchs_game_action_for_action() -> None:
+    """The agent path adds nothing: given the state the bench's executor starts from, the same policy behind
+    ``create_agent`` and ``env_tool`` takes the same actions (rooms3 train-0 opened differently without it)."""
+    pytest.importorskip("textworld_express")
+    from langmem_plus.bench.agent_env import play
+    from langmem_plus.bench.designs.base import Context, run_episode
+    from langmem_plus.bench.env import _tasks
+    from langmem_plus.envs.registry import make_env
+
+    env = make_env("twx-cooking:rooms3")
+    try:
+        for task in _tasks(env, "train", [0, 1]):
+            bench = run_episode(env, TextGameExecutor(seed=0), task, Context(), run_id=task.task_id, max_steps=12)
+            agent, tokens, guarded = play(env, task, 0, 12, [])
+            assert [s.action for s in agent.steps] == [s.action for s in bench.steps] and len(bench.steps) >= 4
+            assert tokens == 0 and guarded == 0
+    finally:
+        env.close()

@@ -38,6 +38,7 @@ from langmem_plus.bench.env import (
     run_designs,
 )
 from langmem_plus.errors import EnvError
+from langmem_plus.graph import env_view
 from langmem_plus.executors.chat import PolicyChatModel
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.integrations.agent_run import MEMORY_TITLE
@@ -90,7 +91,8 @@ def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[A
     the proposals the guard answered instead of running."""
     opening = env.reset(task.task_id)
     valid = ", ".join(map(str, getattr(env, "valid_actions", ()) or ()))
-    model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[])
+    model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[],
+                       start_state=env_view(env, opening).get("state"))  # as the bench's executor starts
     agent = create_agent(model, [env_tool(env)], middleware=middleware)
     message = f"{opening}\n\n{VALID_ACTIONS_TITLE} {valid}" if valid else opening
     result = agent.invoke({"messages": [("user", message)]}, {"recursion_limit": RECURSION_PER_STEP * max_steps + 10})

@@ -61,6 +61,9 @@ class PolicyChatModel(BaseChatModel):
     task_id: str
     """Names the task for the executor (its tie-breaking is seeded by task id and step)."""
     tool_name: str = "act"
+    start_state: dict[str, Any] | None = None
+    """The game's structured state at reset (location, inventory: ``graph.env_view``'s ``state``), which the bench's
+    executor is given with the task; None: the messages are all it has. Later states come with the tool reports."""
     max_steps: int = 50
     """Tool calls after which it stops, as the bench's episode loop does."""
 
@@ -85,7 +88,8 @@ class PolicyChatModel(BaseChatModel):
         observation, valid = split_valid_actions(opening)
         goal = _GOAL.search(opening)
         task = TaskSpec(task_id=self.task_id, goal=goal.group(1) if goal else opening[:200],
-                        context={"observation": observation, "valid_actions": valid})
+                        context={"observation": observation, "valid_actions": valid,
+                                 **({"state": self.start_state} if self.start_state is not None else {})})
         decision = self.executor.act(task, steps, read_memory_block(system))
         if decision.kind != "command":
             return AIMessage(content="Nothing more to do.")
