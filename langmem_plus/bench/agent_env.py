@@ -138,8 +138,6 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
     chosen = [d for d in designs if d in AGENT_DESIGNS]
     if not chosen:
         raise EnvError(f"--agent runs the designs {', '.join(AGENT_DESIGNS)}; none of {list(designs)} is one")
-    if mode not in ("static", "dynamic"):
-        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
     if delivery not in DELIVERY_TEXT_RULES:
         raise EnvError(f"delivery must be one of {', '.join(DELIVERY_TEXT_RULES)}, got {delivery!r}")
     text_rules = DELIVERY_TEXT_RULES[delivery]
@@ -148,11 +146,9 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
         return run_agent_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r,
                                 max_steps=max_steps, text_rules=text_rules)
 
-    ran = run_designs(env_name, designs=chosen, collect=collect or None, seeds=seeds or None, fold=fold,
-                      repeats=repeats, run_one=run_one, progress=progress, tag="env --agent")
-    return {"env": ran["env"], "setting": ran["setting"], "fold": fold, "mode": mode, "executor": "agent",
-            "delivery": f"middleware:{text_rules}", "max_steps": max_steps, "collect_seeds": ran["collect_seeds"],
-            "seeds": ran["seeds"], "designs": ran["designs"], "curves": ran["curves"]}
+    return run_designs(env_name, designs=chosen, collect=collect or None, seeds=seeds or None, fold=fold, mode=mode,
+                       repeats=repeats, run_one=run_one, progress=progress, tag="env --agent",
+                       about={"executor": "agent", "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
 
 
 __all__ = ["AGENT_DESIGNS", "memory_tokens", "play", "run_agent_bench", "run_agent_design"]

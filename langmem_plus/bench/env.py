@@ -26,7 +26,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
@@ -202,11 +202,15 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
         design.close()
 
 
-def run_designs(env_name: str, *, designs: Sequence[str], collect: str | None, seeds: str | None, fold: str,
-                repeats: int, run_one: RunOne, progress: Progress | None, tag: str = "env") -> dict[str, Any]:
-    """Every design's repeats on one env (opened and closed here): ``{"env", "setting", "collect_seeds", "seeds",
-    "designs", "curves"}``. ``collect`` / ``seeds`` left None are the defaults cut to the fold's size
-    (``default_range``); progress lines start with ``[tag]``."""
+def run_designs(env_name: str, *, designs: Sequence[str], collect: str | None, seeds: str | None, fold: str, mode: str,
+                repeats: int, run_one: RunOne, progress: Progress | None, about: Mapping[str, Any],
+                tag: str = "env") -> dict[str, Any]:
+    """Every design's repeats on one env (opened and closed here): the bench's JSON, ``{"env", "setting", "fold",
+    "mode", **about, "collect_seeds", "seeds", "designs", "curves"}`` (``about``: how the games were played, such as
+    the executor and ``max_steps``). ``collect`` / ``seeds`` left None are the defaults cut to the fold's size
+    (``default_range``); progress lines start with ``[tag]``. ``mode`` is checked here; ``run_one`` plays by it."""
+    if mode not in ("static", "dynamic"):
+        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
     if repeats < 1:
         raise EnvError(f"repeats must be >= 1, got {repeats}")
     env = make_env(env_name)
@@ -234,8 +238,8 @@ def run_designs(env_name: str, *, designs: Sequence[str], collect: str | None, s
         close = getattr(env, "close", None)
         if callable(close):
             close()
-    return {"env": base, "setting": setting or "default", "collect_seeds": collect, "seeds": seeds,
-            "designs": out_designs, "curves": curves}
+    return {"env": base, "setting": setting or "default", "fold": fold, "mode": mode, **about, "collect_seeds": collect,
+            "seeds": seeds, "designs": out_designs, "curves": curves}
 
 
 def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, list[float]]]:
@@ -288,18 +292,14 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
     unknown = [d for d in designs if d not in TEXT_DESIGNS]
     if unknown:
         raise EnvError(f"unknown design(s) {unknown}; choose from {', '.join(TEXT_DESIGN_NAMES)}")
-    if mode not in ("static", "dynamic"):
-        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
 
     def run_one(name: str, env: Any, collect_tasks: list[TaskSpec], deploy_tasks: list[TaskSpec], r: int) -> dict[str, list[dict[str, Any]]]:
         return run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
                           context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery)
 
-    ran = run_designs(env_name, designs=designs, collect=collect, seeds=seeds, fold=fold, repeats=repeats,
-                      run_one=run_one, progress=progress)
-    return {"env": ran["env"], "setting": ran["setting"], "fold": fold, "mode": mode, "executor": executor_name,
-            "delivery": delivery, "max_steps": max_steps, "collect_seeds": ran["collect_seeds"], "seeds": ran["seeds"],
-            "designs": ran["designs"], "curves": ran["curves"]}
+    return run_designs(env_name, designs=designs, collect=collect, seeds=seeds, fold=fold, mode=mode, repeats=repeats,
+                       run_one=run_one, progress=progress,
+                       about={"executor": executor_name, "delivery": delivery, "max_steps": max_steps})
 
 
 def format_text(result: dict[str, Any]) -> str:
@@ -362,13 +362,11 @@ def run(args: argparse.Namespace) -> int:
                                  mode=args.mode, repeats=args.repeats, max_steps=args.max_steps, designs=args.designs,
                                  seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True),
                                  delivery=args.delivery)
-        print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
-        print(json.dumps(result) if args.json else format_text(result))
-        return 0
-    result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
-                           repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
-                           progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
-                           executor_factory=factory, executor_name=label, delivery=args.delivery)
+    else:
+        result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
+                               repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
+                               progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
+                               executor_factory=factory, executor_name=label, delivery=args.delivery)
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
     return 0

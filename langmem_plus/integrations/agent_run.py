@@ -133,6 +133,11 @@ def read_records(state: Mapping[str, Any], key: str, cls: type[R]) -> list[R]:
     return [r if isinstance(r, cls) else cls.model_validate(r) for r in state.get(key) or []]
 
 
+def run_steps(state: Mapping[str, Any]) -> list[Step]:
+    """The run's steps (``lm_steps``) in the order they were taken (parallel tool calls append in any order)."""
+    return sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
+
+
 def read_report(state: Mapping[str, Any]) -> RunReport | None:
     """The run's ``RunReport`` from an agent's result, None before the run ended (or with ``end_run`` off)."""
     report = state.get("lm_report")
@@ -328,20 +333,6 @@ def memory_line(item: ScoredItem) -> str:
     return line
 
 
-def hint_line(hint: Hint) -> str:
-    """A hint (one not from a stored item, such as a text rule delivered at its step) as a quoted data line of the
-    memory block, in ``memory_line``'s form (``read_memory_block`` reads both).
-
-    Example:
-        >>> hint_line(Hint(text="Avoid `eat carrot`", source_id="l1"))
-        '- [lesson:l1] "Avoid `eat carrot`"'
-    """
-    line = f"- [{hint.source_kind}:{hint.source_id}] {json.dumps(hint.text, ensure_ascii=False)}"
-    if hint.precondition:
-        line += f" precondition={json.dumps(hint.precondition, ensure_ascii=False)}"
-    return line
-
-
 def read_memory_block(text: str) -> list[Hint]:
     """The hints a system message's memory block carries, read back: a ``memory_line`` with its quoted text and
     precondition, its item id as the source; a short line (``short_memory``, no id) as ``rule_lines.read_rule_line``
@@ -500,6 +491,7 @@ __all__ = [
     "memory_line",
     "read_records",
     "read_report",
+    "run_steps",
     "render_memory",
     "on_error_items",
     "round_position",
@@ -507,7 +499,6 @@ __all__ = [
     "shown_items",
     "tool_action",
     "ToolReport",
-    "hint_line",
     "proposed_action",
     "read_memory_block",
     "tool_report",

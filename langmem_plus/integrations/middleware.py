@@ -80,6 +80,7 @@ from langmem_plus.integrations.agent_run import (
     read_records,
     read_report,
     round_position,
+    run_steps,
     short_memory,
     shown_items,
     tool_action,
@@ -147,6 +148,10 @@ class _Call:
     shown: list[Lesson]
     budget: int | None
     docs: bool
+    state: Mapping[str, Any]
+    """The agent state the call was made in."""
+    args: Mapping[str, Any]
+    """The call's arguments, as the model gave them."""
     activated: frozenset[str] = frozenset()
     """Lessons the run has an activation for already."""
 
@@ -309,8 +314,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory = self._memory(request.runtime)
         state = request.state if isinstance(request.state, Mapping) else {}
         if self.text_rules == "at_step" and state.get("lm_task") is not None:
-            steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
-            args = self._rules_args(memory, state, steps)
+            args = self._rules_args(memory, state, run_steps(state))
             block = short_memory(args["opening"](), on_error_items(state, request.messages), self._rules.shown(**args),
                                  self._cap(memory))
         else:
@@ -337,8 +341,9 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not run_id or task is None:
             return None
         memory = self._memory(request.runtime)
-        steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
+        steps = run_steps(state)
         call = request.tool_call
+        args = call.get("args") or {}
         call_id = str(call.get("id") or "")
         position, count = round_position(state.get("messages") or [], call_id)
         shown_ids = dict.fromkeys(a.lesson_id for a in read_records(state, "lm_activations", Activation))
@@ -346,14 +351,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _Call(
             memory=memory, run_id=run_id, task=_task_of(state),
             index=len(steps) + position, next_index=len(steps) + count, tool=call["name"],
-            action=tool_action(call["name"], call.get("args") or {}), tool_call_id=call_id,
+            action=tool_action(call["name"], args), tool_call_id=call_id,
             history=steps, shown=shown, budget=self._budget(memory), docs=call["name"] in self.docs_tools,
-            activated=frozenset(shown_ids),
+            state=state, args=args, activated=frozenset(shown_ids),
         )
 
     def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """``end_run``'s arguments from the state: the run's steps in order, events, activations, verdict."""
-        steps = sorted(read_records(state, "lm_steps", Step), key=lambda s: s.index)
+        steps = run_steps(state)
         task = _task_of(state)
         verdict: Verdict | None
         if self.referee is DEFAULT:
@@ -417,8 +422,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = self._call(request)
         if call is None:
             return handler(request)
-        state = request.state if isinstance(request.state, Mapping) else {}
-        guarded = self._guarded(call, state, request.tool_call.get("args") or {})
+        guarded = self._guarded(call)
         if guarded is not None:
             return guarded
         try:
@@ -433,27 +437,27 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         step = call.step(result)
         event = call.memory.capture(step, **call.capture_args())
         items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
-        return self._with_rules(call, state, call.update(result, step, event, items))
+        return self._with_rules(call, call.update(result, step, event, items))
 
-    def _with_rules(self, call: _Call, state: Mapping[str, Any], update: Command[Any]) -> Command[Any]:
+    def _with_rules(self, call: _Call, update: Command[Any]) -> Command[Any]:
         """With ``text_rules="at_step"``: the update plus an activation for each rule delivered in the run so far
         (shown, or standing held, before this call) and not yet activated."""
         if self.text_rules != "at_step" or not isinstance(update.update, dict):
             return update
-        fresh = [a for a in self._rules.activations(**self._rules_args(call.memory, state, call.history))
+        fresh = [a for a in self._rules.activations(**self._rules_args(call.memory, call.state, call.history))
                  if a.lesson_id not in call.activated]
         if not fresh:
             return update
         return Command(update={**update.update, "lm_activations": [*update.update.get("lm_activations", []), *as_json(fresh)]})
 
-    def _guarded(self, call: _Call, state: Mapping[str, Any], args: Mapping[str, Any]) -> Command[Any] | None:
+    def _guarded(self, call: _Call) -> Command[Any] | None:
         """The guard (``MemoryConfig.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
         action, the tool is not run; its message gives the notes (the next model call's system message shows them
         too) and the state records the proposal, so proposed again at this step it runs. None: run it."""
         if self.text_rules != "at_step" or call.docs:
             return None
-        action = proposed_action(call.tool, args)
-        held = self._rules.check(**self._rules_args(call.memory, state, call.history), action=action)
+        action = proposed_action(call.tool, call.args)
+        held = self._rules.check(**self._rules_args(call.memory, call.state, call.history), action=action)
         if not held:
             return None
         notes = "\n".join([GUARD_NOTE, SHORT_TITLE, *joined_hint_lines(held)])  # a memory block: read_memory_block reads it
@@ -467,8 +471,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = self._call(request)
         if call is None:
             return await handler(request)
-        state = request.state if isinstance(request.state, Mapping) else {}
-        guarded = self._guarded(call, state, request.tool_call.get("args") or {})
+        guarded = self._guarded(call)
         if guarded is not None:
             return guarded
         try:
@@ -484,7 +487,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         event = await call.memory.acapture(step, **call.capture_args())
         on_error = event is not None and self.on_error
         items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
-        return self._with_rules(call, state, call.update(result, step, event, items))
+        return self._with_rules(call, call.update(result, step, event, items))
 
 
 __all__ = ["DEFAULT", "LearningMiddleware"]
