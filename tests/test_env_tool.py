@@ -11,41 +11,27 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from pydantic import Field
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from langmem_plus import LearningMemory
 from langmem_plus.integrations.agent_run import read_memory_block, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
 from langmem_plus.integrations.step_rules import StepRules
 from langmem_plus.referee import DeterministicReferee
+from recording_model import RecordingModel
 
 
-class Scripted(FakeMessagesListChatModel):
-    """Scripted tool calls; keeps every message list it was sent."""
-
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "Scripted":
-        return self
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-
-def plays(*commands: str) -> Scripted:
+def plays(*commands: str) -> RecordingModel:
     calls = [AIMessage(content="", tool_calls=[{"name": "act", "args": {"command": c}, "id": f"c{i}"}])
              for i, c in enumerate(commands)]
-    return Scripted(responses=[*calls, AIMessage(content="I am done.")])
+    return RecordingModel(responses=[*calls, AIMessage(content="I am done.")])
 
 
 def test_a_tool_report_gives_the_step_its_channels_and_a_malformed_one_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
@@ -87,7 +73,7 @@ def _learned_to_grill(tmp_path: Path, name: str, env: Any, **config: Any) -> Lea
     return memory
 
 
-def run_game(env: Any, memory: LearningMemory, game: str, model: Scripted, *, rules: StepRules | None = None,
+def run_game(env: Any, memory: LearningMemory, game: str, model: RecordingModel, *, rules: StepRules | None = None,
              **options: Any) -> dict[str, Any]:
     """One game as a ``create_agent`` agent with the middleware (``rules``: the middleware's ``StepRules`` cache)."""
     opening = env.reset(game)
@@ -95,10 +81,6 @@ def run_game(env: Any, memory: LearningMemory, game: str, model: Scripted, *, ru
     if rules is not None:
         middleware._rules = rules
     return create_agent(model, [env_tool(env)], middleware=[middleware]).invoke({"messages": [("user", opening)]})
-
-
-def systems_of(model: Scripted) -> list[str]:
-    return [str(m[0].content) if isinstance(m[0], SystemMessage) else "" for m in model.seen]
 
 
 def avoids(text: str, pattern: str) -> bool:
@@ -148,7 +130,7 @@ def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_onc
     with closing(_learned_to_grill(tmp_path, "listed", kitchen, text_guard="off")) as memory:  # every standing rule listed
         model = plays("read cookbook", "open fridge", "take pork chop", "look around")
         out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)  # a pork chop to grill
-        systems = systems_of(model)
+        systems = model.system_texts()
         assert not any("oven" in s for s in systems[:3])  # nothing to cook on offer yet: the rule waits for its step
         assert avoids(systems[3], "cook <X> in oven") and "Prefer `open fridge`" in systems[1]  # after `take pork chop`
         assert "[lesson:" not in systems[3]  # short lines: the activations, not the text, carry the ids
@@ -166,7 +148,7 @@ def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_whe
         oven = "cook pork chop in oven"
         model = plays("read cookbook", "open fridge", "take pork chop", oven, oven)
         out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)
-        systems = systems_of(model)
+        systems = model.system_texts()
         assert not any("Avoid `cook" in s for s in systems[:4])  # held until the model reaches for the oven
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
         assert replies[3].content.startswith(GUARD_NOTE) and "`cook <X> in oven`" in replies[3].content
@@ -186,7 +168,7 @@ def test_a_delivery_rebuilt_from_the_state_at_every_call_shows_what_a_kept_one_s
         for cache in (StepRules(), StepRules(max_runs=0)):  # kept across calls; rebuilt at every call
             model = plays("read cookbook", "open fridge", "take pork chop", "examine oven", oven, oven)
             out = run_game(kitchen, memory, "test-20000", model, rules=cache, text_rules="at_step", end_run=False)
-            seen.append((systems_of(model), out["lm_guard"], [s["action"] for s in out["lm_steps"]]))
+            seen.append((model.system_texts(), out["lm_guard"], [s["action"] for s in out["lm_steps"]]))
         assert seen[0] == seen[1] and seen[0][1]  # the same notes, answers and steps; and the guard did answer
 
 
@@ -199,7 +181,7 @@ def test_an_avoidance_from_before_the_run_waits_for_the_call_it_quotes(tmp_path:
             run_game(kitchen, memory, game, plays("close fridge", "close fridge", "close fridge", "read cookbook"))
         model = plays("read cookbook", "close fridge", "close fridge", "look around")
         out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)
-        systems = systems_of(model)
+        systems = model.system_texts()
         assert not any("close fridge" in s for s in systems[:2])  # held: not paid for until proposed
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
         assert replies[1].content.startswith(GUARD_NOTE) and avoids(str(replies[1].content), "close fridge")

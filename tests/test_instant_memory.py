@@ -285,24 +285,10 @@ def test_distill_node_and_middleware_block_honour_the_budget(tmp_path: Path) -> 
 
 
 def test_create_agent_system_block_honours_the_budget(tmp_path: Path) -> None:
-    from collections.abc import Sequence as Seq
-    from typing import Any
-
     from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+    from langchain_core.messages import AIMessage, SystemMessage
     from langchain_core.tools import tool
-    from pydantic import Field
-
-    class Recording(FakeMessagesListChatModel):
-        seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-        def bind_tools(self, tools: Seq[Any], **kwargs: Any) -> "Recording":
-            return self
-
-        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> Any:
-            self.seen.append(list(messages))
-            return super()._generate(messages, stop, run_manager, **kwargs)
+    from recording_model import RecordingModel
 
     @tool
     def noop(query: str) -> str:
@@ -311,7 +297,7 @@ def test_create_agent_system_block_honours_the_budget(tmp_path: Path) -> None:
 
     mem = _mem(tmp_path)
     mem.add_lessons([l.model_copy(update={"scope": LessonScope(level="global")}) for l in LESSONS])
-    model = Recording(responses=[AIMessage(content="done")])
+    model = RecordingModel(responses=[AIMessage(content="done")])
     agent = create_agent(model, [noop], system_prompt="You help.", middleware=[mem.as_middleware(budget_tokens=90)])
     agent.invoke({"messages": [("user", "run cmd3 on the table")]})
     system = model.seen[0][0]

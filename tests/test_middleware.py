@@ -12,20 +12,18 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware, ToolRetryMiddleware
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command, interrupt
-from pydantic import Field
 
 from langmem_plus import LearningMemory, LearningMiddleware
 from langmem_plus._text import stable_id
@@ -38,27 +36,12 @@ from langmem_plus.integrations.agent_run import (
     tool_action,
 )
 from langmem_plus.records import Activation, ErrorEvent, Lesson, RunReport, ScoredItem, Step
+from recording_model import RecordingModel
 
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_SQL = "SELECT nme FROM people WHERE age > 30"
 RIGHT_SQL = "SELECT name FROM people WHERE age > 30"
 GOAL = "names of people older than 30"
-
-
-class RecordingModel(FakeMessagesListChatModel):
-    """Scripted replies; remembers the messages of every request (system message included)."""
-
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "RecordingModel":
-        return self
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-    def system_texts(self) -> list[str]:
-        return [str(m[0].content) if m and isinstance(m[0], SystemMessage) else "" for m in self.seen]
 
 
 def call(query: str, n: int) -> AIMessage:
