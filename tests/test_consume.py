@@ -96,11 +96,12 @@ def test_real_games_show_eating_uses_a_thing_up_and_nothing_else_they_did_does()
 
     env = make_env("twx-cooking:medium")
     try:
-        runs = [run_episode(env, TextGameExecutor(seed=1), t, Context(), max_steps=50)
-                for t in _tasks(env, "train", parse_range("0-1"))]
+        runs = [run_episode(env, TextGameExecutor(seed=2), t, Context(), max_steps=50)
+                for t in _tasks(env, "train", parse_range("2-4"))]
         seen = [consumed_commands(r.task, r.steps) for r in runs]
-        assert all(s == ["eat"] for s in seen), seen  # both games ate something without losing; nothing else vanished
-        assert all(any(s.action.startswith("eat ") and not s.feedback.constraint_failure for s in r.steps) for r in runs)
+        ate = [any(s.action.startswith("eat ") and not s.feedback.constraint_failure for s in r.steps[:-1]) for r in runs]
+        assert any(ate) and not all(ate), ate  # some game ate an ingredient mid-game without losing, some ate nothing
+        assert seen == [["eat"] if a else [] for a in ate], seen  # eating, and nothing else, used a thing up
         taken = {s.action.split()[0] for r in runs for s in r.steps}
         assert {"take", "open"} <= taken  # commands that moved or opened things were there, and are not read as using up
     finally:

@@ -189,6 +189,40 @@ def test_a_procedures_next_step_is_recommended_only_right_after_the_step_before_
     assert back.applied_hints == ("e2",)
 
 
+def _held_step(i: int, action: str, observation: str, before: Sequence[str], after: Sequence[str], valid: list[str]) -> Step:
+    """A step in the kitchen that changed what the agent holds from ``before`` to ``after``."""
+    return Step(index=i, action=action, observation=observation, info={"valid_actions": valid},
+                state_before={"location": "kitchen", "inventory": list(before)},
+                state_after={"location": "kitchen", "inventory": list(after)})
+
+
+def test_a_held_thing_the_goal_points_at_still_draws_the_agent_until_it_is_read() -> None:
+    holding = ["read cookbook", "examine cutlery drawer", "examine oven"]
+    task = TaskSpec(task_id="t", goal=ROOMS, context={
+        "valid_actions": ["take cookbook", "examine cutlery drawer"], "observation": "You see a cutlery drawer.",
+        "state": {"location": "kitchen", "inventory": []}})
+    took = _held_step(0, "take cookbook", "Adding the cookbook to your inventory.", [], ["cookbook"], holding)
+    ex = TextGameExecutor(seed=0)
+    assert ex.act(task, [took], []).action == "read cookbook"  # taking it only acknowledged it: the cookbook still draws
+    recipe = "Ingredients:\n  carrot\nDirections:\n  chop the carrot"
+    read = _held_step(1, "read cookbook", recipe, ["cookbook"], ["cookbook"], [*holding[1:], "examine cookbook"])
+    assert ex.act(task, [took, read], []).action == "examine cutlery drawer"  # read: holding it no longer draws
+
+
+def test_a_recommendation_undone_by_putting_its_gain_away_is_followed_again() -> None:
+    prefer = Hint(text="Prefer `take knife`", source_id="k")
+    here = ["take knife", "examine oven", "examine stove"]
+    task = TaskSpec(task_id="t", goal=ROOMS, context={"valid_actions": here, "state": {"location": "kitchen", "inventory": []}})
+    took = _held_step(0, "take knife", "You take the knife.", [], ["knife"], ["put knife in drawer", "examine oven"])
+    ex = TextGameExecutor(seed=0)
+    assert ex.act(task, [], [prefer]).action == "take knife"
+    put = _held_step(1, "put knife in drawer", "You put the knife in the drawer.", ["knife"], [], [*here, "close drawer"])
+    assert ex.act(task, [took, put], [prefer]).action == "take knife"  # the knife was put away: take it again
+    assert ex.act(task, [took, put], []).action != "take knife"  # without the recommendation it stays a repeat
+    kept = _held_step(1, "examine oven", "an oven", ["knife"], ["knife"], here)
+    assert ex.act(task, [took, kept], [prefer]).action != "take knife"  # still held: followed once
+
+
 def test_the_executor_leaves_its_first_room_in_a_real_three_room_game() -> None:
     pytest.importorskip("textworld_express")
     from langmem_plus.envs.registry import make_env

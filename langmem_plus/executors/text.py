@@ -24,7 +24,10 @@ Policy, per step:
    ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
    the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
    and a named thing much); words naming what the agent already holds or where it is
-   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it.
+   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it,
+   except the goal's words for a held thing the attempt has not read yet (a read of it, not the
+   step that got it, that answered with words of neither the goal nor the action: holding the
+   cookbook the goal points at is not having read it).
    To that it adds ``text_new_verb_bonus`` when its verb (first word) has not succeeded yet in
    this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
    in this attempt (open / close loops die out; a move that does not name where it leads
@@ -39,7 +42,9 @@ Policy, per step:
    and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
    episode's or a skill's steps) that this attempt is following (it took the earlier steps in order, the last of
    them as its latest step that did not fail: away from a procedure, the agent is not drawn back to it); a recommendation
-   counts only for an action not yet taken, as counted above (it is followed once).
+   counts only for an action not yet taken, as counted above (it is followed once), or whose every
+   taking got the agent something it no longer holds (``take knife``, then the knife put away:
+   what followed the recommendation is undone, so it is followed again).
 4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
 
 How hints are read (the public contract, so any agent can do the same):
@@ -59,7 +64,7 @@ How hints are read (the public contract, so any agent can do the same):
   the same words wherever it recurs; an avoidance's placeholder that its precondition
   names is bound by that precondition alone (the precondition does the checking);
 - a recommendation's bonus goes to an action not yet taken in this attempt, as step 3 counts
-  takes (it is followed once);
+  takes (it is followed once, while what it got the agent is still held);
 - ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
   each, with the placeholders bound, must occur in the attempt's observations for the
   hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
@@ -224,12 +229,33 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     state = history[-1].state_after if history else None
     if not isinstance(state, dict):
         state = view.start_state
-    held = state.get("inventory") if isinstance(state, dict) else None
     here = state.get("location") if isinstance(state, dict) else None
-    for item in [*(held if isinstance(held, list) else []), *([here] if isinstance(here, str) else [])]:
-        for word in content_words(str(item)):
+    goal_words = content_words(view.goal)
+    for item in [*_held(state), *([here] if isinstance(here, str) else [])]:
+        keep = goal_words if item != here and not _consulted(item, view.goal, history) else set()
+        for word in content_words(str(item)) - keep:
             weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
     return weight
+
+
+def _held(state: Any) -> list[str]:
+    """The state's ``inventory`` (empty when the env reports none)."""
+    held = state.get("inventory") if isinstance(state, dict) else None
+    return [str(item) for item in held] if isinstance(held, list) else []
+
+
+def _consulted(item: str, goal: str, history: Sequence[Step]) -> bool:
+    """Whether the attempt read ``item`` and learnt something: a read of it (``_reads``) other than the step that got
+    it (whose answer only acknowledges that: "Adding the meal to your inventory.") answered with a word that is neither
+    the goal's nor the action's. Until then a held thing the goal names (a cookbook to check) still draws the agent by
+    the goal's words: holding it is not having read it."""
+    words = content_words(item)
+    for step in _reads(goal, history):
+        said = content_words(step.observation) - content_words(goal) - content_words(step.action)
+        got = item in _held(step.state_after) and item not in _held(step.state_before)  # its answer acknowledges that
+        if words <= content_words(step.action) and said and not got:
+            return True
+    return False
 
 
 @dataclass
@@ -300,6 +326,20 @@ def _takes(history: Sequence[Step], here: str | None, moving: set[str]) -> dict[
         if not local or _location(s.state_before) == here:
             out[s.action] = out.get(s.action, 0) + 1
     return out
+
+
+def _lapsed(history: Sequence[Step]) -> set[str]:
+    """Actions whose every taking got the agent something it no longer holds (``take knife``, then the knife put
+    away): a recommendation of them is followed again, as their effect is gone."""
+    held = set(_held(history[-1].state_after)) if history else set()
+    lapsed: set[str] = set()
+    standing: set[str] = set()
+    for s in history:
+        if s.feedback.failed:
+            continue
+        gained = set(_held(s.state_after)) - set(_held(s.state_before))
+        (lapsed if gained and not gained & held else standing).add(s.action)
+    return lapsed - standing
 
 
 def _retryable(history: Sequence[Step]) -> set[str]:
@@ -408,14 +448,15 @@ class TextGameExecutor:
         verbs_used = {_verb(s.action) for s in done} - {""}
         moving = {_verb(s.action) for s in done if _location(s.state_before) != _location(s.state_after)} - {""}
         taken = _takes(history, here, moving)
+        lapsed = _lapsed(history)
         judged_all = {a: j for a in options if (j := self._hint_bonus(a, read, view, history)) is not None}  # None: avoided
         task_words = {w for w, x in weight.items() if x >= 1.0}
         looked_through = not any(  # nothing left here that the task's text names: leaving is worth a step
             content_words(a) & task_words for a in judged_all if not taken.get(a) and _verb(a) not in moving)
         scored: list[tuple[float, str, tuple[str, ...]]] = []
         for action, (bonus, sources) in judged_all.items():
-            if taken.get(action):
-                bonus = 0.0  # a recommendation is followed once (step 3's count)
+            if taken.get(action) and action not in lapsed:
+                bonus = 0.0  # a recommendation is followed once (step 3's count), while what it got is still held
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             verb = _verb(action)

@@ -138,7 +138,8 @@ valid actions and the lines its condition names have been read. So at each step:
    earlier step of the same command (``textdirect.offered_on_own``: the cuts a ``take`` offers on what it took,
    the knife already held, beyond the ``eat`` an earlier ``take`` offered). Kin are avoided only on things a
    directive is offered on at that step: ``eat``, first offered with the cuts on the apple taken after the knife, is
-   avoided on the apple, not on the meal nothing cuts. (Without the pre-run procedure, a
+   avoided on the apple, not on the meal nothing cuts; and where it is offered on such a thing too, its line names the
+   actions (``Avoid `eat red apple``` rather than ``eat <X>``, which a reader would bind to the meal). (Without the pre-run procedure, a
    ``TextGameExecutor`` on ``twx-cooking:rooms3`` after 6 collection games, dev fold: 21 -> 26 of 30 won, 7 -> 0
    lost to a cut.)
 10. **Guard** (``MemoryConfig.text_guard``, default ``"all"``): a line the agent would not have needed is not shown.
@@ -842,9 +843,10 @@ def undirected_verbs(live: Sequence[Lesson]) -> frozenset[str]:
                      and l.wrong == f"{pattern_verb(l)} <X>")
 
 
-def _attempt_kin_item(verb: str) -> tuple[ScoredItem, Pattern]:
-    """Rule 9's avoidance of ``<verb> <X>`` where the task does not say it, as an item and its pattern."""
-    wrong = f"{verb} <X>"
+def _attempt_kin_item(wrong: str) -> tuple[ScoredItem, Pattern]:
+    """Rule 9's avoidance of ``wrong`` where the task does not say it, as an item and its pattern: ``<verb> <X>``, or,
+    for a kin offered on things no directive is offered on, its own action (``eat red apple`` beside the meal: a kin is
+    avoided only where a directive is offered, and a reader would bind the pattern to the meal too)."""
     lesson = Lesson(id=f"{KIN_PREFIX}{wrong}", namespace=("triggered",), rule_text=f"AVOID: {wrong}", wrong=wrong,
                     applies_when=[f"{UNNAMED}{wrong}"])
     pattern = Pattern.parse(wrong)
@@ -1062,9 +1064,12 @@ class StepDelivery:
             directed_on = ({thing for verb, thing in map(command_and_object, view.valid) if verb in directives}
                            if kin - self._ruled else set())  # only kin need it
             for verb in sorted((directives | kin) - self._ruled):
-                it, p = _attempt_kin_item(verb)
-                fired += [(it, a) for a in firings(it.item, p, view, self.config)  # type: ignore[arg-type]
-                          if verb in directives or command_and_object(a)[1] in directed_on]  # kin: where a directive is offered
+                on = [(norm(a), command_and_object(a)[1]) for a in view.valid if command_and_object(a)[0] == verb]
+                wrongs = [f"{verb} <X>"] if verb in directives or all(t in directed_on for _, t in on) else [
+                    a for a, t in on if t in directed_on]  # a kin offered beyond a directive's things (the meal): by name
+                for wrong in wrongs:
+                    it, p = _attempt_kin_item(wrong)
+                    fired += [(it, a) for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
         if self.config.text_guard != "off":  # rule 10: what bears on no proposal yet waits for one
             return self._guard(winners, fired, history)
