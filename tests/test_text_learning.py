@@ -207,6 +207,14 @@ def test_a_held_thing_the_goal_points_at_still_draws_the_agent_until_it_is_read(
     recipe = "Ingredients:\n  carrot\nDirections:\n  chop the carrot"
     read = _held_step(1, "read cookbook", recipe, ["cookbook"], ["cookbook"], [*holding[1:], "examine cookbook"])
     assert ex.act(task, [took, read], []).action == "examine cutlery drawer"  # read: holding it no longer draws
+    boil = TaskSpec(task_id="b", goal="Your task is to boil caesium. First, focus on the substance.", context={
+        "valid_actions": ["move wood to inventory"], "observation": "You see a fire pit.",
+        "state": {"location": "outside", "inventory": []}})
+    wood = Step(index=0, action="move wood to inventory", observation="You move the wood to the inventory.",
+                info={"valid_actions": ["examine substance called wood", "look at fire pit"]},
+                state_before={"location": "outside", "inventory": []},
+                state_after={"location": "outside", "inventory": ["substance called wood"]})
+    assert ex.act(boil, [wood], []).action == "look at fire pit"  # the goal names "substance", not this held thing
 
 
 def test_a_recommendation_undone_by_putting_its_gain_away_is_followed_again() -> None:

@@ -25,9 +25,9 @@ Policy, per step:
    the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
    and a named thing much); words naming what the agent already holds or where it is
    (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it,
-   except the goal's words for a held thing the attempt has not read yet (a read of it, not the
-   step that got it, that answered with words of neither the goal nor the action: holding the
-   cookbook the goal points at is not having read it).
+   except a held thing the goal names whole that the attempt has not read yet (a read of it,
+   not the step that got it, that answered with words of neither the goal nor the action):
+   holding the cookbook the goal points at is not having read it.
    To that it adds ``text_new_verb_bonus`` when its verb (first word) has not succeeded yet in
    this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
    in this attempt (open / close loops die out; a move that does not name where it leads
@@ -232,8 +232,9 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     here = state.get("location") if isinstance(state, dict) else None
     goal_words = content_words(view.goal)
     for item in [*_held(state), *([here] if isinstance(here, str) else [])]:
-        keep = goal_words if item != here and not _consulted(item, view.goal, history) else set()
-        for word in content_words(str(item)) - keep:
+        if item != here and content_words(item) <= goal_words and not _consulted(item, view.goal, history):
+            continue  # a thing the goal names whole (the cookbook), held but not read yet: it still draws the agent
+        for word in content_words(item):
             weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
     return weight
 
