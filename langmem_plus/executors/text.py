@@ -219,20 +219,21 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     goal points at); everything else the game printed (room descriptions, echoes of the
     agent's own moves) describes the world rather than the task.
     """
-    weight: dict[str, float] = {w: 1.0 for w in content_words(view.goal)}
+    goal_words = content_words(view.goal)
+    weight: dict[str, float] = {w: 1.0 for w in goal_words}
     for obs in view.observations:
         for word in content_words(obs):
             weight.setdefault(word, config.text_paragraph_weight)
-    for step in _reads(view.goal, history):
+    reads = _reads(view.goal, history)
+    for step in reads:
         for word in content_words(step.observation):
             weight[word] = 1.0
     state = history[-1].state_after if history else None
     if not isinstance(state, dict):
         state = view.start_state
-    here = state.get("location") if isinstance(state, dict) else None
-    goal_words = content_words(view.goal)
-    for item in [*_held(state), *([here] if isinstance(here, str) else [])]:
-        if item != here and content_words(item) <= goal_words and not _consulted(item, view.goal, history):
+    here = _location(state)
+    for item in [*_held(state), *([here] if here is not None else [])]:
+        if item != here and content_words(item) <= goal_words and not _consulted(item, goal_words, reads):
             continue  # a thing the goal names whole (the cookbook), held but not read yet: it still draws the agent
         for word in content_words(item):
             weight.pop(word, None)  # what is already held, or where the agent is, no longer draws it
@@ -245,14 +246,14 @@ def _held(state: Any) -> list[str]:
     return [str(item) for item in held] if isinstance(held, list) else []
 
 
-def _consulted(item: str, goal: str, history: Sequence[Step]) -> bool:
-    """Whether the attempt read ``item`` and learnt something: a read of it (``_reads``) other than the step that got
-    it (whose answer only acknowledges that: "Adding the meal to your inventory.") answered with a word that is neither
-    the goal's nor the action's. Until then a held thing the goal names (a cookbook to check) still draws the agent by
-    the goal's words: holding it is not having read it."""
+def _consulted(item: str, goal_words: set[str], reads: Sequence[Step]) -> bool:
+    """Whether the attempt read ``item`` and learnt something: one of its ``reads`` (``_reads``) acted on it, other than
+    the step that got it (whose answer only acknowledges that: "Adding the meal to your inventory."), and answered with
+    a word that is neither the goal's (``goal_words``) nor the action's. Until then a held thing the goal names (a
+    cookbook to check) still draws the agent by the goal's words: holding it is not having read it."""
     words = content_words(item)
-    for step in _reads(goal, history):
-        said = content_words(step.observation) - content_words(goal) - content_words(step.action)
+    for step in reads:
+        said = content_words(step.observation) - goal_words - content_words(step.action)
         got = item in _held(step.state_after) and item not in _held(step.state_before)  # its answer acknowledges that
         if words <= content_words(step.action) and said and not got:
             return True

@@ -1061,10 +1061,11 @@ class StepDelivery:
         fired += consuming(self._consuming, view, self._known)
         if self._guarded and history:
             directives, kin = self._attempt_directives(task, history, view)
-            directed_on = ({thing for verb, thing in map(command_and_object, view.valid) if verb in directives}
-                           if kin - self._ruled else set())  # only kin need it
-            for verb in sorted((directives | kin) - self._ruled):
-                on = [(norm(a), command_and_object(a)[1]) for a in view.valid if command_and_object(a)[0] == verb]
+            verbs = sorted((directives | kin) - self._ruled)
+            parsed = [(*command_and_object(a), norm(a)) for a in view.valid] if verbs else []  # (verb, thing, action)
+            directed_on = {thing for verb, thing, _ in parsed if verb in directives}
+            for verb in verbs:
+                on = [(a, thing) for v, thing, a in parsed if v == verb]
                 wrongs = [f"{verb} <X>"] if verb in directives or all(t in directed_on for _, t in on) else [
                     a for a, t in on if t in directed_on]  # a kin offered beyond a directive's things (the meal): by name
                 for wrong in wrongs:
