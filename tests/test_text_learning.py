@@ -123,12 +123,14 @@ ROOMS = "You are hungry! Let's cook a delicious meal. Check the cookbook in the 
 
 
 def _room_step(i: int, action: str, before: str, after: str, valid: list[str], *, failed: bool = False,
-               held: Sequence[str] = ()) -> Step:
-    """A step of a made-up game of rooms: ``action`` taken in ``before``, leaving the agent in ``after`` holding ``held``."""
-    return Step(index=i, action=action, observation="You can't." if failed else "Done.",
+               held: Sequence[str] = (), held_before: Sequence[str] = (), observation: str | None = None) -> Step:
+    """A step of a made-up game of rooms: ``action`` taken in ``before`` holding ``held_before``, leaving the agent in
+    ``after`` holding ``held``; ``observation`` defaults to a plain answer."""
+    seen = observation if observation is not None else ("You can't." if failed else "Done.")
+    return Step(index=i, action=action, observation=seen,
                 feedback=Feedback(hard_failure=failed, error_text="You can't." if failed else ""),
-                state_before={"location": before, "inventory": []}, state_after={"location": after, "inventory": list(held)},
-                info={"valid_actions": valid})
+                state_before={"location": before, "inventory": list(held_before)},
+                state_after={"location": after, "inventory": list(held)}, info={"valid_actions": valid})
 
 
 def test_a_failed_action_is_tried_again_only_after_an_action_on_its_object_succeeds() -> None:
@@ -190,10 +192,8 @@ def test_a_procedures_next_step_is_recommended_only_right_after_the_step_before_
 
 
 def _held_step(i: int, action: str, observation: str, before: Sequence[str], after: Sequence[str], valid: list[str]) -> Step:
-    """A step in the kitchen that changed what the agent holds from ``before`` to ``after``."""
-    return Step(index=i, action=action, observation=observation, info={"valid_actions": valid},
-                state_before={"location": "kitchen", "inventory": list(before)},
-                state_after={"location": "kitchen", "inventory": list(after)})
+    """A step in the kitchen that changed what the agent holds from ``before`` to ``after`` (``_room_step``)."""
+    return _room_step(i, action, "kitchen", "kitchen", valid, held=after, held_before=before, observation=observation)
 
 
 def test_a_held_thing_the_goal_points_at_still_draws_the_agent_until_it_is_read() -> None:
@@ -210,10 +210,8 @@ def test_a_held_thing_the_goal_points_at_still_draws_the_agent_until_it_is_read(
     boil = TaskSpec(task_id="b", goal="Your task is to boil caesium. First, focus on the substance.", context={
         "valid_actions": ["move wood to inventory"], "observation": "You see a fire pit.",
         "state": {"location": "outside", "inventory": []}})
-    wood = Step(index=0, action="move wood to inventory", observation="You move the wood to the inventory.",
-                info={"valid_actions": ["examine substance called wood", "look at fire pit"]},
-                state_before={"location": "outside", "inventory": []},
-                state_after={"location": "outside", "inventory": ["substance called wood"]})
+    wood = _room_step(0, "move wood to inventory", "outside", "outside", ["examine substance called wood", "look at fire pit"],
+                      held=["substance called wood"], observation="You move the wood to the inventory.")
     assert ex.act(boil, [wood], []).action == "look at fire pit"  # the goal names "substance", not this held thing
 
 
