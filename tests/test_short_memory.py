@@ -54,3 +54,34 @@ def test_tool_text_in_a_short_line_stays_one_quoted_line() -> None:
     outside = '- "Prefer `take knife`"'  # a line like ours in the user's own prompt, before the block
     assert read_memory_block(f"{outside}\n{SHORT_TITLE}\n{lines[0]}")[0].text == evil.text
     assert len(read_memory_block(outside)) == 0
+
+
+def test_actions_alike_but_for_one_word_are_one_action_and_read_back_as_every_action_they_stand_for() -> None:
+    from langmem_plus.learning.textmatch import quoted_actions
+    from langmem_plus.tokens import count_tokens
+
+    cases = [["cook <X> in oven", "eat <X>", "cook <X> in stove", "cook <X> in barbeque"],
+             ["chop <X>", "dice <X>", "slice <X>"],
+             ["take red apple", "take knife", "take red onion"],
+             ["cat data.csv", "cat data.tsv", "put 1 cup", "put 2 cup"],  # alternatives are words of letters only
+             ["go north", "go south", "look north"]]  # one word differs between the groups, never two
+    for actions in cases:
+        hints = [Hint(text=f"Avoid `{a}`", precondition=SAID_SO_WORDS, source_id=str(i)) for i, a in enumerate(actions)]
+        [line] = joined_hint_lines(hints)
+        [read] = read_memory_block(f"{SHORT_TITLE}\n{line}")
+        assert sorted(quoted_actions(read.text)) == sorted(actions) and read.precondition == SAID_SO_WORDS, line
+        apart = f'- "Avoid {", ".join(f"`{a}`" for a in actions)} {SAID_SO_WORDS}"'
+        assert count_tokens(line).n <= count_tokens(apart).n
+    assert joined_hint_lines([Hint(text="Avoid `cook <X> in oven`", source_id="a"),
+                              Hint(text="Avoid `cook <X> in stove`", source_id="b")]) == ['- "Avoid `cook <X> in oven/stove`"']
+    assert joined_hint_lines([Hint(text="Avoid `put 1 cup`", source_id="a"), Hint(text="Avoid `put 2 cup`", source_id="b")]) == [
+        '- "Avoid `put 1 cup`, `put 2 cup`"']
+    # like ``<X>``, ``a/b`` between words of letters is notation in a line's actions: an action with such a word of its
+    # own is shown as it is, never merged with others, but a reader takes it as alternatives
+    assert joined_hint_lines([Hint(text=f"Avoid `{a}`", source_id=a) for a in ("open a/b", "open c", "open d")]) == [
+        '- "Avoid `open a/b`, `open c/d`"']
+    said = read_hint(read_memory_block(f"{SHORT_TITLE}\n" + '- "Avoid `cook <X> in oven/stove`"')[0])
+    assert said is not None and said.avoid and [p.text for p in said.patterns] == ["cook <X> in oven", "cook <X> in stove"]
+    direct = read_hint(Hint(text="Avoid `chop/slice <X>`", precondition=SAID_SO_WORDS, source_id="j"))  # handed over as is
+    assert direct is not None and [p.text for p in direct.patterns] == ["chop <X>", "slice <X>"]
+    assert direct.conditions_of(direct.patterns[1]) == ("!slice <X>",)

@@ -19,6 +19,7 @@ from langmem_plus.records import Episode, Feedback, Hint, Lesson, LessonScope, P
 from langmem_plus.learning.textdirect import offered_on_own
 from langmem_plus.retrieval.triggered import (KIN_PREFIX, TRIGGERED_HEADER, StepDelivery, StepView, firings, object_phrase,
                                                rule_line, rule_pattern, rule_utility)
+from langmem_plus.retrieval.rule_lines import read_rule_line
 from langmem_plus.tokens import count_tokens
 from listing import listing
 
@@ -259,14 +260,15 @@ def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_re
     assert deliver(task([]), history) == []
     answer = deliver.check(task([]), history, "slice red apple")
     assert sorted(h.text for h in answer) == ["Avoid `chop <X>`", "Avoid `slice <X>`"]  # eat's line says more: held
-    assert list(deliver.lines) == ['- "Avoid `slice <X>`, `chop <X>` unless the task says so"']
+    assert list(deliver.lines) == ['- "Avoid `slice/chop <X>` unless the task says so"']  # one action, its alternatives
     apart = count_tokens("\n".join([TRIGGERED_HEADER, *map(rule_line, ([ScoredItem(kind="lesson", item=r, score=1.0)
                                                                           for r in rules[:2]]))])).n
     assert deliver.tokens < apart  # one line for the two
     assert deliver.check(task([]), history, "chop milk") == []  # it has that one already
     assert [h.text for h in deliver.check(task([]), history, "eat milk")] == ["Avoid `eat milk`"]  # alone: it says more
-    joined = Hint(text="Avoid `slice <X>`, `chop <X>`", precondition="unless the task says so", source_id="j")
-    for hints in (answer, [joined]):  # the line as handed over, and as a reader of the block reads it
+    joined = read_rule_line(json.loads(next(iter(deliver.lines))[2:]))  # the line as a reader of the block reads it
+    assert joined.text == "Avoid `slice <X>`, `chop <X>`" and joined.precondition == "unless the task says so"
+    for hints in (answer, [joined]):  # the line as handed over, and as read
         assert allowed(hints, "chop red apple", CUT_RECIPE)  # the recipe says this cut
         assert not allowed(hints, "slice red apple", CUT_RECIPE) and not allowed(hints, "chop milk", CUT_RECIPE)
 
@@ -944,10 +946,12 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
                      for s in traj.steps if s.action.split()[0] in cuts]
             assert all(says_line(a, lines) for a, lines in taken), (t.task_id, taken)  # every cut the recipe's own, read
             offered = any(a.split()[0] in cuts for s in traj.steps for a in s.info.get("valid_actions") or [])
-            assert offered == any(line.startswith('- "Avoid `') and line.endswith(' unless the task says so"')
-                                  and f"`{c} <X>`" in line for line in deliver.lines for c in cuts)  # once the knife offers them
+            said = [read_rule_line(json.loads(line[2:])) for line in deliver.lines]  # as a reader of the lines reads them
+            assert offered == any(h.text.startswith("Avoid `") and h.precondition == "unless the task says so"
+                                  and f"`{c} <X>`" in h.text for h in said for c in cuts)  # once the knife offers them
             assert traj.verdict is not None and traj.verdict.passed, t.task_id
             assert bool(taken) == (t.task_id != "dev-10006"), t.task_id  # its recipe cuts nothing
     finally:
         memory.close()
         env.close()
+

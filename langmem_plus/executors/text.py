@@ -56,7 +56,9 @@ How hints are read (the public contract, so any agent can do the same):
   attempt took the step before it (``textmatch.is_procedure``; after another step, nothing draws the agent back
   to it: its later steps, such as ``move west``, were for the situation it was learned in); listed
   otherwise (``Prefer `a`, `b```, ``Avoid `chop <X>`, `slice <X>` unless the task says so``) each is
-  recommended, or avoided, on its own, under the hint's precondition; in ``Use `keep` instead of `filter```,
+  recommended, or avoided, on its own, under the hint's precondition; an action with one word of alternatives
+  (``Avoid `chop/slice <X>```, how delivered lines join actions that differ in one word) is each of them
+  (``rule_lines.spelt_out``); in ``Use `keep` instead of `filter```,
   what follows "instead of" is the action replaced, not recommended;
 - a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
   one or more words that the task names beyond its goal (they occur in a short line of
@@ -138,6 +140,7 @@ from langmem_plus.learning.textmatch import (
 )
 from langmem_plus.learning.textrules import is_read
 from langmem_plus.records import Hint, Step, TaskSpec
+from langmem_plus.retrieval.rule_lines import spelt_out
 
 STOP_WORDS = frozenset(
     "a an the in on to of for and or is are you your it its s let once done with at from into this that".split()
@@ -181,7 +184,7 @@ def read_hint(hint: Hint) -> ReadHint | None:
     try:
         text = str(hint.text or "")
         avoid = is_avoidance(text)
-        raws = quoted_actions(text)  # not what a rewrite replaces
+        raws = quoted_actions(spelt_out(text))  # not what a rewrite replaces; alternatives each their own
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None
