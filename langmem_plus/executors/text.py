@@ -209,11 +209,6 @@ def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
     return [step for step in history if is_read(step, goal_words)]
 
 
-def _task_lines(goal: str, history: Sequence[Step]) -> list[str]:
-    """Normalised lines of what the agent read in things the goal names (the task's text beyond its goal)."""
-    return [line for step in _reads(goal, history) for line in map(norm, step.observation.splitlines()) if line]
-
-
 def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) -> dict[str, float]:
     """Weight of each word the attempt has seen: 1 in the task's text, ``text_paragraph_weight`` elsewhere.
 
@@ -227,7 +222,7 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     for obs in view.observations:
         for word in content_words(obs):
             weight.setdefault(word, config.text_paragraph_weight)
-    reads = _reads(view.goal, history)
+    reads = view.reads
     for step in reads:
         for word in content_words(step.observation):
             weight[word] = 1.0
@@ -271,6 +266,22 @@ class _View:
     state: str
     start_state: Any = None
     history: Sequence[Step] = ()
+
+    @cached_property
+    def reads(self) -> list[Step]:
+        """The attempt's steps that read something the goal names (``_reads``)."""
+        return _reads(self.goal, self.history)
+
+    @cached_property
+    def task_lines(self) -> list[str]:
+        """Normalised lines of what the agent read in things the goal names (the task's text beyond its goal), read
+        once a step: every hint's conditions check it."""
+        return [line for step in self.reads for line in map(norm, step.observation.splitlines()) if line]
+
+    @cached_property
+    def directing(self) -> list[str]:
+        """The lines of the task's text that direct a command (``textmatch.directing_lines``)."""
+        return directing_lines(self.goal, self.task_lines)
 
     @cached_property
     def done(self) -> frozenset[str]:
@@ -381,12 +392,9 @@ class TextGameExecutor:
             return False
         return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.text_short_line_words)) is not None
 
-    @staticmethod
-    def _only_named(phrase: str, view: _View, history: Sequence[Step]) -> bool:
-        """Whether the task's text (what was read in things the goal names) lists ``phrase`` with nothing said about it."""
-        return listed_only(phrase, _task_lines(view.goal, history))
-
-    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str], history: Sequence[Step] = ()) -> bool:
+    def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
+        """Whether ``pattern`` of ``rh`` bears on ``action`` in the attempt ``view`` sees (its placeholders bound to
+        what the task names, and every condition holding)."""
         binding = pattern.match(action)
         if binding is None:
             return False
@@ -408,18 +416,18 @@ class TextGameExecutor:
                 continue
             neg = unnamed_slot(cond)
             if neg is not None:  # the task's text does not name the bound phrase
-                if names_phrase(binding.get(neg, ""), view.goal, _task_lines(view.goal, history)):
+                if names_phrase(binding.get(neg, ""), view.goal, view.task_lines):
                     return False
                 continue
             unsaid = negated_line(cond)
             if unsaid is not None:  # no line of the task's text says the bound line
                 bound = bind(unsaid, binding)
-                if bound is None or says_line(bound, directing_lines(view.goal, _task_lines(view.goal, history))):
+                if bound is None or says_line(bound, view.directing):
                     return False
                 continue
             slot = _SLOT.fullmatch(cond.strip())
             if slot is not None:  # a bare placeholder: the task names it and says nothing more about it
-                if not self._only_named(binding.get(slot.group(1), ""), view, history):
+                if not listed_only(binding.get(slot.group(1), ""), view.task_lines):  # listed, nothing said of it
                     return False
                 continue
             line = norm(_SLOT.sub(lambda m: binding.get(m.group(1), m.group(0)), cond))
@@ -431,7 +439,7 @@ class TextGameExecutor:
         """The next step of a procedure hint this attempt is following (``textmatch.next_step``, each step read with
         its conditions), or None while it is away from the procedure."""
         done = [s.action for s in history if not s.feedback.failed]
-        return next_step(rh.patterns, done, lambda p, a: self._applies(rh, p, a, view, goal_words, history))
+        return next_step(rh.patterns, done, lambda p, a: self._applies(rh, p, a, view, goal_words))
 
     # ---- the policy ----------------------------------------------------------
     def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
@@ -490,11 +498,11 @@ class TextGameExecutor:
         for rh in read:
             if rh.procedure:
                 nxt = self._following(rh, history, view, goal_words)
-                if nxt is not None and self._applies(rh, nxt, action, view, goal_words, history):
+                if nxt is not None and self._applies(rh, nxt, action, view, goal_words):
                     bonus += cfg.text_sequence_bonus
                     used.append(rh.hint.source_id)
                 continue
-            matched = next((p for p in rh.patterns if self._applies(rh, p, action, view, goal_words, history)), None)
+            matched = next((p for p in rh.patterns if self._applies(rh, p, action, view, goal_words)), None)
             if matched is None:
                 continue
             used.append(rh.hint.source_id)
