@@ -14,6 +14,7 @@ from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
+from langmem_plus.executors.base import Decision
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.records import Episode, Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.learning.textdirect import offered_on_own
@@ -955,3 +956,23 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
         memory.close()
         env.close()
 
+
+def test_a_proposal_answered_before_the_agent_gives_up_is_counted_though_no_step_follows(cooking: TextGameEnv, tmp_path: Path) -> None:
+    from langmem_plus.bench.env import _row
+
+    class Quitter(Fixed):
+        """Plays its actions, but stops as soon as memory answers one of them."""
+
+        def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+            answered = any(h.text.startswith("Avoid") for h in hints)
+            return Decision(kind="done") if answered and len(history) == 2 else super().act(task, history, hints)
+
+    memory = LearningMemory.open(tmp_path / "m", namespace=("t", "quit"))
+    memory.general_update(run_episode(cooking, Fixed(["read cookbook", "take red hot pepper", "eat red hot pepper"]),
+                                      _task(cooking, "train-14"), Context(), run_id="e1", max_steps=3))
+    deliver = StepDelivery(memory.text_rules(cooking.name), memory.runs, memory.config)
+    traj = run_episode(cooking, Quitter(["read cookbook", "take salt", "eat salt"]), _task(cooking, "train-2"),
+                       Context(step_hints=deliver), max_steps=3)
+    assert [s.action for s in traj.steps] == ["read cookbook", "take salt"] and traj.guarded == ["eat salt"]
+    assert _row(traj, Context(step_hints=deliver), 0.0)["guarded"] == 1
+    memory.close()

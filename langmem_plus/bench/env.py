@@ -141,7 +141,7 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
         "steps": len(traj.steps),
         "fatal": int(any(s.feedback.constraint_failure for s in traj.steps)),
         "invalid": sum(1 for s in traj.steps if s.feedback.hard_failure),
-        "guarded": sum(len(s.info.get("guarded") or ()) for s in traj.steps),
+        "guarded": sum(len(s.info.get("guarded") or ()) for s in traj.steps) + len(traj.guarded),
         "context_tokens": ctx.tokens,
         "seconds": seconds,
     }

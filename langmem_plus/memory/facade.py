@@ -92,6 +92,9 @@ class Trajectory(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     verdict: Verdict | None = None
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    guarded: list[str] = Field(default_factory=list)
+    """Proposals memory answered after which the agent ended the attempt instead of taking a step (a step records
+    its own in ``info["guarded"]``)."""
 
 
 

@@ -126,7 +126,8 @@ def run_episode(
 
     Before each step is taken, the executor's proposal goes to ``context.step_hints.check`` (the guard,
     ``retrieval.triggered`` rule 10); while memory answers it with hints, the executor chooses again with them
-    added. The step records the proposals answered in ``info["guarded"]``.
+    added. The step records the proposals answered in ``info["guarded"]``; those after which the executor said it
+    was done, ``Trajectory.guarded``.
 
     ``run_id`` defaults to the task id; pass a unique, deterministic one per attempt.
     """
@@ -136,10 +137,10 @@ def run_episode(
         task = task.model_copy(update={"context": {**task.context, **view}})
     steps: list[Step] = []
     hints = list(context.hints)
+    guarded: list[str] = []  # proposals memory answered before the next step was taken (the guard)
     while len(steps) < max_steps and not env.done:
         now = [*hints, *context.step_hints(task, steps)] if context.step_hints is not None else hints
         decision = executor.act(task, steps, now)
-        guarded: list[str] = []  # proposals memory answered before they were taken (the guard)
         while context.step_hints is not None and decision.kind == "command":
             held = context.step_hints.check(task, steps, decision.action)
             if not held:
@@ -151,8 +152,9 @@ def run_episode(
             break
         step = take_step(env, decision, len(steps))
         steps.append(step.model_copy(update={"info": {**step.info, "guarded": guarded}}) if guarded else step)
+        guarded = []  # the step keeps its own
     verdict: Verdict = env.evaluate()
-    return Trajectory(task=task, steps=steps, verdict=verdict, run_id=run_id or task.task_id)
+    return Trajectory(task=task, steps=steps, verdict=verdict, run_id=run_id or task.task_id, guarded=guarded)
 
 
 @dataclass(frozen=True)
