@@ -1,4 +1,4 @@
-"""Text games written by others (TextWorldExpress, ScienceWorld) behind the Env protocol.
+"""Text games written by others (TextWorldExpress, ScienceWorld, TextWorld) behind the Env protocol.
 
 Every channel assertion runs on the real game's own messages. The games need the
 optional ``envs`` extra and Java 17; the game tests skip cleanly without them.
@@ -21,7 +21,7 @@ from langmem_plus.envs.textgame import FOLDS, TextGameEnv, Turn, fatal_text, fir
 from langmem_plus.errors import EnvError
 from langmem_plus.executors.base import Decision
 from langmem_plus.graph import build_executor_referee_graph, run_task
-from langmem_plus.records import ErrorEvent, Hint, Step, TaskSpec
+from langmem_plus.records import ErrorEvent, Hint, RunReport, Step, TaskSpec
 
 COOKING_SALT = "test-20003"
 """twx-cooking:easy test seed whose recipe is salt alone (found by playing it)."""
@@ -403,3 +403,32 @@ def test_bench_env_default_ranges_are_cut_to_a_small_fold() -> None:
     result = run_env_bench(env_name="sciworld:identify-life-stages-1", designs=("no_memory",), repeats=1, max_steps=1)
     assert (result["collect_seeds"], result["seeds"]) == ("0-5", "0-4")  # its folds hold 6 train and 5 test variations
     assert result["curves"]["no_memory"]["success"] and len(result["curves"]["no_memory"]["success"]) == 6 + 5
+
+
+def _graph_channels(env: TextGameEnv, task_id: str, actions: Sequence[str], memory_path: Path) -> tuple[dict[int, str], RunReport]:
+    """A reference-graph run of ``actions`` on a real game: the channel of each step's event, and the run's report."""
+    memory = LearningMemory.open(memory_path, namespace=("tests", "graph-text"))
+    graph = build_executor_referee_graph(memory, env, ValidActionExecutor(actions), max_steps=len(actions))
+    task = next(t for t in env.tasks() if t.task_id == task_id)
+    final = run_task(graph, task, run_id=f"graph-{task_id}", max_steps=len(actions))
+    assert [s.action for s in final["steps"]] == list(actions)
+    stored = {e.id for e in memory.store.all("events")}  # type: ignore[attr-defined]
+    assert {e.id for e in final["events"]} <= stored
+    memory.close()
+    return {e.step: e.channel for e in final["events"]}, final["report"]
+
+
+def test_sciworld_runs_through_the_reference_graph_on_the_right_channels(sciworld: TextGameEnv, tmp_path: Path) -> None:
+    channels, report = _graph_channels(sciworld, SCI_TEST, ["dance", "teleport to kitchen", "focus on fridge"], tmp_path / "m")
+    assert channels == {0: "hard", 2: "constraint"}  # the scoring teleport is no failure; the wrong focus ends it
+    assert not report.passed and report.verdict.source == "deterministic" and report.steps == 3
+
+
+def test_textworld_runs_through_the_reference_graph_on_the_right_channels(tw_cache: Path, tmp_path: Path) -> None:
+    from langmem_plus.envs.tw import TwEnv
+
+    with TwEnv("cooking", "easy", cache=tw_cache) as env:
+        channels, report = _graph_channels(env, "test-20001", ["dance", "open fridge", "take egg from fridge", "eat egg"],
+                                           tmp_path / "m")
+    assert channels == {0: "hard", 1: "hard", 3: "constraint"}  # the egg taken scores; eating it loses
+    assert not report.passed and report.verdict.source == "deterministic" and report.steps == 4
