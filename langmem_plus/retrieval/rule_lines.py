@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from langmem_plus.learning.textmatch import AFTER_WORDS, SAID_SO_WORDS, WHEN_WORDS
+from langmem_plus.learning.textmatch import AFTER_WORDS, SAID_SO_WORDS, WHEN_WORDS, quoted_actions
 from langmem_plus.records import Hint
 
 _ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")
@@ -120,9 +120,8 @@ def spelt_out(text: str) -> str:
     """
     if not _ACTIONS.fullmatch(text) or "/" not in text:
         return text
-    lead, rest = text.split(" ", 1)
     spelt: list[str] = []
-    for action in re.findall(r"`([^`]+)`", rest):
+    for action in quoted_actions(text):  # every one: the text is a lead word and its list of actions
         words = action.split(" ")
         slashed = [i for i, w in enumerate(words) if "/" in w]
         if len(slashed) != 1 or not _ALTERNATIVES.fullmatch(words[slashed[0]]):
@@ -130,7 +129,7 @@ def spelt_out(text: str) -> str:
             continue
         at = slashed[0]
         spelt += [f"`{' '.join([*words[:at], alt, *words[at + 1:]])}`" for alt in words[at].split("/")]
-    return f"{lead} {', '.join(spelt)}"
+    return f"{text.split(' ', 1)[0]} {', '.join(spelt)}"
 
 
 def line_key(hint: Hint) -> tuple[str, str] | None:
