@@ -7,7 +7,7 @@ it is sent. Its habit is a plausible column name, ``name``, for a table whose co
 ``emp_name``. On the error it reads the table's schema and fixes the query. Memory
 captures the failure, pairs it with the fix at the end of the run, and from then on the
 lesson rides in the system message of every request as quoted data; the model reads it
-there (it parses the WRONG -> CORRECT text it was shown) and writes the right column at
+there (it parses the "Use `x` instead of `y`" note it was shown) and writes the right column at
 once. Nothing from memory enters the conversation history.
 
 Middleware order: memory first (outermost), so it sees each tool call's final outcome,
@@ -41,7 +41,8 @@ from langmem_plus import LearningMemory, LearningMiddleware
 QUESTION = "Which employees earn more than 50000?"
 HABIT = "SELECT name FROM employees WHERE salary > 50000 ORDER BY name"
 """The query the model drafts first: ``name`` is the usual column name, not this table's."""
-_RULE = re.compile(r"WRONG: (\w+) -> CORRECT: (\w+)")
+_RULE = re.compile(r"Use `(\w+)` instead of `(\w+)`")
+"""A rewrite note as memory writes it (docs/notes-contract.md): the correct form, then the wrong one."""
 _LESSON_ID = re.compile(r"\[lesson:([\w.:-]+)\]")
 _NO_COLUMN = re.compile(r"no such column: (\w+)")
 
@@ -64,16 +65,15 @@ class SqlModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self.decide(messages))])
 
     def decide(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        """Draft the habitual query, corrected by any WRONG -> CORRECT note in the system message;
-        after an error read the schema; after the schema fix the column; after rows, answer."""
+        """Draft the habitual query, corrected by any rewrite note in the system message (or in the answer memory
+        gave a call it stopped); after an error read the schema; after the schema fix the column; after rows, answer."""
         system = _text(messages[0]) if messages and isinstance(messages[0], SystemMessage) else ""
         results = [m for m in messages if isinstance(m, ToolMessage)]
         last = results[-1] if results else None
         if last is None:
-            query = HABIT
-            for wrong, correct in _RULE.findall(system):  # notes it was shown, read as text
-                query = re.sub(rf"\b{wrong}\b", correct, query)
-            return self._call("run_sql", {"query": query}, len(messages))
+            return self._call("run_sql", {"query": self.apply(system, HABIT)}, len(messages))
+        if last.name == "run_sql" and _text(last).startswith("Not run:"):  # memory stopped the call: read its notes
+            return self._call("run_sql", {"query": self.apply(_text(last), HABIT)}, len(messages))
         if last.name == "run_sql" and last.status == "error":
             return self._call("describe_table", {"table": "employees"}, len(messages))
         if last.name == "describe_table":
@@ -84,6 +84,13 @@ class SqlModel(BaseChatModel):
             query = re.sub(rf"\b{bad.group(1)}\b", fix, HABIT) if bad and fix else HABIT
             return self._call("run_sql", {"query": query}, len(messages))
         return AIMessage(content=f"Employees earning more than 50000: {_text(last)}")
+
+    @staticmethod
+    def apply(notes: str, query: str) -> str:
+        """The query with every rewrite note in ``notes`` applied (notes it was shown, read as text)."""
+        for correct, wrong in _RULE.findall(notes):
+            query = re.sub(rf"\b{wrong}\b", correct, query)
+        return query
 
     @staticmethod
     def _call(name: str, args: dict[str, Any], n: int) -> AIMessage:

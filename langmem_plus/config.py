@@ -275,6 +275,9 @@ class MemoryConfig(BaseModel):
     pair_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
     """Least token-sequence similarity (difflib ratio) for a later action to count as a retry of the
     failed one, "the same intent" of DESIGN §6 synthesis; halfway is the least that says it is a retry."""
+    fix_lookahead: int = Field(2, ge=0)
+    """Steps that are not a retry (a lookup such as ``git branch``) that may come between a failed call and
+    the retry that fixed it; the pair is still a WRONG -> CORRECT lesson."""
     nearmiss_min_progress: float = Field(0.5, ge=0.0, le=1.0)
     """Progress a failed run must reach, on a step that raised it, for a near-miss: the "credible
     progress" of the AMM spec (seeds/000 §3); halfway is the least that says the approach was right."""
@@ -431,6 +434,25 @@ class MemoryConfig(BaseModel):
     """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
     whose verb changed the state's ``location`` earlier in the attempt) once nothing the task's text
     names is left to do there, so the agent leaves a room it has looked through rather than rearranging it."""
+    tool_guard: Literal["answer", "rewrite", "off"] = "answer"
+    """The call guard (``LearningMiddleware``, ``nodes.check_call_node``): before a tool call runs, the tool's lessons
+    whose WRONG form matches its arguments hold against it. ``"answer"``: the call is not run and the model gets the
+    lessons and the rewritten call as a tool message, then chooses again (the same call proposed again runs);
+    ``"rewrite"``: a promoted lesson's rewrite is applied and the fixed call runs (other lessons answer as before);
+    ``"off"``: calls always run."""
+    run_goal_chars: int = Field(300, ge=0)
+    """Characters of a run's goal its record keeps (``RunRecord.goal``), for the tool scope of later tasks."""
+    tool_scope_runs: int = Field(500, ge=0)
+    """Latest runs whose goals teach which words call which tool (``retrieval.tool_scope``)."""
+    tool_scope_min_score: float = Field(0.3, ge=0.0, le=1.0)
+    """Least posterior (``tool_scope.tool_scores``) for a tool's lessons to be shown before its first call."""
+    tool_scope_max_tools: int = Field(2, ge=1)
+    """Most tools whose lessons are shown before a run (the likeliest first)."""
+    tool_scope_ratio: float = Field(0.75, ge=0.0, le=1.0)
+    """A tool after the likeliest is in scope only with at least this share of the likeliest's score: a task that
+    clearly calls one tool is not shown the lessons of another it merely might."""
+    guard_max_lessons: int = Field(3, ge=1)
+    """Lessons one guard answer quotes at most (the best first: promoted, then by reliability)."""
     text_guard: Literal["off", "avoidances", "all"] = "all"
     """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
     the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until

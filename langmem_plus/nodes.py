@@ -57,6 +57,7 @@ from langmem_plus.records import (
     WorkingContext,
 )
 from langmem_plus.referee import Referee
+from langmem_plus.retrieval.call_guard import guard_activations, rewritten_args
 from langmem_plus.resolver import MemoryContext, MemoryResolver, MemorySource, resolve_memory
 
 class Node(Protocol):
@@ -100,6 +101,12 @@ class MemoryState(TypedDict, total=False):
     """Hints shown to the executor so far in this run."""
     activations: Annotated[list[Activation], operator.add]
     """Every lesson shown to the executor, with the step and moment."""
+    proposed: dict[str, Any] | None
+    """A tool call your act node proposes, ``{"tool": name, "args": {...}}``, for ``check_call_node`` before it runs."""
+    held: list[Hint]
+    """What memory holds against ``proposed`` (``check_call_node``): one hint per lesson, empty when nothing does."""
+    rewritten: dict[str, Any] | None
+    """``proposed``'s arguments as the held rewrites write them; None when no rewrite applies."""
     verdict: Verdict | None
     """The referee's judgement."""
     report: RunReport | None
@@ -173,6 +180,21 @@ def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
         items, run_id=state["run_id"], step=step, moment="on_error", fingerprint_id=event.fingerprint_id if event else None
     )
     return {"hints": hints, "activations": acts}
+
+
+def _check_call(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
+    proposed = state.get("proposed") or {}
+    tool, args = proposed.get("tool"), proposed.get("args") or {}
+    if not isinstance(tool, str) or not isinstance(args, dict):
+        return {"held": [], "rewritten": None}
+    held = memory.check_call(tool, args)[: memory.config.guard_max_lessons]
+    items = [ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in held]
+    step = len(state.get("steps") or [])
+    return {
+        "held": memory.hints(items),
+        "rewritten": rewritten_args(args, held),
+        "activations": guard_activations(held, run_id=state["run_id"], step=step),
+    }
 
 
 def _end_of_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
@@ -272,6 +294,18 @@ def adistill_hints_node(memory: MemorySource) -> AsyncNode:
     return _async_node("distill", _with_memory(_distill, memory))
 
 
+def check_call_node(memory: MemorySource) -> Node:
+    """Node: the call guard before a tool call runs: what memory holds against ``proposed`` goes into ``held`` (and
+    ``rewritten``), each lesson activated. Route to your act node to choose again, or to the tool. ``memory``: as in
+    ``pre_run_node``."""
+    return _sync_node("check_call", _with_memory(_check_call, memory))
+
+
+def acheck_call_node(memory: MemorySource) -> AsyncNode:
+    """Async ``check_call_node``."""
+    return _async_node("check_call", _with_memory(_check_call, memory))
+
+
 def _judging(referee: Referee) -> Body:
     def body(state: Any, runtime: Runtime[Any] | None) -> dict[str, Any]:
         return {"verdict": referee.judge(task_of(state), state.get("steps") or [])}
@@ -307,12 +341,14 @@ __all__ = [
     "MemoryState",
     "Node",
     "acapture_node",
+    "acheck_call_node",
     "adistill_hints_node",
     "aend_of_run_node",
     "aon_error_retrieve_node",
     "apre_run_node",
     "areferee_node",
     "capture_node",
+    "check_call_node",
     "context_of",
     "distill_hints_node",
     "end_of_run_node",

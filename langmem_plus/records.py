@@ -33,7 +33,7 @@ LessonStatus = Literal["candidate", "promoted", "suppressed", "archived"]
 LessonSource = Literal["rule", "llm", "imported"]
 ScopeLevel = Literal["task", "domain", "global"]
 EpisodeKind = Literal["success", "nearmiss", "avoidance"]
-Moment = Literal["pre_run", "on_error"]
+Moment = Literal["pre_run", "on_error", "guard"]
 VerdictSource = Literal["deterministic", "llm", "signals"]
 
 LESSON_STATUSES: tuple[LessonStatus, ...] = ("candidate", "promoted", "suppressed", "archived")
@@ -456,6 +456,9 @@ class FailureNote(_Record):
     """The error text (cut)."""
     applied: list[str] = Field(default_factory=list)
     """Ids of the lessons whose rewrites were applied to this action."""
+    rewritten: list[str] = Field(default_factory=list)
+    """Ids of the lessons the call guard rewrote this very call with before it ran (``guard="rewrite"``): its failure
+    is the lessons' own."""
 
     @field_validator("action", "error", mode="before")
     @classmethod
@@ -497,6 +500,10 @@ class RunRecord(_Record):
     """Commands whose step in the run used up the thing it acted on (``learning.textconsume``: after ``eat carrot`` no
     valid action names the carrot; text games), which later runs keep off things their task does not ask them to use
     so (``retrieval.triggered`` rule 11)."""
+    goal: str = ""
+    """The task's goal (cut to ``MemoryConfig.run_goal_chars``): later tasks read which tools goals like it called."""
+    tools: list[str] = Field(default_factory=list)
+    """The tools the run's steps called, in order of first call."""
     ts: float = Field(default_factory=time.time)
 
 

@@ -12,7 +12,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from langmem_plus import InstantMemory, LearningMemory, MemoryConfig, TaskSpec
 from langmem_plus.errors import ContentTooLarge, InvalidRecord, LangmemPlusError, UnknownItem
-from langmem_plus.integrations.agent_run import MEMORY_TITLE, fit_budget, memory_block
+from langmem_plus.integrations.agent_run import SHORT_TITLE, fit_budget, memory_block
 from langmem_plus.learning.hints import HINTS_HEADER
 from langmem_plus.memory_types.context import assemble, compact_line, habit_rate
 from langmem_plus.memory_types.instant import (
@@ -278,7 +278,7 @@ def test_distill_node_and_middleware_block_honour_the_budget(tmp_path: Path) -> 
     assert 0 < len(out["hints"]) == len(kept) < len(items)
     assert {a.lesson_id for a in out["activations"]} == {i.item_id for i in kept}
     block = memory_block(items, 150)
-    assert block.text.startswith(f"{MEMORY_TITLE}\n{HINTS_HEADER}") and _n(block.text) <= 150
+    assert block.text.startswith(f"{SHORT_TITLE}\n- ") and _n(block.text) <= 150
     assert [i.item_id for i in fit_budget(items, 150)] == [i.item_id for i in block.shown]
     assert [i.item_id for i in block.shown] == [i.item_id for i in items[: len(block.shown)]]  # the caller's order
     mem.close()
@@ -303,7 +303,7 @@ def test_create_agent_system_block_honours_the_budget(tmp_path: Path) -> None:
     system = model.seen[0][0]
     assert isinstance(system, SystemMessage)
     block = str(system.content).split("\n\n", 1)[1]
-    assert block.startswith(f"{MEMORY_TITLE}\n{HINTS_HEADER}") and "les_" in block and _n(block) <= 90
+    assert block.startswith(f"{SHORT_TITLE}\n- ") and "les_" in block and _n(block) <= 90
     mem.close()
 
 

@@ -176,10 +176,8 @@ def test_no_pair_gives_an_avoid_lesson() -> None:
     s1 = fail(1, "filter age > 31 | select 'name'", "unknown command 'filter' at stage 1")
     steps = [s0, s1, ok(2, "count")]  # the last step is not a retry of the failed one
     [les] = synth("r1", steps, [event("r1", s0), event("r1", s1)])
-    assert les.wrong is None and les.correct is None
-    assert (
-        les.rule_text == "AVOID: filter age > <num> | select <str> (fails with: unknown command <str> at stage <num>)"
-    )
+    assert les.wrong == "filter" and les.correct is None  # what the error names, so it holds for any stage
+    assert les.rule_text == 'AVOID: filter (fails with: "unknown command \'filter\' at stage 1")'  # its own words
     assert les.provenance.event_ids == ["r1-e0", "r1-e1"]
 
 

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import NotRequired
 
 from langmem_plus._llm import message_text
-from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item
+from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.memory_types.context import Assembled, assemble, in_order
 from langmem_plus.records import (
     Feedback,
@@ -101,6 +101,8 @@ class LearningState(AgentState[Any]):
     """The TaskSpec: what memory knows of the task, its goal and scope."""
     lm_pre_run: NotRequired[Annotated[list[Json], PrivateStateAttr]]
     """Pre-run ScoredItems, shown at every model call of the run."""
+    lm_pending: NotRequired[Annotated[bool, PrivateStateAttr]]
+    """The pre-run lessons wait for the first model call, which knows the agent's tools (``scope_tools``)."""
     lm_hints: NotRequired[Annotated[list[Json], PrivateStateAttr, operator.add]]
     """OnErrorNotes by failed tool call; the latest round's are shown at the next model call."""
     lm_steps: NotRequired[Annotated[list[Json], OmitFromInput, operator.add]]
@@ -255,7 +257,8 @@ def proposed_action(tool: str, args: Mapping[str, Any]) -> str:
 
 
 def tool_step(
-    index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = (), *, docs: bool = False
+    index: int, tool: str, action: str, message: ToolMessage, applied: Sequence[str] = (), *, docs: bool = False,
+    args: Mapping[str, Any] | None = None,
 ) -> Step:
     """The Step of a tool call that returned a message; ``status="error"`` is a hard failure.
 
@@ -263,7 +266,8 @@ def tool_step(
     ordinary tool calls is never mistaken for a stall. ``docs`` marks a lookup (a schema, a
     manual): never a failure, and never taken for an attempt when a fix is paired with its error.
     A ``ToolReport`` in the message's artifact gives the step its feedback, action and state
-    (``status="error"`` still makes it a hard failure).
+    (``status="error"`` still makes it a hard failure). Otherwise the call's ``args`` go into ``info["args"]``, so
+    a fix is read argument by argument.
     """
     text = message_text(message)
     info: dict[str, Any] = {"tool_call_id": message.tool_call_id}
@@ -282,15 +286,20 @@ def tool_step(
         return Step(index=index, action=report.action or action, tool=tool, observation=observed, feedback=feedback,
                     state_before=report.state_before, state_after=report.state_after,
                     info={**report.info, **info, **({} if feedback.failed else {"success": True})})
+    if args:
+        info["args"] = dict(args)
     if message.status == "error":
         return Step(index=index, action=action, tool=tool, feedback=Feedback(hard_failure=True, error_text=text), info=info)
     return Step(index=index, action=action, tool=tool, observation=text, info={**info, "success": True})
 
 
-def exception_step(index: int, tool: str, action: str, exc: BaseException, tool_call_id: str) -> Step:
-    """The Step of a tool call that raised: a hard failure with the exception's text."""
+def exception_step(
+    index: int, tool: str, action: str, exc: BaseException, tool_call_id: str, args: Mapping[str, Any] | None = None
+) -> Step:
+    """The Step of a tool call that raised: a hard failure with the exception's text (and the call's ``args``)."""
     feedback = Feedback(hard_failure=True, error_text=error_text_of(exc))
-    return Step(index=index, action=action, tool=tool, feedback=feedback, info={"tool_call_id": tool_call_id})
+    info: dict[str, Any] = {"tool_call_id": tool_call_id, **({"args": dict(args)} if args else {})}
+    return Step(index=index, action=action, tool=tool, feedback=feedback, info=info)
 
 
 def round_position(messages: Sequence[AnyMessage], tool_call_id: str) -> tuple[int, int]:
@@ -318,15 +327,21 @@ def latest_round_ids(messages: Sequence[AnyMessage]) -> set[str]:
 # --------------------------------------------------------------------------- the memory block
 
 
+def _says_rule(lesson: Lesson, text: str) -> bool:
+    """Whether a hint's text already states the lesson's rule (its forms, written out), so the line needs no ``rule=``."""
+    forms = [f for f in (lesson.wrong, lesson.correct) if f]
+    return bool(forms) and all(f"`{f}`" in text for f in forms)
+
+
 def memory_line(item: ScoredItem) -> str:
-    """One item as a quoted data line with its id; a lesson also carries its rule text.
+    """One item as a quoted data line with its id; a lesson also carries its rule text unless the hint states it.
 
     Values are JSON strings (quotes, backslashes and newlines escaped), so text from tools
     or models cannot leave its quotes or start a line of its own.
     """
     hint = hint_from_item(item)
     line = f"- [{item.kind}:{item.item_id}] {json.dumps(hint.text, ensure_ascii=False)}"
-    if isinstance(item.item, Lesson):
+    if isinstance(item.item, Lesson) and not _says_rule(item.item, hint.text):
         line += f" rule={json.dumps(item.item.rule_text, ensure_ascii=False)}"
     if hint.precondition:
         line += f" precondition={json.dumps(hint.precondition, ensure_ascii=False)}"
@@ -384,10 +399,10 @@ def read_memory_block(text: str) -> list[Hint]:
 
 
 def render_memory(items: Sequence[ScoredItem]) -> str:
-    """The memory block for a system message: title, data-not-instructions header, one line per item."""
+    """The memory block for a system message: the title that says the lines are data, then one line per item."""
     if not items:
         return ""
-    return "\n".join([MEMORY_TITLE, HINTS_HEADER, *(memory_line(i) for i in items)])
+    return "\n".join([SHORT_TITLE, *(memory_line(i) for i in items)])
 
 
 def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredItem]:
@@ -408,10 +423,10 @@ def fit_budget(items: Sequence[ScoredItem], budget: int | None) -> list[ScoredIt
 def memory_block(items: Sequence[ScoredItem], budget: int | None) -> Assembled:
     """The system-message block of ``items`` assembled in instant memory within ``budget`` tokens (None: no cap).
 
-    Items keep the order given (``in_order`` relevance); lines are ``memory_line``s under
-    ``MEMORY_TITLE`` and ``HINTS_HEADER``; over the budget, the last are compressed, then dropped.
+    Items keep the order given (``in_order`` relevance); lines are ``memory_line``s under ``SHORT_TITLE`` (the title
+    that says the lines are data, not instructions); over the budget, the last are compressed, then dropped.
     """
-    header = f"{MEMORY_TITLE}\n{HINTS_HEADER}"
+    header = SHORT_TITLE
     if budget is None:
         text = render_memory(items)
         return Assembled(list(items), [], text, count_tokens(text).n if text else 0)
@@ -424,9 +439,29 @@ def on_error_items(state: Mapping[str, Any], messages: Sequence[AnyMessage]) -> 
     return [i for note in read_records(state, "lm_hints", OnErrorNote) if note.tool_call_id in latest for i in note.items]
 
 
-def shown_items(state: Mapping[str, Any], messages: Sequence[AnyMessage], budget: int | None) -> list[ScoredItem]:
-    """What a model call shows: the latest round's on-error lessons first, then the pre-run ones, within budget."""
-    return fit_budget([*on_error_items(state, messages), *read_records(state, "lm_pre_run", ScoredItem)], budget)
+def shown_items(
+    state: Mapping[str, Any], messages: Sequence[AnyMessage], budget: int | None,
+    pre_run: Sequence[ScoredItem] | None = None,
+) -> list[ScoredItem]:
+    """What a model call shows: the latest round's on-error lessons first, then the pre-run ones (``pre_run``, else
+    the state's), within budget."""
+    before = read_records(state, "lm_pre_run", ScoredItem) if pre_run is None else list(pre_run)
+    return fit_budget([*on_error_items(state, messages), *before], budget)
+
+
+def request_tools(tools: Sequence[Any]) -> dict[str, str | None]:
+    """A model request's tools as name -> description (a ``BaseTool``, or a provider's tool dict)."""
+    out: dict[str, str | None] = {}
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            function = tool.get("function")
+            spec: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
+            name, desc = spec.get("name"), spec.get("description")
+        else:
+            name, desc = getattr(tool, "name", None), getattr(tool, "description", None)
+        if isinstance(name, str):
+            out[name] = desc if isinstance(desc, str) else None
+    return out
 
 
 def short_memory(opening: TriggeredStart, on_error: Sequence[ScoredItem], at_step: Sequence[Hint], budget: int) -> str:
@@ -496,6 +531,7 @@ __all__ = [
     "on_error_items",
     "round_position",
     "short_memory",
+    "request_tools",
     "shown_items",
     "tool_action",
     "ToolReport",

@@ -3,7 +3,8 @@
 Memory is read and written deterministically around the agent loop (DESIGN §8):
 
 - ``before_agent``: opens a run (``lm_run_id`` in the state) and retrieves the lessons
-  for its goal (the first human message, unless the caller names one).
+  for its goal (the first human message, unless the caller names one); with no ``tool``
+  named, the first model call does, for the agent's tools the task is likely to call.
 - ``wrap_model_call``: the pre-run lessons and the on-error lessons of the latest tool
   round go into the system message, as quoted data with their ids, within a token
   budget. With ``text_rules="at_step"`` the block is the one the bench's executor is shown
@@ -11,8 +12,10 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   text rules that stand after the latest tool result (``StepDelivery``), short lines
   without ids under one title (the activations in the state carry the ids). The request
   is overridden; nothing is written into the message history.
-- ``wrap_tool_call``: with ``text_rules="at_step"`` and the guard, a call memory holds notes
-  on is answered with them instead of running (once per action and step); every tool call
+- ``wrap_tool_call``: the call guard first (``memory.check_call``): a call a lesson of its tool
+  holds against is answered with the lesson and the call as it writes it, instead of running
+  (once per call and run; ``guard="rewrite"`` runs a promoted lesson's fix); with
+  ``text_rules="at_step"`` the text guard answers a proposal the same way; every tool call
   that runs becomes a ``Step``; a raised exception or a
   ``ToolMessage`` with ``status="error"`` is a hard failure, and a ``ToolReport`` in the
   message's artifact (``env_tool``) gives the step all four feedback channels; a failure is
@@ -26,16 +29,12 @@ Per-run data lives in the agent state, never on the middleware, so one instance 
 any number of concurrent runs and threads.
 
 Errors and placement. A tool exception is captured and re-raised unchanged, so the
-agent's error policy holds: ``create_agent``'s ToolNode (default ``handle_tool_errors``)
-turns only invalid-argument errors into error ``ToolMessage``s and re-raises the rest,
-which ends the run. To let the model see a tool's error, and memory record it in the
-run, list this middleware *before* (outside) ``ToolErrorMiddleware`` /
-``ToolRetryMiddleware``: it then sees each call's final outcome, the error
-``ToolMessage`` they make included. Listed after them, it sees every attempt, but an
-exception it re-raises is turned into a message outside it, so that step is captured
-in the event store and audit log, not in the run. LangGraph control flow
-(``GraphInterrupt``, ``ParentCommand``: ``GraphBubbleUp``) passes through untouched, and a
-tool's ``Command`` result is returned as is, never captured as a step.
+agent's error policy holds (``create_agent``'s ToolNode re-raises all but invalid-argument
+errors, which ends the run). List this middleware *before* (outside) ``ToolErrorMiddleware``
+/ ``ToolRetryMiddleware``: it then sees each call's final outcome, their error
+``ToolMessage`` included; listed after them, a step it re-raises is captured in the event
+store and audit log, not in the run. LangGraph control flow (``GraphBubbleUp``) passes
+through untouched, and a tool's ``Command`` result is returned as is, never a step.
 
 Example:
     >>> from langchain.agents import create_agent  # doctest: +SKIP
@@ -44,10 +43,11 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Union
 
 from langchain.agents.middleware.types import (
@@ -57,9 +57,14 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     ToolCallRequest,
 )
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Overwrite
+
+try:  # langchain >= 1.2: a model call's middleware may update the state too
+    from langchain.agents.middleware.types import ExtendedModelResponse
+except ImportError:  # pragma: no cover - older langchain: the pre-run lessons are not scoped to the agent's tools
+    ExtendedModelResponse = None  # type: ignore[assignment,misc]
 
 from langmem_plus._text import stable_id
 from langmem_plus.errors import InvalidArgument
@@ -79,6 +84,7 @@ from langmem_plus.integrations.agent_run import (
     proposed_action,
     read_records,
     read_report,
+    request_tools,
     round_position,
     run_steps,
     short_memory,
@@ -86,6 +92,12 @@ from langmem_plus.integrations.agent_run import (
     tool_action,
     tool_step,
     with_memory,
+)
+from langmem_plus.integrations.guard_answer import (
+    answer_entry,
+    guard_text,
+    rewrite_text,
+    was_answered,
 )
 from langmem_plus.integrations.step_rules import StepRules, answered
 from langmem_plus.records import (
@@ -99,6 +111,7 @@ from langmem_plus.records import (
     Verdict,
     WorkingContext,
 )
+from langmem_plus.retrieval.call_guard import Held, guard_activations, rewritten_args
 from langmem_plus.retrieval.rule_lines import joined_hint_lines
 from langmem_plus.retrieval.triggered import is_text_rule
 from langmem_plus.retrieval.triggered_start import TriggeredStart, open_triggered
@@ -112,6 +125,8 @@ NO_CAP = 1 << 30
 """Tokens a block may take when the middleware's budget is None (no cap)."""
 GUARD_NOTE = "Not run: memory has notes on this command. Choose again with them; call it again to run it anyway."
 """First line of the message a guarded tool call gets instead of running."""
+GUARD_MODES = ("answer", "rewrite", "off")
+"""``LearningMiddleware(guard=...)``: the call guard stops a call and answers it, applies a promoted rewrite, or is off."""
 TEXT_RULE_MODES = ("pre_run", "at_step")
 """``LearningMiddleware(text_rules=...)``: text rules among the pre-run lessons, or at the steps they fire on."""
 
@@ -154,16 +169,21 @@ class _Call:
     """The call's arguments, as the model gave them."""
     activated: frozenset[str] = frozenset()
     """Lessons the run has an activation for already."""
+    rewritten: tuple[Held, ...] = ()
+    """Promoted lessons the call guard applied to this call before it ran (``guard="rewrite"``)."""
 
     def capture_args(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "task": self.task, "history": self.history}
 
     def step(self, message: ToolMessage) -> Step:
         applied = applied_lessons(self.action, self.shown)
-        return tool_step(self.index, self.tool, self.action, message, applied, docs=self.docs)
+        step = tool_step(self.index, self.tool, self.action, message, applied, docs=self.docs, args=self.args)
+        if self.rewritten:
+            step = step.model_copy(update={"info": {**step.info, "rewritten_by": [h.lesson.id for h in self.rewritten]}})
+        return step
 
     def failed(self, exc: BaseException) -> Step:
-        return exception_step(self.index, self.tool, self.action, exc, self.tool_call_id)
+        return exception_step(self.index, self.tool, self.action, exc, self.tool_call_id, self.args)
 
     def context(self, event: ErrorEvent) -> WorkingContext:
         recent = self.history[-self.memory.config.repeat_window :]
@@ -177,15 +197,20 @@ class _Call:
     def update(self, message: ToolMessage, step: Step, event: ErrorEvent | None, items: list[ScoredItem]) -> Command[Any]:
         """The ToolMessage plus the run's new step, event, on-error note and activations, as one Command."""
         items = fit_budget(items, self.budget)
+        if self.rewritten and isinstance(message.content, str):
+            message = message.model_copy(update={"content": rewrite_text(self.rewritten, self.args, message.content)})
         update: dict[str, Any] = {"messages": [message], "lm_steps": as_json([step])}
         if event is not None:
             update["lm_events"] = as_json([event])
+        activations = guard_activations(self.rewritten, run_id=self.run_id, step=self.index)
         if items:
             update["lm_hints"] = as_json([OnErrorNote(tool_call_id=self.tool_call_id, items=items)])
-            update["lm_activations"] = as_json(self.memory.activations_for(
+            activations += self.memory.activations_for(
                 items, run_id=self.run_id, step=self.next_index, moment="on_error",
                 fingerprint_id=event.fingerprint_id if event else None,
-            ))
+            )
+        if activations:
+            update["lm_activations"] = as_json(activations)
         return Command(update=update)
 
 
@@ -222,6 +247,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             avoidance of literal actions (an avoided episode's ``close door``), until a call it quotes. Each rule
             is activated once, at the step it first stood. The block is in short lines without ids
             (``short_memory``), which ``read_memory_block`` reads back.
+        guard: The call guard (``memory.check_call``), before every tool call: ``"answer"`` stops a call a lesson of
+            its tool holds against and answers it with the lessons and the rewritten call (the model chooses again;
+            the same call proposed again in the run runs), ``"rewrite"`` runs a promoted lesson's rewrite instead, ``"off"``
+            never stops a call; ``DEFAULT`` takes ``MemoryConfig.tool_guard``. Each answer is an activation.
+        scope_tools: With no ``tool`` given, the pre-run lessons are those of the agent's tools the task is likely to
+            call (``memory.retrieve_for_tools``: by the task against the tools' descriptions and the tools past runs of
+            like tasks called), retrieved at the run's first model call, which knows the tools. False: lessons of
+            every tool, retrieved when the agent starts.
 
     Example:
         >>> agent = create_agent(model, tools, middleware=[memory.as_middleware()])  # doctest: +SKIP
@@ -248,10 +281,16 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         end_run: bool = True,
         referee: Referee | None | _Default = DEFAULT,
         text_rules: str = "pre_run",
+        guard: str | _Default = DEFAULT,
+        scope_tools: bool = True,
     ) -> None:
         super().__init__()
         if text_rules not in TEXT_RULE_MODES:
             raise InvalidArgument(f"text_rules must be one of {', '.join(TEXT_RULE_MODES)}, got {text_rules!r}")
+        if guard is not DEFAULT and guard not in GUARD_MODES:
+            raise InvalidArgument(f"guard must be one of {', '.join(GUARD_MODES)}, got {guard!r}")
+        self.guard = guard
+        self.scope_tools = scope_tools
         self.text_rules = text_rules
         self._rules = StepRules()
         self.memory = memory
@@ -283,6 +322,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         task_id = self.task_id or stable_id("task", goal)
         return TaskSpec(task_id=task_id, goal=goal, tool=self.tool, domain=self.domain, family=self.family)
 
+    def _scoped(self) -> bool:
+        """Whether the pre-run lessons wait for the first model call, to be scoped to the agent's tools."""
+        return (self.scope_tools and self.pre_run and self.tool is None and self.text_rules == "pre_run"
+                and ExtendedModelResponse is not None)
+
     def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
         """The state update that opens a run: fresh lists, the pre-run lessons and their activations (with
         ``text_rules="at_step"``, those of the triggered block, held ones included)."""
@@ -300,6 +344,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "lm_events": Overwrite([]),
             "lm_activations": Overwrite(as_json(activations)),
             "lm_guard": Overwrite([]),
+            "lm_pending": self._scoped(),
             "lm_report": None,
         }
 
@@ -308,9 +353,9 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         budget = self._budget(memory)
         return budget if budget is not None else NO_CAP
 
-    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """The model request with this run's lessons in its system message (unchanged when there are none); with
-        ``text_rules="at_step"``, in the short form triggered delivery shows (``short_memory``)."""
+    def _request(self, request: ModelRequest[Any], pre_run: list[ScoredItem] | None = None) -> ModelRequest[Any]:
+        """The model request with this run's lessons (``pre_run``, else the state's) in its system message (unchanged
+        when there are none); with ``text_rules="at_step"``, in the short form triggered delivery shows."""
         memory = self._memory(request.runtime)
         state = request.state if isinstance(request.state, Mapping) else {}
         if self.text_rules == "at_step" and state.get("lm_task") is not None:
@@ -319,8 +364,24 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                  self._cap(memory))
         else:
             budget = self._budget(memory)
-            block = memory_block(shown_items(request.state, request.messages, budget), budget).text
+            block = memory_block(shown_items(state, request.messages, budget, pre_run), budget).text
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
+
+    def _pending(self, request: ModelRequest[Any]) -> tuple[LearningMemory, TaskSpec, str, dict[str, str | None]] | None:
+        """The run's memory, task, id and the agent's tools when its pre-run lessons wait for this model call."""
+        state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
+        if not state.get("lm_pending") or state.get("lm_task") is None or not state.get("lm_run_id"):
+            return None
+        return self._memory(request.runtime), _task_of(state), str(state["lm_run_id"]), request_tools(request.tools or [])
+
+    def _scoped_update(
+        self, memory: LearningMemory, run_id: str, steps: int, items: list[ScoredItem]
+    ) -> tuple[list[ScoredItem], Command[Any]]:
+        """The scoped pre-run lessons fitted to the budget, and the state update that keeps and activates them."""
+        fitted = fit_budget(items, self._budget(memory))
+        activations = memory.activations_for(fitted, run_id=run_id, step=steps, moment="pre_run")
+        return fitted, Command(update={"lm_pre_run": as_json(fitted), "lm_pending": False,
+                                       "lm_activations": as_json(activations)})
 
     def _pre_run_items(self, items: list[ScoredItem]) -> list[ScoredItem]:
         """The pre-run items to show: with ``text_rules="at_step"``, not the text rules (they come at their steps)."""
@@ -376,15 +437,15 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # ------------------------------------------------------------------ before / after the agent
     def before_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        """Open a run and retrieve the lessons for its goal."""
+        """Open a run and retrieve the lessons for its goal (scoped to the agent's tools: at its first model call)."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
-        items = memory.retrieve_pre_run(task, run_id=run_id) if self.pre_run else []
+        items = memory.retrieve_pre_run(task, run_id=run_id) if self.pre_run and not self._scoped() else []
         return self._opened(memory, task, run_id, self._pre_run_items(items))
 
     async def abefore_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``before_agent``."""
         memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
-        items = await memory.aretrieve_pre_run(task, run_id=run_id) if self.pre_run else []
+        items = await memory.aretrieve_pre_run(task, run_id=run_id) if self.pre_run and not self._scoped() else []
         return self._opened(memory, task, run_id, self._pre_run_items(items))
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
@@ -405,26 +466,38 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # ------------------------------------------------------------------ around model and tool calls
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
-    ) -> ModelResponse[Any] | AIMessage:
-        """Call the model with this run's lessons in the system message."""
-        return handler(self._request(request))
+    ) -> Any:
+        """Call the model with this run's lessons in the system message (at the first call of a scoped run, the
+        lessons of the tools the task is likely to call, kept in the state with their activations)."""
+        pending = self._pending(request)
+        if pending is None or ExtendedModelResponse is None:
+            return handler(self._request(request))
+        memory, task, run_id, tools = pending
+        fitted, update = self._scoped_update(memory, run_id, len(run_steps(request.state)),
+                                             memory.retrieve_for_tools(task, tools, run_id=run_id))
+        return ExtendedModelResponse(model_response=handler(self._request(request, fitted)), command=update)
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
-    ) -> ModelResponse[Any] | AIMessage:
+    ) -> Any:
         """Async ``wrap_model_call``."""
-        return await handler(self._request(request))
+        pending = self._pending(request)
+        if pending is None or ExtendedModelResponse is None:
+            return await handler(self._request(request))
+        memory, task, run_id, tools = pending
+        items = await asyncio.to_thread(memory.retrieve_for_tools, task, tools, run_id=run_id)
+        fitted, update = self._scoped_update(memory, run_id, len(run_steps(request.state)), items)
+        return ExtendedModelResponse(model_response=await handler(self._request(request, fitted)), command=update)
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
     ) -> ToolMessage | Command[Any]:
         """Run the tool; record its step, capture a failure and retrieve lessons for it."""
-        call = self._call(request)
+        call, request, early = self._prepare(request)
+        if early is not None:
+            return early
         if call is None:
             return handler(request)
-        guarded = self._guarded(call)
-        if guarded is not None:
-            return guarded
         try:
             result = handler(request)
         except GraphBubbleUp:
@@ -450,6 +523,54 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return update
         return Command(update={**update.update, "lm_activations": [*update.update.get("lm_activations", []), *as_json(fresh)]})
 
+    def _prepare(self, request: ToolCallRequest) -> tuple[_Call | None, ToolCallRequest, Command[Any] | None]:
+        """The run's view of a call, the request to run (rewritten by the call guard) and, when memory answers the call
+        instead of running it (the call guard, then the text guard), that answer."""
+        call = self._call(request)
+        if call is None:
+            return None, request, None
+        held = self._held(call)
+        if held:
+            fix = self._fix(call, held)
+            if fix is None:
+                return call, request, self._stopped(call, held)
+            args, used = fix
+            request = request.override(tool_call={**request.tool_call, "args": args})
+            call = replace(call, args=args, action=tool_action(call.tool, args), rewritten=used)
+        return call, request, self._guarded(call)
+
+    def _guard_mode(self, memory: LearningMemory) -> str:
+        return memory.config.tool_guard if self.guard is DEFAULT else str(self.guard)
+
+    def _held(self, call: _Call) -> list[Held]:
+        """What the call guard holds against the call; nothing when it is off, for a lookup tool, or when the same
+        call was answered in this run already (proposed again, it runs)."""
+        if self._guard_mode(call.memory) == "off" or call.docs:
+            return []
+        if was_answered(call.state.get("lm_guard") or [], call.action):
+            return []
+        return call.memory.check_call(call.tool, call.args)
+
+    def _fix(self, call: _Call, held: list[Held]) -> tuple[dict[str, Any], tuple[Held, ...]] | None:
+        """With ``guard="rewrite"``: the arguments rewritten by the held promoted lessons, and those lessons."""
+        if self._guard_mode(call.memory) != "rewrite":
+            return None
+        used = tuple(h for h in held if h.lesson.status == "promoted" and h.after is not None)
+        args = rewritten_args(call.args, list(used))
+        return (args, used) if args is not None else None
+
+    def _stopped(self, call: _Call, held: list[Held]) -> Command[Any]:
+        """The answer to a call memory stops: a tool message with the lessons, the answer recorded, the lessons activated."""
+        shown = held[: call.memory.config.guard_max_lessons]
+        ids = [h.lesson.id for h in shown]
+        message = ToolMessage(content=guard_text(shown, limit=len(shown)), tool_call_id=call.tool_call_id, name=call.tool,
+                              status="error", artifact={"guarded": call.action, "lessons": ids})
+        return Command(update={
+            "messages": [message],
+            "lm_guard": [answer_entry(len(call.history), call.action, ids)],
+            "lm_activations": as_json(guard_activations(shown, run_id=call.run_id, step=call.index)),
+        })
+
     def _guarded(self, call: _Call) -> Command[Any] | None:
         """The guard (``MemoryConfig.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
         action, the tool is not run; its message gives the notes (the next model call's system message shows them
@@ -468,12 +589,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
     ) -> ToolMessage | Command[Any]:
         """Async ``wrap_tool_call``."""
-        call = self._call(request)
+        call, request, early = self._prepare(request)
+        if early is not None:
+            return early
         if call is None:
             return await handler(request)
-        guarded = self._guarded(call)
-        if guarded is not None:
-            return guarded
         try:
             result = await handler(request)
         except GraphBubbleUp:

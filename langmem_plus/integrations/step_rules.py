@@ -44,10 +44,16 @@ class _Run:
     """The answered proposals replayed into it, (step, normalised action), in order."""
 
 
+CALL_GUARD_KIND = "call"
+"""``lm_guard`` entries of the call guard carry this ``kind``."""
+
+
 def answered(state_guard: Sequence[Any]) -> list[tuple[int, str]]:
     """The answered proposals the state records (``lm_guard``: ``{"step", "action"}``), in order."""
     out = []
     for entry in state_guard:
+        if isinstance(entry, dict) and entry.get("kind") == CALL_GUARD_KIND:
+            continue  # the call guard's answers: a proposal of a whole tool call, not of an action
         if isinstance(entry, dict) and isinstance(entry.get("step"), int) and isinstance(entry.get("action"), str):
             out.append((int(entry["step"]), norm(str(entry["action"]))))
     return out

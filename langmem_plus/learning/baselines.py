@@ -45,7 +45,8 @@ def addressed_failures(lesson: Lesson, run: RunRecord) -> int:
 
     A failure counts when it has one of the lesson's trigger fingerprints and the
     lesson addresses its action, or when the lesson was applied to the failing action
-    and the error names what the lesson put there (the lesson caused it). Counting
+    and the error names what the lesson put there (the lesson caused it), or when the call guard
+    rewrote the failing call with the lesson (its fix ran and failed). Counting
     trigger fingerprints alone, as DESIGN §6 reads, blames a lesson for every failure
     that shares its fingerprint: ``select -> PICK`` for an ``unknown command 'limit'``.
     Run records without failure notes fall back to the fingerprint counts.
@@ -61,7 +62,8 @@ def count_addressed(lesson: Lesson, notes: Iterable[FailureNote]) -> int:
     triggers = set(lesson.triggers)
     n = 0
     for f in notes:
-        if f.fp in triggers and addresses(lesson, f.action) or lesson.id in f.applied and _introduced(lesson, f.error):
+        if (f.fp in triggers and addresses(lesson, f.action) or lesson.id in f.applied and _introduced(lesson, f.error)
+                or lesson.id in f.rewritten):
             n += 1
     return n
 

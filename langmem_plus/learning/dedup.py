@@ -228,8 +228,9 @@ def find_duplicate(
     """The existing lesson ``lesson`` duplicates, or None (DESIGN §6).
 
     A duplicate is in the same namespace and either has the same id, or has the
-    same normalised ``wrong`` and ``correct`` and shares a trigger, or is within
-    ``dedup_max_hamming`` SimHash bits. Refinement: a SimHash near duplicate whose
+    same normalised ``wrong`` and ``correct`` and shares a trigger, or shares a
+    trigger and is the same rule over other literals (``subsumes``, either way), or
+    is within ``dedup_max_hamming`` SimHash bits. Refinement: a SimHash near duplicate whose
     ``wrong`` or ``correct`` differs (both set) is not merged, since two rules that
     differ in one token are usually a conflict ("use keep" vs "use where"), and
     merging would hide it. Among several duplicates the closest (fewest differing
@@ -249,11 +250,37 @@ def find_duplicate(
             return other
         dist = hamming(mine, hash_of(other))
         # The cheap tests first: most of a large store shares no trigger and is many bits away.
-        same_rule = not triggers.isdisjoint(other.triggers) and (_norm(other.wrong), _norm(other.correct)) == rule
+        sharing = not triggers.isdisjoint(other.triggers)
+        same_rule = sharing and (_norm(other.wrong), _norm(other.correct)) == rule
         near = dist <= config.dedup_max_hamming and not _fields_disagree(lesson, other)
-        if (same_rule or near) and (best is None or (dist, other.created_at) < best[:2]):
+        variant = sharing and (subsumes(lesson, other) or subsumes(other, lesson))
+        if (same_rule or near or variant) and (best is None or (dist, other.created_at) < best[:2]):
             best = (dist, other.created_at, other)
     return None if best is None else best[2]
+
+
+def subsumes(general: Lesson, literal: Lesson) -> bool:
+    """Whether ``general``'s rewrite turns ``literal``'s WRONG text into its CORRECT text: the same rule, stated over
+    more values (``master`` -> ``main`` subsumes ``master...fix-typo`` -> ``main...fix-typo``).
+
+    Example:
+        >>> g = Lesson(id="g", namespace=("n",), rule_text="r", wrong="TOP <n> <...>", correct="<...> LIMIT <n>")
+        >>> l = Lesson(id="l", namespace=("n",), rule_text="r", wrong="TOP 3 a FROM t", correct="a FROM t LIMIT 3")
+        >>> subsumes(g, l), subsumes(l, g)
+        (True, False)
+    """
+    if not (general.wrong and general.correct is not None and literal.wrong and literal.correct is not None):
+        return False
+    if (general.wrong, general.correct) == (literal.wrong, literal.correct):
+        return False
+    out = apply_rewrite(literal.wrong, general.wrong, general.correct)
+    return out is not None and normalize_rule(out) == normalize_rule(literal.correct)
+
+
+def generalised(kept: Lesson, general: Lesson, bits: int = DEFAULT_CONFIG.simhash_bits) -> Lesson:
+    """``kept`` (a merge, evidence and ids together) stating ``general``'s rule: its forms and rule text."""
+    out = kept.model_copy(update={"wrong": general.wrong, "correct": general.correct, "rule_text": general.rule_text})
+    return out.model_copy(update={"simhash": lesson_simhash(out, bits)})
 
 
 def _union(*lists: Iterable[_T]) -> list[_T]:
@@ -374,6 +401,7 @@ __all__ = [
     "SIMHASH_NGRAM",
     "find_conflicts",
     "find_duplicate",
+    "generalised",
     "hamming",
     "lesson_hashes",
     "lesson_simhash",
@@ -382,4 +410,5 @@ __all__ = [
     "simhash",
     "simhash_many",
     "simhash_reference",
+    "subsumes",
 ]

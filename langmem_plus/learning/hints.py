@@ -57,6 +57,7 @@ SEQ_PREVIEW = 2
 """Further actions of a success episode shown after its next step."""
 
 _AVOID_PREFIX = re.compile(r"^\s*avoid\s*:\s*", re.IGNORECASE)
+_FAILS_WITH = re.compile(r"\((fails with: .*)\)\s*$")
 _ID_UNSAFE = re.compile(r"[^\w.:\-]")
 
 
@@ -86,7 +87,8 @@ def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
     if lesson.correct:
         return f"Use `{lesson.correct}`", None
     if lesson.wrong:
-        return f"Avoid `{lesson.wrong}`", None
+        said = _FAILS_WITH.search(lesson.rule_text)  # what the error said, in its own words
+        return f"Avoid `{lesson.wrong}`" + (f" ({said.group(1)})" if said else ""), None
     return "Avoid: " + _AVOID_PREFIX.sub("", lesson.rule_text), None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from langmem_plus._text import clean_text
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.dedup import find_conflicts, find_duplicate, merge
+from langmem_plus.learning.dedup import find_conflicts, find_duplicate, generalised, merge, subsumes
 from langmem_plus.learning.incremental import IndexedPool, LessonLookup
 from langmem_plus.learning.utility import (
     activation_utility,
@@ -70,6 +70,7 @@ def run_outcome(
             action=clean_text(e.action, config.failure_note_chars),
             error=clean_text(e.error_text, config.failure_note_chars),
             applied=[str(i) for i in by_index[e.step].info.get("applied_hints", [])] if e.step in by_index else [],
+            rewritten=[str(i) for i in by_index[e.step].info.get("rewritten_by", [])] if e.step in by_index else [],
         )
         for e in events[: config.failures_kept_per_run]
     ]
@@ -135,6 +136,8 @@ def integrate_candidates(
                 if base.id != cand.id
                 else _refresh(base, cand, now)
             )
+            if subsumes(cand, base):  # the same rule over more values: the general form is the one kept
+                kept = generalised(kept, cand, config.simhash_bits)
             pool.put(kept)
             out.upserts[kept.id] = kept
             out.merged.append((kept.id, cand.id))

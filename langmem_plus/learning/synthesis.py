@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -46,7 +47,9 @@ from langmem_plus.records import (
     Step,
     TaskSpec,
 )
-from langmem_plus.rewrite import derive_rewrite, error_names_fix
+from langmem_plus.capture.fingerprints import failure_lines
+from langmem_plus.forms import VALUE_KINDS, tokenize
+from langmem_plus.rewrite import SLOT_OF_KIND, best_rewrite, derive_rewrites, error_names_fix
 
 WHEN_MAX_CHARS = 80
 """Longest fingerprint quoted in a rule's ``(when: ...)`` / ``(fails with: ...)`` suffix."""
@@ -94,8 +97,44 @@ def _same_intent(a: str, b: str, min_similarity: float) -> bool:
     return ratio >= min_similarity
 
 
+def _retry_of(failed: Step, step: Step, min_similarity: float) -> bool:
+    """Whether ``step`` retries ``failed``: the same tool, and the arguments that changed (else the whole actions)
+    alike enough, so a lookup between them (``git branch`` after ``git log master``) is not taken for the fix."""
+    if failed.tool != step.tool:
+        return False
+    before, after = _values(failed), _values(step)
+    if before.keys() == after.keys() and "" not in before:
+        changed = [k for k in before if before[k] != after[k]]
+        return all(_same_intent(before[k], after[k], min_similarity) for k in changed)
+    return _same_intent(failed.action, step.action, min_similarity)
+
+
+def _values(step: Step) -> dict[str, str]:
+    """What a rewrite is derived on: the call's arguments (``info["args"]``, as the middleware records them),
+    else the whole action under the key ``""``."""
+    args = step.info.get("args")
+    if isinstance(args, dict) and args:
+        return {str(k): v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for k, v in args.items()}
+    return {"": step.action}
+
+
+def pair_rewrite(failed: Step, fixed: Step, hint_text: str) -> tuple[str, str] | None:
+    """The rule from a failed call to the call that fixed it: derived on each argument that changed (so a form
+    never spans two arguments), else on the whole actions; the rule the error names wins (``best_rewrite``)."""
+    before, after = _values(failed), _values(fixed)
+    if before.keys() == after.keys() and "" not in before:
+        rules = [r for k in before if before[k] != after[k] for r in derive_rewrites(before[k], after[k])]
+    else:
+        rules = derive_rewrites(failed.action, fixed.action)
+    return best_rewrite(rules, hint_text)
+
+
 def _fix_after(
-    failed: Step, steps: Sequence[Step], hint_text: str, min_similarity: float = DEFAULT_CONFIG.pair_min_similarity
+    failed: Step,
+    steps: Sequence[Step],
+    hint_text: str,
+    min_similarity: float = DEFAULT_CONFIG.pair_min_similarity,
+    lookahead: int = DEFAULT_CONFIG.fix_lookahead,
 ) -> tuple[str, str] | None:
     """The rule from ``failed`` to the next retry that got past its failure, if there is one.
 
@@ -104,17 +143,22 @@ def _fix_after(
     next unknown command of a pipeline). It did not get past when it failed with
     the identical error text, or when its error names a token the fix introduced
     (the fix itself was wrong, e.g. ``desc`` -> ``descending``): such steps are
-    skipped. The first step that got past is kept only when it is a retry of the
-    failed action (same intent, ``MemoryConfig.pair_min_similarity``).
+    skipped. A step that is not a retry of the failed action (``_retry_of``: the same
+    tool, same intent by ``MemoryConfig.pair_min_similarity``), such as a lookup, is
+    passed over, up to ``lookahead`` of them.
     """
+    passed = 0
     for step in steps:
         if step.index <= failed.index or _is_docs(step):
             continue
         if step.feedback.failed and step.feedback.error_text == failed.feedback.error_text:
             continue
-        if not _same_intent(failed.action, step.action, min_similarity):
-            return None
-        rule = derive_rewrite(failed.action, step.action, hint_text=hint_text)
+        if not _retry_of(failed, step, min_similarity):
+            passed += 1
+            if passed > lookahead:
+                return None
+            continue
+        rule = pair_rewrite(failed, step, hint_text)
         if rule is None:
             continue
         if step.feedback.failed and error_names_fix(rule[1], step.feedback.error_text):
@@ -144,6 +188,40 @@ def action_pattern(action: str) -> str:
         else:
             toks.append(tok)
     return " ".join(toks)
+
+
+def failure_words(error_text: str, action: str) -> str:
+    """The error's own words for a note: its first line that names the failure (``capture.failure_lines``)."""
+    lines = failure_lines(error_text, action)
+    return " ".join((lines[0] if lines else error_text).split())
+
+
+def _error_mentions(error_text: str, action: str) -> tuple[set[str], set[str]]:
+    """(what the failure lines quote, the words they use), from the lines that name the failure."""
+    text = " ".join(failure_lines(error_text, action))
+    quoted = set(re.findall(r"[\"'`]([^\"'`\s]+)[\"'`]", text))
+    return quoted, set(re.findall(r"[A-Za-z_][\w-]*", text))
+
+
+def named_form(step: Step, error_text: str) -> str | None:
+    """The form an avoid lesson holds against: the token of the failed call its error names, or None.
+
+    A token the error quotes wins over one it merely uses; a value (``near "4"``) is written as a slot after the
+    word before it (``TOP <n>``), so the lesson holds for every value. Punctuation alone is never a form.
+    """
+    quoted, words = _error_mentions(error_text, step.action)
+    for value in _values(step).values():
+        tokens = tokenize(value)
+        for pool, kinds in ((quoted, VALUE_KINDS | {"flag"}), (words, {"name", "flag"})):
+            for k, tok in enumerate(tokens):
+                bare = tok.text[1:-1] if tok.kind == "str" and len(tok.text) >= 2 else tok.text
+                if tok.kind not in kinds or bare not in pool:
+                    continue
+                if tok.kind in ("name", "flag"):
+                    return tok.text
+                if k > 0 and tokens[k - 1].kind == "name":
+                    return f"{tokens[k - 1].text} {SLOT_OF_KIND[tok.kind]}"
+    return None
 
 
 def candidate_lesson(
@@ -282,7 +360,7 @@ def synthesize_offline(
             failed = by_index.get(ev.step)
             if failed is None:
                 continue
-            rule = _fix_after(failed, ordered, ev.error_text, config.pair_min_similarity)
+            rule = _fix_after(failed, ordered, ev.error_text, config.pair_min_similarity, config.fix_lookahead)
             if rule is not None:
                 rules.setdefault(rule, []).append(ev)
         for (wrong, correct), source in rules.items():
@@ -302,15 +380,19 @@ def synthesize_offline(
             )
         if not rules and is_recurring:
             first = fp_events[0]
-            failing = by_index[first.step].action if first.step in by_index else first.action
+            failed_step = by_index.get(first.step)
+            failing = failed_step.action if failed_step is not None else first.action
+            named = named_form(failed_step, first.error_text) if failed_step is not None else None
+            said = json.dumps(_short(failure_words(first.error_text, failing)), ensure_ascii=False)
             lessons.append(
                 _lesson(
                     namespace=namespace,
                     run_id=run_id,
                     fp_events=fp_events,
-                    wrong=None,
+                    wrong=named,
                     correct=None,
-                    rule_text=f"AVOID: {action_pattern(failing) or NO_ACTION} (fails with: {when})",
+                    rule_text=(f"AVOID: {named} (fails with: {said})" if named is not None
+                               else f"AVOID: {action_pattern(failing) or NO_ACTION} (fails with: {when})"),
                     source_events=fp_events,
                     task=task,
                     config=config,
@@ -326,6 +408,9 @@ __all__ = [
     "NO_ACTION",
     "WHEN_MAX_CHARS",
     "action_pattern",
+    "failure_words",
+    "named_form",
+    "pair_rewrite",
     "recurring_fingerprints",
     "synthesize_offline",
 ]

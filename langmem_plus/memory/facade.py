@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import ChainMap, Counter
 from pathlib import Path
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
@@ -65,7 +65,9 @@ from langmem_plus.records import (
     WorkingContext,
     validate_namespace,
 )
+from langmem_plus.retrieval.call_guard import Held, check_call
 from langmem_plus.retrieval.engine import Retrieval, RetrievalEngine
+from langmem_plus.retrieval.tool_scope import likely_tools, tool_scores, words
 from langmem_plus.store.audit import AuditLog, Later, audit_path
 from langmem_plus.store.chroma import ChromaStore
 from langmem_plus.store.graph import LessonGraph
@@ -365,6 +367,32 @@ class LearningMemory:
             relevance=habit_relevance(runs, self.config, task_runs=context_runs),
         )
 
+    def tool_scores(self, goal: str, tools: Mapping[str, str | None]) -> dict[str, float]:
+        """How likely a task with ``goal`` is to call each of ``tools`` (name -> description), from the words of the
+        descriptions and of the goals of past runs that called each tool (``retrieval.tool_scope``)."""
+        with self._lock:
+            runs = [r for r in self.view.runs if r.goal and r.tools][-self.config.tool_scope_runs:]
+        docs = {t: words(f"{t} {desc or ''}") for t, desc in tools.items()}
+        return tool_scores(words(goal), docs, [(words(r.goal), r.tools) for r in runs])
+
+    def retrieve_for_tools(
+        self, task: TaskSpec, tools: Mapping[str, str | None], *, run_id: str | None = None
+    ) -> list[ScoredItem]:
+        """``retrieve_pre_run`` for an agent with several tools: for each tool the task is likely to call
+        (``tool_scores`` at least ``tool_scope_min_score`` and ``tool_scope_ratio`` of the likeliest's, at most
+        ``tool_scope_max_tools``, likeliest first),
+        the lessons of that tool (and its skills and facts; not episodes: an episode's calls answered another task, with
+        its literals); a task that makes no tool likely gets none."""
+        cfg = self.config
+        scores = self.tool_scores(task.goal, tools)
+        items: dict[str, ScoredItem] = {}
+        for tool in likely_tools(scores, min_score=cfg.tool_scope_min_score, max_tools=cfg.tool_scope_max_tools,
+                                 ratio=cfg.tool_scope_ratio):
+            for item in self.retrieve_pre_run(task.model_copy(update={"tool": tool}), run_id=run_id):
+                if item.kind != "episode":  # a past call for another question, literally: its lessons carry what transfers
+                    items.setdefault(item.item_id, item)
+        return list(items.values())
+
     def retrieve_on_error(
         self,
         event: ErrorEvent,
@@ -419,6 +447,13 @@ class LearningMemory:
             if i.kind == "lesson"
         ]
 
+    def check_call(self, tool: str, args: Mapping[str, Any]) -> list[Held]:
+        """What memory holds against a proposed call of ``tool`` with ``args``, before it runs (the call guard):
+        each lesson of the tool whose WRONG form matches inside an argument, with the argument rewritten when the
+        lesson is a rewrite; promoted lessons first. Suppressed lessons never hold. Empty when nothing does."""
+        with self._lock:
+            return check_call(self.view.tool_forms(tool), self.view.lessons.get, args)
+
     @staticmethod
     def hints(items: Sequence[ScoredItem]) -> list[Hint]:
         """Rule-based hints (one actionable step each) from retrieved items."""
@@ -469,6 +504,8 @@ class LearningMemory:
                 directed=sorted(directed_verbs(str(task.context.get("goal") or task.goal or ""), steps, task)),
                 undone=undo_pairs(task, steps),
                 consumed=consumed_commands(task, steps),
+                goal=(task.goal or "")[: self.config.run_goal_chars],
+                tools=list(dict.fromkeys(s.tool for s in steps if s.tool and s.info.get("kind") != "docs")),
                 ts=now,
             )
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.

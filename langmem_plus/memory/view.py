@@ -54,6 +54,7 @@ from langmem_plus.records import (
     Skill,
     SkillEvidence,
 )
+from langmem_plus.retrieval.call_guard import ToolForms
 from langmem_plus.retrieval.vectors import VectorCache, rule_core
 from langmem_plus.store.chroma import PAGE_SIZE, ChromaStore
 from langmem_plus.store.columns import release_pages
@@ -106,6 +107,9 @@ class MemoryView:
         self.directed: dict[str, set[str]] = {}
         """Per tool, the commands its runs' task texts directed (``RunRecord.directed``)."""
         self.graph = LessonGraph(rewrite_slack=config.graph_rewrite_slack)
+        self.call_forms: dict[str, ToolForms] = {}
+        """Per tool, its lessons' WRONG forms for the call guard: built on a tool's first check, kept in step by every
+        lesson written, emptied when the lessons are reloaded."""
         self.index: LessonIndex | None = None
         """Status counts, sweep due runs and SimHash bands of the lessons (``store.lesson_index``)."""
         self.ledger: Ledger[Lesson, RunEvidence]
@@ -129,6 +133,7 @@ class MemoryView:
         """Every lesson, link, skill, run and episode read from Chroma, and the graph rebuilt (no usable snapshot)."""
         ns = self.namespace
         self.index = None  # built from the lessons read here
+        self.call_forms = {}
         self.set_ledgers({})
         self.lessons = RecordTable(Lesson, ns, keep_parsed=self.config.parsed_lessons_max)
         self.links, self.skills = RecordTable(Link, ns), RecordTable(Skill, ns)
@@ -160,6 +165,7 @@ class MemoryView:
         """
         ns = self.namespace
         keep = self.config.parsed_lessons_max
+        self.call_forms = {}
         self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"], loaded.raw, keep_parsed=keep)
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
         self.skills = RecordTable(Skill, ns, loaded.records["skills"], loaded.raw)
@@ -326,6 +332,9 @@ class MemoryView:
                 self.vectors.drop(lesson.id)
             self.graph.upsert_lesson(lesson)  # before the table: the graph reads the old record from it
             self.lessons.put(lesson.id, lesson, raw)
+            forms = self.call_forms.get(lesson.scope.tool or "")
+            if forms is not None:
+                forms.put(lesson)
         if self.index is not None:
             written = [lesson for lesson, _ in lessons]
             for lesson, entry in zip(written, index_entries(written, self.config)):
@@ -511,6 +520,18 @@ class MemoryView:
         ids = set(self.graph.lessons_for(tool_node(tool)) if tool else self.lessons).union(*changed)
         rules = (pool.get(i) for i in sorted(ids))
         return [l for l in rules if l is not None and l.applies_when is not None and (l.scope.tool or None) == (tool or None)]
+
+    def tool_forms(self, tool: str) -> ToolForms:
+        """The call guard's forms of the lessons scoped to ``tool`` (read through the graph's tool node once)."""
+        forms = self.call_forms.get(tool)
+        if forms is None:
+            forms = ToolForms()
+            for lesson_id in sorted(self.graph.lessons_for(tool_node(tool))):
+                lesson = self.lessons.get(lesson_id)
+                if lesson is not None and lesson.scope.tool == tool:
+                    forms.put(lesson)
+            self.call_forms[tool] = forms
+        return forms
 
     def lessons_for_fp(self, fp: str) -> list[Lesson]:
         return [self.lessons[i] for i in self.graph.lessons_for_fingerprint(fp) if i in self.lessons]

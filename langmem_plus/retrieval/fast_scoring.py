@@ -8,10 +8,9 @@ same lessons). This module computes the same numbers, bit for bit, with the
 repeated work hoisted out of the per-lesson loop:
 
 - ``ActionMatcher`` tokenizes the actions once and memoises, per (WRONG, CORRECT)
-  pattern, whether the rewrite occurs in each action. A pattern whose literal
-  (non-wildcard) tokens are not all among an action's tokens cannot match there
-  (``rewrite._match_token`` compares literals with ``==``), so ``apply_rewrite`` is
-  only called when they are.
+  pattern, whether the rewrite occurs in each action. A form whose literal tokens
+  are not all among an action's tokens cannot match there (``forms`` compares
+  literals with whole tokens), so ``apply_rewrite`` is only called when they are.
 - ``lesson_components_fast`` and ``lesson_scores`` build the sets and weights once
   per retrieval and evaluate the same floating-point expressions in the same order.
 - ``cosines`` computes the query norm once.
@@ -39,11 +38,11 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from langmem_plus._text import action_tokens
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.records import Lesson, ScoredItem
 from langmem_plus.retrieval.scoring import LESSON_WEIGHTS, SECONDS_PER_HOUR, recency
-from langmem_plus.rewrite import WILDCARDS, action_spans, apply_rewrite
+from langmem_plus.forms import parse_form
+from langmem_plus.rewrite import action_spans, apply_rewrite
 
 PATTERN_CACHE_SIZE = 1 << 16
 """WRONG patterns whose literal tokens are memoised per process (one entry per distinct pattern)."""
@@ -51,9 +50,9 @@ PATTERN_CACHE_SIZE = 1 << 16
 
 @lru_cache(maxsize=PATTERN_CACHE_SIZE)
 def _literals(wrong: str) -> tuple[bool, frozenset[str]]:
-    """(pattern has tokens, its non-wildcard tokens): what an action must contain for a match."""
-    tokens = action_tokens(wrong)
-    return bool(tokens), frozenset(t for t in tokens if t not in WILDCARDS)
+    """(form has elements, its literal tokens): what an action must contain for a match."""
+    form = parse_form(wrong)
+    return bool(form.elements), form.literals
 
 
 class ActionMatcher:
@@ -66,7 +65,7 @@ class ActionMatcher:
     def __init__(self, actions: Sequence[str]) -> None:
         self.actions: list[str] = list(actions)
         self._spans = [action_spans(a) for a in self.actions]
-        self._tokens = [frozenset(t for t, _, _ in spans) for spans in self._spans]
+        self._tokens = [frozenset(t.text for t in spans) for spans in self._spans]
         self._memo: dict[tuple[str, str], tuple[bool, ...]] = {}
 
     def hits(self, lesson: Lesson) -> tuple[bool, ...]:

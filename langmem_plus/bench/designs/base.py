@@ -28,13 +28,14 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from langmem_plus.capture import fingerprint
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.embeddings import HashingEmbeddings
 from langmem_plus.envs.base import Env
 from langmem_plus.executors.base import Executor
 from langmem_plus.graph import env_view, take_step
+from langmem_plus.learning.synthesis import pair_rewrite
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Hint, Step, TaskSpec, Verdict
-from langmem_plus.rewrite import derive_rewrite
 from langmem_plus.tokens import count_tokens
 
 DEFAULT_EPISODE_STEPS = 15
@@ -168,12 +169,13 @@ class Fix:
     correct: str
 
 
-def error_fixes(traj: Trajectory) -> list[Fix]:
+def error_fixes(traj: Trajectory, lookahead: int = DEFAULT_CONFIG.fix_lookahead) -> list[Fix]:
     """Every error of ``traj`` with the action that fixed it.
 
-    The fix is the first later command whose outcome is not the same failure
-    (same fingerprint); the rewrite is ``derive_rewrite`` of the pair, guided by
-    the error text. Errors never fixed in the attempt give nothing.
+    The fix is the first later command whose outcome is not the same failure (same fingerprint) and whose
+    rewrite of the pair exists (``synthesis.pair_rewrite``, argument by argument, guided by the error text);
+    up to ``lookahead`` later commands that give no rewrite (a lookup) are passed over, as memory's own
+    synthesis does. Errors never fixed in the attempt give nothing.
     """
     commands = [s for s in traj.steps if not _is_docs(s)]
     out: list[Fix] = []
@@ -181,14 +183,18 @@ def error_fixes(traj: Trajectory) -> list[Fix]:
         if not step.feedback.hard_failure:
             continue
         fp = fingerprint(step.feedback.error_text or step.observation)
+        passed = 0
         for later in commands[i + 1 :]:
             same = later.feedback.hard_failure and fingerprint(later.feedback.error_text or later.observation) == fp
             if same:
                 continue
-            rule = derive_rewrite(step.action, later.action, step.feedback.error_text)
+            rule = pair_rewrite(step, later, step.feedback.error_text)
             if rule is not None:
                 out.append(Fix(step.feedback.error_text, step.action, later.action, rule[0], rule[1]))
-            break
+                break
+            passed += 1
+            if passed > lookahead:
+                break
     return out
 
 
