@@ -441,6 +441,9 @@ class Verdict(_Record):
     score: float = Field(0.0, ge=0.0, le=1.0)
     reasons: list[str] = Field(default_factory=list)
     source: VerdictSource = "signals"
+    step: int | None = None
+    """The step whose result the verdict judges, when the referee ties it to one: the lessons applied to that call
+    are judged by it (``learning.outcomes``)."""
 
 
 class FailureNote(_Record):

@@ -61,8 +61,13 @@ class DeterministicReferee:
         self.env = env
 
     def judge(self, task: TaskSpec, trajectory: Sequence[Step]) -> Verdict:
-        verdict = self.env.evaluate()
-        return verdict.model_copy(update={"source": "deterministic"})
+        """The env's verdict; an env that judges its last result (``judges_last_result``) ties it to that step."""
+        verdict = self.env.evaluate().model_copy(update={"source": "deterministic"})
+        if verdict.step is None and getattr(self.env, "judges_last_result", False):
+            done = [s.index for s in trajectory if s.info.get("kind") != "docs" and not s.feedback.failed]
+            if done:
+                verdict = verdict.model_copy(update={"step": done[-1]})
+        return verdict
 
 
 class _JudgeAnswer(BaseModel):

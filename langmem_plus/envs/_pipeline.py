@@ -360,6 +360,8 @@ class PipelineEnv:
     Subclass contract: class attributes ``name``, ``domain``, ``docs_file``,
     ``messages`` (error class -> message template), ``datasets`` and
     ``task_defs`` (task_id, family, goal, intent); and ``_run`` and ``_format``.
+    ``evaluate`` judges the last result that ran (``judges_last_result``), so a
+    referee ties its verdict to that step.
 
     Example:
         >>> from langmem_plus.envs.gridtool import GridToolEnv
@@ -375,6 +377,8 @@ class PipelineEnv:
 
     name: str = ""
     domain: str = ""
+    judges_last_result = True
+    """``evaluate`` compares the last result that ran with the reference: the verdict is about that step."""
     docs_file: ClassVar[str] = ""
     messages: ClassVar[Mapping[str, str]] = {}
     datasets: ClassVar[Mapping[str, Table]] = {}

@@ -355,6 +355,7 @@ def judge_activated(
     task: TaskSpec,
     referee_gain: float | None = None,
     referee_score: float | None = None,
+    outcomes: Mapping[str, float] | None = None,
     config: MemoryConfig,
     now: float,
 ) -> Judgement:
@@ -362,6 +363,8 @@ def judge_activated(
 
     ``first_steps`` maps a lesson id to the step at which it was first shown in this run:
     only failures from that step on count as its "repeats after activation" (DESIGN §6).
+    ``outcomes`` (``learning.outcomes.step_outcomes``) say what followed from the calls each
+    lesson was applied to.
     """
     out = Judgement()
     for lesson_id, count in sorted(activations.items()):
@@ -378,6 +381,7 @@ def judge_activated(
             referee_score=referee_score,
             repeats_after=count_addressed(lesson, (f for f in run.failures if f.step >= first)),
             repeats_before=count_addressed(lesson, (f for f in run.failures if f.step < first)),
+            outcome=(outcomes or {}).get(lesson_id),
             config=config,
         )
         u, baseline_pass = measured if measured is not None else (None, None)

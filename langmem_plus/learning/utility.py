@@ -5,8 +5,9 @@ A lesson earns its place by measured effect. For a run in which it was shown:
 - ``error_reduction`` compares how often its trigger fingerprints occurred with the
   mean of comparable runs without it (``baseline_for``);
 - ``step_efficiency_gain`` compares the run's steps with theirs;
-- ``utility`` weighs the two (0.65 / 0.35), or three with an LLM referee's score
-  gain (0.50 / 0.30 / 0.20).
+- ``utility`` weighs the two (0.65 / 0.35), or three with a referee's score gain
+  (0.50 / 0.30 / 0.20); the outcome of the calls the lesson was applied to
+  (``learning.outcomes``), when known, is half of it.
 
 ``record_outcome`` folds one run's utility into the lesson's counters and
 ``decide_status`` turns the counters into a status: promote, suppress, archive or
@@ -88,19 +89,31 @@ def utility(
     step_gain: float,
     referee_gain: float | None,
     config: MemoryConfig = DEFAULT_CONFIG,
+    outcome: float | None = None,
 ) -> float:
     """Weighted utility of one activation (DESIGN §6).
 
-    ``0.65 error_reduction + 0.35 step_gain``, or, when an LLM referee's score
-    gain is known, ``0.50 error_reduction + 0.30 step_gain + 0.20 referee_gain``.
+    ``0.65 error_reduction + 0.35 step_gain``, or, when a referee's score gain is
+    known, ``0.50 error_reduction + 0.30 step_gain + 0.20 referee_gain``. With the
+    ``outcome`` of the calls the lesson was applied to (``learning.outcomes``), that
+    outcome is ``utility_w_outcome`` of the whole.
+
+    Example:
+        >>> utility(1.0, 0.0, None, outcome=-1.0)  # it silenced its error, and the call did the wrong thing
+        -0.175
     """
     if referee_gain is None:
-        return config.utility_w_errors * error_reduction + config.utility_w_steps * step_gain
-    return (
-        config.utility_w_errors_ref * error_reduction
-        + config.utility_w_steps_ref * step_gain
-        + config.utility_w_referee_ref * _clip1(referee_gain)
-    )
+        base = config.utility_w_errors * error_reduction + config.utility_w_steps * step_gain
+    else:
+        base = (
+            config.utility_w_errors_ref * error_reduction
+            + config.utility_w_steps_ref * step_gain
+            + config.utility_w_referee_ref * _clip1(referee_gain)
+        )
+    if outcome is None:
+        return base
+    w = config.utility_w_outcome
+    return (1.0 - w) * base + w * _clip1(outcome)
 
 
 def reliability(helped: int, harmed: int) -> float:
@@ -300,6 +313,7 @@ def activation_utility(
     referee_score: float | None = None,
     repeats_after: float | None = None,
     repeats_before: float = 0.0,
+    outcome: float | None = None,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> ActivationUtility | None:
     """Utility of ``lesson`` in one run where it was activated, or None for "no evidence" (DESIGN §6).
@@ -330,6 +344,8 @@ def activation_utility(
             shown after a failure that then does not recur is credited even when the
             comparable runs (say, other tasks of the family) never met that failure.
             Refinement over DESIGN §6, which only looks at other runs.
+        outcome: What followed from the calls the lesson was applied to (``learning.outcomes``), None when
+            nothing judged them; it is evidence on its own, even without a comparable run.
         config: Supplies the utility weights.
 
     Returns:
@@ -360,15 +376,15 @@ def activation_utility(
         # shown are this run's own baseline. Either is evidence even unbaselined (no step gain).
         caused = caused_failures(lesson, run.failures)
         if caused == 0 and repeats_before <= 0:
-            return None
+            return None if outcome is None else ActivationUtility(utility(0.0, 0.0, referee_gain, config, outcome), None)
         er = error_reduction(float(repeats_before), after if repeats_before > 0 else float(caused))
-        return ActivationUtility(utility(er, 0.0, referee_gain, config), None)
+        return ActivationUtility(utility(er, 0.0, referee_gain, config, outcome), None)
     base_repeats = max(base_repeats, float(repeats_before))
-    if base_repeats == 0 and occurrences == 0:
+    if base_repeats == 0 and occurrences == 0 and outcome is None:
         return None
     er = error_reduction(base_repeats, after)
     gain = step_efficiency_gain(base_steps or 0.0, run.steps)
-    return ActivationUtility(utility(er, gain, referee_gain, config), base_pass)
+    return ActivationUtility(utility(er, gain, referee_gain, config, outcome), base_pass)
 
 
 __all__ = [

@@ -35,6 +35,7 @@ from langmem_plus.learning.lifecycle import (
     sweep_unused,
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
+from langmem_plus.learning.outcomes import step_outcomes
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
@@ -521,8 +522,10 @@ class LearningMemory:
                 run=run,
                 prior_runs=self.runs,
                 task=task,
-                # An LLM judge's score reaches utility as its gain over comparable runs (DESIGN §6).
-                referee_score=verdict.score if verdict is not None and verdict.source == "llm" else None,
+                # A referee's score reaches utility as its gain over comparable runs (DESIGN §6); runtime signals
+                # alone are no judgement. What followed from each lesson's calls is its outcome.
+                referee_score=verdict.score if verdict is not None and verdict.source != "signals" else None,
+                outcomes=step_outcomes(steps, verdict),
                 config=self.config,
                 now=now,
             )
