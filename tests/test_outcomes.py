@@ -57,3 +57,13 @@ def test_a_promoted_lesson_whose_calls_do_the_wrong_thing_is_demoted_and_stops_b
     assert all("les_sort" not in s.info.get("applied_hints", []) for s in again["steps"])
     assert "les_sort" not in again["report"].activated_lesson_ids
     memory.close()
+
+
+def test_the_promotion_gate_has_no_baseline_in_runs_that_all_failed() -> None:
+    from langmem_plus.learning.baselines import baseline_for
+    from langmem_plus.records import RunRecord
+
+    failing = [RunRecord(run_id=f"r{i}", namespace=NS, seq=i, task_id="t", passed=False, steps=5) for i in range(3)]
+    assert baseline_for([], failing, lesson_id="l", task_id="t", family=None, tool=None)[2] is None
+    can_pass = [*failing, RunRecord(run_id="r9", namespace=NS, seq=9, task_id="t", passed=True, steps=5)]
+    assert baseline_for([], can_pass, lesson_id="l", task_id="t", family=None, tool=None)[2] == 0.25

@@ -101,13 +101,17 @@ def baseline_for(
 
     Returns:
         ``(mean trigger count per run, mean steps, pass rate)``, each None when there
-        is no comparable run.
+        is no comparable run; the pass rate is None too when every comparable run
+        failed: runs that could not succeed are no baseline to beat (a promotion gate
+        won against them would be no evidence).
 
     Example:
         >>> r = RunRecord(run_id="r1", namespace=("n",), seq=1, task_id="t", steps=10,
         ...               fingerprint_counts={"fp": 2}, passed=True)
         >>> baseline_for(["fp"], [r], lesson_id="l", task_id="t", family=None, tool=None)
         (2.0, 10.0, 1.0)
+        >>> baseline_for(["fp"], [r.model_copy(update={"passed": False})], lesson_id="l", task_id="t", family=None, tool=None)
+        (2.0, 10.0, None)
     """
     comparable = _comparable(runs, lesson_id, task_id, family, tool)
     if not comparable:
@@ -119,7 +123,7 @@ def baseline_for(
         repeats = fmean(counter(r) for r in comparable)
     steps = fmean(r.steps for r in comparable)
     pass_rate = fmean(1.0 if r.passed else 0.0 for r in comparable)
-    return repeats, steps, pass_rate
+    return repeats, steps, pass_rate if pass_rate > 0 else None
 
 
 def baseline_score(
