@@ -136,6 +136,18 @@ def _join(pieces: list[tuple[str, int, int]], text: str) -> str:
     return "".join((text[pieces[k - 1][2]:start] if k else "") + piece for k, (piece, start, _end) in enumerate(pieces))
 
 
+def _widened(span: tuple[int, int, int, int], size: int, *, both: bool) -> tuple[int, int, int, int] | None:
+    """The span ``(a0, a1, b0, b1)`` with the token before it; and the one after it when ``both``, or when there is
+    none before. None when it has no neighbour to take."""
+    a0, a1, b0, b1 = span
+    left = a0 > 0
+    if left:
+        a0, b0 = a0 - 1, b0 - 1
+    if (both or not left) and a1 < size:
+        a1, b1 = a1 + 1, b1 + 1
+    return (a0, a1, b0, b1) if (a0, a1, b0, b1) != span else None
+
+
 def _pieces(tokens: Sequence[Token], lo: int, hi: int, elements: dict[int, str],
             gaps: dict[int, int]) -> list[tuple[str, int, int]]:
     """One side of a rule as pieces (form text, source start, source end): each token's element, a gap's run as one
@@ -180,25 +192,16 @@ def _rule(group: list[_Hunk], ops: Sequence[tuple[str, int, int, int, int]], a: 
     inserted_values = {b[j].text for j in changed_b if b[j].kind in VALUE_KINDS and b[j].kind != "name"}
     distinctive = any(a[i].kind != "punct" for i in changed_a)
     literal_context = not changed_a  # a pure insertion is located by its neighbours as written
+    span: tuple[int, int, int, int] | None = (a0, a1, b0, b1)
     if literal_context:  # a pure insertion: anchored on the token before it (after it, at the start)
-        if a0 > 0:
-            a0, b0 = a0 - 1, b0 - 1
-        elif a1 < len(a):
-            a1, b1 = a1 + 1, b1 + 1
-        else:
-            return None
+        span = _widened((a0, a1, b0, b1), len(a), both=False)
     elif not distinctive:  # an edit of single punctuation marks only: both neighbours locate it
-        if a0 > 0:
-            a0, b0 = a0 - 1, b0 - 1
-        if a1 < len(a):
-            a1, b1 = a1 + 1, b1 + 1
-    if not changed_b and b0 == b1:  # a pure deletion: keep a neighbour, so CORRECT is not empty
-        if a0 > 0:
-            a0, b0 = a0 - 1, b0 - 1
-        elif a1 < len(a):
-            a1, b1 = a1 + 1, b1 + 1
-        else:
-            return None
+        span = _widened((a0, a1, b0, b1), len(a), both=True)
+    if span is not None and not changed_b and span[2] == span[3]:  # a pure deletion: a neighbour keeps CORRECT
+        span = _widened(span, len(a), both=False)
+    if span is None:
+        return None
+    a0, a1, b0, b1 = span
     name = _Namer()
     elem_a: dict[int, str] = {}
     elem_b: dict[int, str] = {}
