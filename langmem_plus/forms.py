@@ -24,10 +24,11 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 _TOKEN = re.compile(
     r"""
@@ -309,6 +310,16 @@ def occurs(value: str, form_text: str, *, tokens: Sequence[Token] | None = None)
     return form.literals <= {t.text for t in tokens} and bool(find_matches(form, tokens))
 
 
+def argument_values(args: Mapping[str, Any]) -> dict[str, str]:
+    """A call's arguments as the text forms are matched in: strings as they are, anything else as JSON.
+
+    Example:
+        >>> argument_values({"query": "SELECT 1", "n": [1, 2]})
+        {'query': 'SELECT 1', 'n': '[1, 2]'}
+    """
+    return {str(k): v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for k, v in args.items()}
+
+
 __all__ = [
     "ANY",
     "GAP",
@@ -318,6 +329,7 @@ __all__ = [
     "Form",
     "Match",
     "Token",
+    "argument_values",
     "find_matches",
     "occurs",
     "parse_form",

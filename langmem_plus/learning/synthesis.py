@@ -48,7 +48,7 @@ from langmem_plus.records import (
     TaskSpec,
 )
 from langmem_plus.capture.fingerprints import failure_lines
-from langmem_plus.forms import VALUE_KINDS, tokenize
+from langmem_plus.forms import VALUE_KINDS, argument_values, tokenize
 from langmem_plus.rewrite import SLOT_OF_KIND, best_rewrite, derive_rewrites, error_names_fix
 
 WHEN_MAX_CHARS = 80
@@ -113,9 +113,7 @@ def _values(step: Step) -> dict[str, str]:
     """What a rewrite is derived on: the call's arguments (``info["args"]``, as the middleware records them),
     else the whole action under the key ``""``."""
     args = step.info.get("args")
-    if isinstance(args, dict) and args:
-        return {str(k): v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for k, v in args.items()}
-    return {"": step.action}
+    return argument_values(args) if isinstance(args, dict) and args else {"": step.action}
 
 
 def pair_rewrite(failed: Step, fixed: Step, hint_text: str) -> tuple[str, str] | None:

@@ -21,12 +21,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langmem_plus.forms import parse_form, tokenize
+from langmem_plus.forms import argument_values, parse_form, tokenize
 from langmem_plus.records import Activation, Lesson
 from langmem_plus.rewrite import apply_rewrite, form_occurs
 
@@ -99,11 +98,6 @@ class Held:
     """The value rewritten by the lesson; None for an avoidance."""
 
 
-def call_values(args: Mapping[str, Any]) -> dict[str, str]:
-    """A call's argument values as text, as the lessons' forms are matched in them."""
-    return {str(k): v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for k, v in args.items()}
-
-
 def _rank(held: Held) -> tuple[int, float, int, str]:
     lesson = held.lesson
     return (lesson.status != "promoted", -lesson.reliability, held.after is None, lesson.id)
@@ -114,7 +108,7 @@ def check_call(forms: ToolForms, lesson_of: Callable[[str], Lesson | None], args
     avoidances. Each lesson at most once (its first matching argument)."""
     held: list[Held] = []
     seen: set[str] = set()
-    for key, value in call_values(args).items():
+    for key, value in argument_values(args).items():
         tokens = tokenize(value)
         for lesson_id in forms.candidates({t.text for t in tokens}):
             lesson = lesson_of(lesson_id)
@@ -154,7 +148,6 @@ __all__ = [
     "GUARDING_STATUSES",
     "Held",
     "ToolForms",
-    "call_values",
     "check_call",
     "guard_activations",
     "guards",
