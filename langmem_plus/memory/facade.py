@@ -381,9 +381,8 @@ class LearningMemory:
     ) -> list[ScoredItem]:
         """``retrieve_pre_run`` for an agent with several tools: for each tool the task is likely to call
         (``tool_scores`` at least ``tool_scope_min_score`` and ``tool_scope_ratio`` of the likeliest's, at most
-        ``tool_scope_max_tools``, likeliest first),
-        the lessons of that tool (and its skills and facts; not episodes: an episode's calls answered another task, with
-        its literals); a task that makes no tool likely gets none."""
+        ``tool_scope_max_tools``, likeliest first), the lessons of that tool, and its skills and facts; not episodes
+        (an episode's calls answered another task, with its literals). A task that makes no tool likely gets none."""
         cfg = self.config
         scores = self.tool_scores(task.goal, tools)
         items: dict[str, ScoredItem] = {}
