@@ -255,6 +255,9 @@ class MemoryConfig(BaseModel):
     """Evidence-bearing activations needed before suppression (DESIGN §6)."""
     suppress_max_utility: float = 0.0
     """Mean utility at or below which a lesson is suppressed (DESIGN §6)."""
+    demote_window: int = Field(5, ge=1)
+    """Latest utilities a promoted lesson is judged on: when their mean falls to ``suppress_max_utility`` or below,
+    its evidence has turned, and it is suppressed whatever it earned before."""
     conflict_losses_to_suppress: int = Field(3, ge=1)
     """Conflict-cluster losses after which a lesson is suppressed (DESIGN §6)."""
     archive_unused_runs: int = Field(50, ge=1)

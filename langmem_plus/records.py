@@ -328,6 +328,8 @@ class Episode(_Record):
     """Runs that produced it or a merged duplicate, newest last (at most a few dozen kept)."""
     consolidated_into: str | None = None
     """Id of the skill or lesson this episode's cluster was consolidated into, if any."""
+    retired: str | None = None
+    """Why the episode is no longer recalled (the runs whose success made it were denied), or None."""
     caused_by: list[str] = Field(default_factory=list)
     """Ids of episodes that led to this one, first the main cause (seed 002 "Recall by Time");
     empty for records written before links existed."""
@@ -356,6 +358,8 @@ class Skill(_Record):
     stats: SkillStats = Field(default_factory=SkillStats)
     source_episodes: list[str] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
+    retired: str | None = None
+    """Why the skill is no longer delivered (every episode it was built on was retired), or None."""
 
 
 # --------------------------------------------------------------------------- runs, retrieval
@@ -536,6 +540,20 @@ class LessonAdditions(_Record):
     conflicts_with: list[str] = Field(default_factory=list)
 
 
+class UtilityParts(_Record):
+    """What one activation's utility was computed from, kept with the evidence so a corrected verdict can compute it
+    again (``utility.utility_from``)."""
+
+    error_reduction: float = Field(0.0, allow_inf_nan=False)
+    step_gain: float = Field(0.0, allow_inf_nan=False)
+    referee_baseline: float | None = Field(None, allow_inf_nan=False)
+    """Comparable runs' mean referee score the run's score was measured against; None when no score entered."""
+    judged: bool = False
+    """The verdict judged a call the lesson was applied to (``learning.outcomes``)."""
+    constraint: bool = False
+    """A call the lesson was applied to failed a constraint."""
+
+
 class RunEvidence(RunFinding):
     """What one run said about one lesson: the evidence its stats, status and merged sets fold from (DESIGN §6)."""
 
@@ -556,6 +574,14 @@ class RunEvidence(RunFinding):
     added: LessonAdditions | None = None
     """Set members the run added (a duplicate merged in, a conflict linked): unioned by the fold, so two
     writers merging into one lesson both keep theirs even when one's record write overwrites the other's."""
+    restored: bool = False
+    """The run learned the suppressed lesson again, from a fix in a run its verdict passed: the fold makes it a
+    candidate again with a fresh utility window (the old evidence stays in the log)."""
+    parts: UtilityParts | None = None
+    """What ``utility`` was computed from (None on evidence stored before parts were kept, or without a utility)."""
+    corrects: str | None = None
+    """This entry restates the evidence of run ``corrects`` under a corrected verdict (``correct_verdict``): the fold
+    reads that run's utility and pass from here instead; its own ``run_id`` is the correction's key."""
 
 
 class EpisodeEvidence(RunFinding):
@@ -776,6 +802,7 @@ __all__ = [
     "with_fields",
     "RunEvidence",
     "RunFinding",
+    "UtilityParts",
     "EpisodeEvidence",
     "EntityEvidence",
     "FactEvidence",

@@ -222,8 +222,7 @@ def test_activation_utility_worked_example() -> None:
     now_run = run("r3", fp1=0, steps=8, activated=("les_a",))
     measured = activation_utility(lesson=lesson(), run=now_run, prior_runs=prior)
     assert measured is not None
-    u, base_pass = measured
-    assert u == pytest.approx(0.72) and base_pass == 0.5
+    assert measured.utility == pytest.approx(0.72) and measured.baseline_pass_rate == 0.5
 
 
 def test_activation_utility_no_evidence_when_triggers_not_at_stake() -> None:

@@ -41,6 +41,7 @@ from pydantic import Field
 
 from langmem_plus._llm import message_text
 from langmem_plus.bench.designs.baselines import make_design
+from langmem_plus.bench.seeds import parse_seeds
 from langmem_plus.bench.designs.base import MemoryDesign
 from langmem_plus.bench.toolworld import (
     HABITS,
@@ -366,15 +367,6 @@ def guard_speed(lessons: int, *, calls: int = SPEED_CALLS) -> dict[str, Any]:
     p50_check, p50_run = statistics.median(check) * 1000, statistics.median(run) * 1000
     return {"lessons_for_tool": lessons, "guard_check_ms_p50": round(p50_check, 4),
             "tool_call_ms_p50": round(p50_run, 3), "guard_share_of_tool_call": round(p50_check / p50_run, 4)}
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0"``, ``"0,2"`` or ``"0-2"`` as a list of seeds."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return out
 
 
 MEAN_KEYS = ("heldout_tool_errors", "habits_never_recur_share", "notes_per_model_call", "applicable_note_share",

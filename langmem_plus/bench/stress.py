@@ -26,11 +26,13 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from langmem_plus._text import stable_id
+from langmem_plus.bench.feedback_stress import SCENARIOS, run_scenario
+from langmem_plus.bench.seeds import parse_seeds
 from langmem_plus.capture import extract_tags, fingerprint, fingerprint_id
 from langmem_plus.demo import LogicalClock
 from langmem_plus.envs.registry import make_env
@@ -225,10 +227,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``langmem-plus bench stress``."""
     parser.add_argument("--runs", type=int, default=10, help="runs over the gridtool tasks (default 10)")
     parser.add_argument("--store", default=None, help="keep the store here (default: a temporary folder)")
+    parser.add_argument("--scenario", default="planted", choices=("planted", *SCENARIOS, "all"),
+                        help="planted harmful lessons (default), a wrong manual (silent_harm), a wrong manual with "
+                             "wrong feedback then right (wrong_feedback), or all three")
+    parser.add_argument("--seeds", default=None, help="executor seeds for the feedback scenarios, e.g. 0-2 (default: --seed)")
+    parser.add_argument("--no-correct", action="store_true",
+                        help="wrong_feedback: do not judge the wrong phase's runs again when the right referee returns")
+
+
+def _feedback(args: argparse.Namespace, scenarios: Sequence[str]) -> dict[str, Any]:
+    """The feedback scenarios on every seed: ``{scenario: {"seeds": {S: result}, "meets_target"}}``."""
+    def line(text: str) -> None:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    seeds = parse_seeds(args.seeds) if getattr(args, "seeds", None) else [args.seed]
+    out: dict[str, Any] = {}
+    for scenario in scenarios:
+        results = {str(s): run_scenario(scenario, seed=s, correct=not getattr(args, "no_correct", False), progress=line)
+                   for s in seeds}
+        out[scenario] = {"seeds": results, "meets_target": all(r["meets_target"] for r in results.values())}
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench stress``; exit status 1 when the target is missed."""
+    scenario = getattr(args, "scenario", "planted")
+    if scenario != "planted":
+        result = _feedback(args, SCENARIOS if scenario == "all" else (scenario,))
+        ok = all(r["meets_target"] for r in result.values())
+        if scenario == "all":
+            result["planted"] = run_stress(runs=args.runs, seed=args.seed, store=args.store)
+            ok = ok and meets_target(result["planted"])
+        if args.json:
+            print(json.dumps(result))
+        else:
+            for name, r in result.items():
+                if name == "planted":
+                    continue
+                for seed, res in r["seeds"].items():
+                    print(f"{name} seed {seed}: back at the clean level after {res['runs_to_clean_level']} runs; "
+                          f"harmful still promoted {res['harmful_still_promoted']}; denied successes still recalled "
+                          f"{res['denied_still_recalled']}")
+            print("target met" if ok else "target MISSED")
+        return 0 if ok else 1
 
     def show(r: int, n: int) -> None:
         sys.stderr.write(f"[stress] run {r}/{n}\n")

@@ -384,7 +384,15 @@ class PipelineEnv:
     datasets: ClassVar[Mapping[str, Table]] = {}
     task_defs: ClassVar[Sequence[tuple[str, str, str, Intent]]] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, *, docs_edits: Mapping[str, str] | None = None, silent: bool = False) -> None:
+        """Args:
+            docs_edits: Text replacements applied to the docs (``{"term[dir.desc]: DOWN": "term[dir.desc]: UP"}``):
+                a manual that is wrong, for scenarios where an agent learns from bad documentation.
+            silent: Report a pipeline that ran as done, whatever its result (no constraint failure): a tool that
+                cannot know the answer, so only a referee (``evaluate``) can tell a wrong result.
+        """
+        self.docs_edits = dict(docs_edits or {})
+        self.silent = silent
         self._tasks = [
             TaskSpec(
                 task_id=tid,
@@ -452,7 +460,7 @@ class PipelineEnv:
             return f"error: {text}", fb
         self._last = table
         out = self._format(table)
-        if tables_match(table, self._expected):
+        if self.silent or tables_match(table, self._expected):
             self._done = True
             return out, Feedback(progress=1.0, reward=1.0, efficiency=self._eff(start))
         progress = RAN_PROGRESS + ROWS_PROGRESS * row_overlap(table, self._expected)
@@ -466,7 +474,10 @@ class PipelineEnv:
     def docs(self, topic: str | None = None) -> str:
         """The tool's docs, or one topic's section (an abstract op name such as ``"sort"``)."""
         if self._docs_text is None:
-            self._docs_text = resources.files("langmem_plus.envs").joinpath("docs").joinpath(self.docs_file).read_text("utf-8")
+            text = resources.files("langmem_plus.envs").joinpath("docs").joinpath(self.docs_file).read_text("utf-8")
+            for old, new in self.docs_edits.items():
+                text = text.replace(old, new)
+            self._docs_text = text
         return docs_section(self._docs_text, topic, self.name)
 
     def evaluate(self) -> Verdict:

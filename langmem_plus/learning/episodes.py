@@ -323,12 +323,12 @@ def episode_strength(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CON
 def episode_recallable(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CONFIG) -> bool:
     """Whether retrieval may show ``ep`` at ``now`` (DESIGN §6 decay; AMM spec TTL).
 
-    Not recallable: an avoidance whose TTL has run out (``ttl_episodes == 0``), and any
-    episode whose decayed strength (``episode_strength``) is below
-    ``episode_recall_min_strength``. Nothing is deleted: a faded episode stays stored,
-    and seeing it again (a merge) restores its strength.
+    Not recallable: a retired episode (its runs' success was denied), an avoidance whose
+    TTL has run out (``ttl_episodes == 0``), and any episode whose decayed strength
+    (``episode_strength``) is below ``episode_recall_min_strength``. Nothing is deleted:
+    a faded episode stays stored, and seeing it again (a merge) restores its strength.
     """
-    if ep.ttl_episodes is not None and ep.ttl_episodes <= 0:
+    if ep.retired is not None or (ep.ttl_episodes is not None and ep.ttl_episodes <= 0):
         return False
     return episode_strength(ep, now, config) >= config.episode_recall_min_strength
 

@@ -83,11 +83,39 @@ class FoldSpec(Generic[R, E]):
     """One run's evidence folded into a record; pure."""
     folded: tuple[str, ...]
     """The fields evidence changes: a content write keeps the stored record's values of these."""
+    restate: Callable[[list[tuple[LogKey, E]]], list[tuple[LogKey, E]]] | None = None
+    """The entries as the fold reads them, when some restate others (a corrected verdict); None: as logged."""
+
+
+def restate_corrections(entries: list[tuple[LogKey, RunEvidence]]) -> list[tuple[LogKey, RunEvidence]]:
+    """Lesson evidence with its corrections read in: the newest correction of a run (``RunEvidence.corrects``)
+    restates that run's utility, pass, parts and conflict losses (a contest decided under the denied feedback) in
+    the run's own place; the correction folds nothing itself.
+
+    Example:
+        >>> first = RunEvidence(lesson_id="l", run_id="r1", run_seq=1, at=1.0, shown=1, utility=0.9, passed=True)
+        >>> fix = RunEvidence(lesson_id="l", run_id="r1~c1", run_seq=2, at=2.0, corrects="r1", utility=-1.0)
+        >>> [(ev.run_id, ev.utility, ev.passed) for _, ev in restate_corrections([((1, 1.0, "w", 1), first), ((2, 2.0, "w", 2), fix)])]
+        [('r1', -1.0, False)]
+    """
+    latest = {ev.corrects: ev for _, ev in entries if ev.corrects}
+    if not latest:
+        return entries
+    out: list[tuple[LogKey, RunEvidence]] = []
+    for key, ev in entries:
+        if ev.corrects:
+            continue
+        fix = latest.get(ev.run_id)
+        out.append((key, ev if fix is None else ev.model_copy(update={
+            "utility": fix.utility, "passed": fix.passed, "parts": fix.parts,
+            "conflict_losses": fix.conflict_losses, "lost_to": fix.lost_to,
+        })))
+    return out
 
 
 LESSON_FOLD: FoldSpec[Lesson, RunEvidence] = FoldSpec(
     "lessons", "evidence", Lesson, RunEvidence, lambda e: e.lesson_id, lambda r: r.id, lambda r, e, c: apply_evidence(r, e, c),
-    ("stats", "status", "reliability", "last_activated_at"),
+    ("stats", "status", "reliability", "last_activated_at"), restate_corrections,
 )
 EPISODE_FOLD: FoldSpec[Episode, EpisodeEvidence] = FoldSpec(
     "episodes", "episode_evidence", Episode, EpisodeEvidence, lambda e: e.episode_id, lambda r: r.episode_id,
@@ -165,6 +193,21 @@ class Ledger(Generic[R, E]):
         account = self._accounts.get(record_id)
         return account is not None and run_id in account.runs
 
+    def about_run(self, run_id: str) -> list[tuple[str, E]]:
+        """(record id, its evidence) of every record with evidence from run ``run_id``, as folded (corrected)."""
+        out: list[tuple[str, E]] = []
+        for record_id, account in self._accounts.items():
+            if run_id not in account.runs:
+                continue
+            entries = self.spec.restate(account.entries) if self.spec.restate is not None else account.entries
+            out += [(record_id, ev) for _, ev in entries if ev.run_id == run_id]
+        return out
+
+    def corrections_of(self, record_id: str, run_id: str) -> int:
+        """How many corrections of run ``run_id``'s evidence about ``record_id`` are in the log."""
+        account = self._accounts.get(record_id)
+        return sum(1 for _, ev in account.entries if getattr(ev, "corrects", None) == run_id) if account else 0
+
     def evidence(self, record_id: str) -> list[E]:
         """The record's evidence in log order."""
         account = self._accounts.get(record_id)
@@ -208,7 +251,7 @@ class Ledger(Generic[R, E]):
             if ev.run_id in account.runs:
                 continue
             account.runs.add(ev.run_id)
-            at_end = not account.entries or account.entries[-1][0] < key
+            at_end = (not account.entries or account.entries[-1][0] < key) and not getattr(ev, "corrects", None)
             bisect.insort(account.entries, (key, ev), key=lambda e: e[0])
             touched[record_id] = touched.get(record_id, True) and at_end
         changed: dict[str, R] = {}
@@ -229,7 +272,10 @@ class Ledger(Generic[R, E]):
     def _refold(self, account: _Account[R, E]) -> None:
         assert account.record is not None
         account.last = None
-        self._fold_on(account, account.record, account.entries)
+        entries = self.spec.restate(account.entries) if self.spec.restate is not None else account.entries
+        self._fold_on(account, account.record, entries)
+        if account.entries:
+            account.last = account.entries[-1][0]  # a correction folds nothing itself, but it is in the fold
 
     def _fold_on(self, account: _Account[R, E], record: R, entries: Iterable[tuple[LogKey, E]]) -> None:
         apply, config = self.spec.apply, self.config
@@ -249,4 +295,5 @@ def fold_all(records: Mapping[str, Lesson], entries: Iterable[tuple[LogKey, RunE
 
 __all__ = [
     "ENTITY_FOLD", "EPISODE_FOLD", "FACT_FOLD", "FOLDS", "LESSON_FOLD", "SKILL_FOLD", "FoldSpec", "Ledger", "LogKey", "fold_all",
+    "restate_corrections",
 ]

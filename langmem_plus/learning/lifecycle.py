@@ -11,13 +11,14 @@ what these functions return.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus._text import clean_text
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import find_conflicts, find_duplicate, generalised, merge, subsumes
 from langmem_plus.learning.incremental import IndexedPool, LessonLookup
+from langmem_plus.learning.outcomes import Outcome
 from langmem_plus.learning.utility import (
     activation_utility,
     count_addressed,
@@ -237,6 +238,8 @@ def _combine(a: RunEvidence, b: RunEvidence) -> RunEvidence:
             "lost_to": sorted({*a.lost_to, *b.lost_to}),
             "swept": a.swept or b.swept,
             "added": _union_additions(a.added, b.added),
+            "restored": a.restored or b.restored,
+            "parts": a.parts if a.parts is not None else b.parts,
         }
     )
 
@@ -318,6 +321,8 @@ def apply_evidence(
     """
     if ev.added is not None:
         lesson = add_members(lesson, ev.added)
+    if ev.restored and lesson.status == "suppressed":
+        lesson = _restore(lesson, ev, out)
     if ev.shown:
         lesson = _mark_shown(lesson, ev.shown, ev.run_seq, ev.at)
         if ev.utility is not None:
@@ -355,7 +360,8 @@ def judge_activated(
     task: TaskSpec,
     referee_gain: float | None = None,
     referee_score: float | None = None,
-    outcomes: Mapping[str, float] | None = None,
+    outcomes: Mapping[str, Outcome] | None = None,
+    applied: Collection[str] | None = None,
     config: MemoryConfig,
     now: float,
 ) -> Judgement:
@@ -364,7 +370,9 @@ def judge_activated(
     ``first_steps`` maps a lesson id to the step at which it was first shown in this run:
     only failures from that step on count as its "repeats after activation" (DESIGN §6).
     ``outcomes`` (``learning.outcomes.step_outcomes``) say what followed from the calls each
-    lesson was applied to.
+    lesson was applied to. ``applied`` (``learning.outcomes.applied_in_run``, None when the
+    executor does not report it) are the lessons applied to a call: one shown, never applied,
+    whose failure did not occur either, was not at stake, and the run is no evidence about it.
     """
     out = Judgement()
     for lesson_id, count in sorted(activations.items()):
@@ -372,24 +380,27 @@ def judge_activated(
         if lesson is None:
             continue
         first = first_steps.get(lesson_id, 0)
-        measured = activation_utility(
+        after = count_addressed(lesson, (f for f in run.failures if f.step >= first))
+        before = count_addressed(lesson, (f for f in run.failures if f.step < first))
+        idle = applied is not None and lesson_id not in applied and after == 0 and before == 0
+        measured = None if idle else activation_utility(
             lesson=_mark_shown(lesson, count, run.seq, now),
             run=run,
             prior_runs=prior_runs,
             task=task,
             referee_gain=referee_gain,
             referee_score=referee_score,
-            repeats_after=count_addressed(lesson, (f for f in run.failures if f.step >= first)),
-            repeats_before=count_addressed(lesson, (f for f in run.failures if f.step < first)),
+            repeats_after=after,
+            repeats_before=before,
             outcome=(outcomes or {}).get(lesson_id),
             config=config,
         )
-        u, baseline_pass = measured if measured is not None else (None, None)
+        u, baseline_pass, parts = measured if measured is not None else (None, None, None)
         if u is not None:
             out.utilities[lesson_id] = u
         ev = RunEvidence(
             lesson_id=lesson_id, run_id=run.run_id, run_seq=run.seq, at=now, shown=count,
-            utility=u, passed=run.passed, baseline_pass=baseline_pass,
+            utility=u, passed=run.passed, baseline_pass=baseline_pass, parts=parts,
         )
         out.add_evidence(ev)
         out.updated[lesson_id] = apply_evidence(lesson, ev, config, out)
@@ -460,6 +471,39 @@ def apply_conflict_losses(
         pool[lesson_id] = out.updated[lesson_id] = apply_evidence(lesson, ev, config, out)
 
 
+def _restore(lesson: Lesson, ev: RunEvidence, out: Judgement | None) -> Lesson:
+    """A suppressed lesson learned again from a fix in a passing run: a candidate again, measured afresh (its utility
+    window and conflict losses restart; what they held stays in the evidence log and the audit log)."""
+    s = lesson.stats
+    if out is not None:
+        out.transitions.append(restore_transition(lesson, ev.run_id))
+    stats = s.model_copy(update={"utility_window": [], "conflict_losses": 0})
+    return lesson.model_copy(update={"status": "candidate", "stats": stats})
+
+
+def restore_transition(lesson: Lesson, run_id: str) -> Transition:
+    """The audit record of ``lesson``'s restoration by run ``run_id``, with the evidence it had when suppressed."""
+    s = lesson.stats
+    return Transition(
+        lesson_id=lesson.id, old=lesson.status, new="candidate",
+        reason=f"restore: learned again from a fix in run {run_id}, whose verdict passed",
+        evidence={"run_id": run_id, "utility_window": list(s.utility_window), "conflict_losses": s.conflict_losses},
+    )
+
+
+def restorations(merged: Sequence[tuple[str, str]], lessons: Mapping[str, Lesson], *, passed: bool) -> list[str]:
+    """The suppressed rewrite lessons a run learned again (``Integration.merged``: kept id, candidate id) from a fix,
+    when the run's verdict passed: its fix is evidence the lesson was suppressed for another's fault."""
+    if not passed:
+        return []
+    out = []
+    for kept, _ in merged:
+        lesson = lessons.get(kept)
+        if lesson is not None and lesson.status == "suppressed" and lesson.wrong and lesson.correct is not None:
+            out.append(kept)
+    return list(dict.fromkeys(out))
+
+
 def _apply_status(
     lesson: Lesson, runs_since: int, config: MemoryConfig, out: Judgement | None, *, evidence: dict[str, object]
 ) -> Lesson:
@@ -491,6 +535,8 @@ def _apply_status(
 
 __all__ = [
     "Integration",
+    "restorations",
+    "restore_transition",
     "Judgement",
     "RunOutcome",
     "PROVENANCE_EVENTS_KEPT",

@@ -39,7 +39,8 @@ from langmem_plus.learning.baselines import (
     caused_failures,
     count_addressed,
 )
-from langmem_plus.records import Lesson, LessonStatus, RunRecord, TaskSpec
+from langmem_plus.learning.outcomes import Outcome
+from langmem_plus.records import Lesson, LessonStatus, RunRecord, TaskSpec, UtilityParts, Verdict
 
 PRIOR_HELPED = 1
 """Pseudo-count of helpful runs in the reliability prior: Beta(1, 1), uniform (DESIGN §6)."""
@@ -95,12 +96,15 @@ def utility(
 
     ``0.65 error_reduction + 0.35 step_gain``, or, when a referee's score gain is
     known, ``0.50 error_reduction + 0.30 step_gain + 0.20 referee_gain``. With the
-    ``outcome`` of the calls the lesson was applied to (``learning.outcomes``), that
-    outcome is ``utility_w_outcome`` of the whole.
+    ``outcome`` of the calls the lesson was applied to (``learning.outcomes``): a good
+    one is ``utility_w_outcome`` of the whole; a bad one is the utility, since a
+    wrong result outweighs any error the lesson silenced on the way.
 
     Example:
         >>> utility(1.0, 0.0, None, outcome=-1.0)  # it silenced its error, and the call did the wrong thing
-        -0.175
+        -1.0
+        >>> utility(1.0, 0.0, None, outcome=1.0)
+        0.825
     """
     if referee_gain is None:
         base = config.utility_w_errors * error_reduction + config.utility_w_steps * step_gain
@@ -112,6 +116,8 @@ def utility(
         )
     if outcome is None:
         return base
+    if outcome < 0:  # a wrong result outweighs any error the lesson silenced on the way
+        return _clip1(outcome)
     w = config.utility_w_outcome
     return (1.0 - w) * base + w * _clip1(outcome)
 
@@ -205,7 +211,8 @@ def decide_status(
        utility is ``<= suppress_max_utility``. Only evidence-bearing activations
        count: an activation whose run said nothing about the lesson
        (``activation_utility`` returned None) is not held against it.
-    3. Suppress a promoted lesson whose mean utility falls ``<= suppress_max_utility``;
+    3. Suppress a promoted lesson whose last ``demote_window`` utilities (its evidence
+       turned), or whose mean utility, fall ``<= suppress_max_utility``;
        and a lesson shown in ``suppress_min_activations`` runs whose every measured run
        was ``<= suppress_max_utility`` (it never helped). This is DESIGN §6 read
        literally ("retrieved >= 3 times and utility for those activations <= 0"): a
@@ -244,6 +251,10 @@ def decide_status(
             shown = config.suppress_min_activations
             why = f"shown in >= {shown} runs, never helped, mean utility <= {config.suppress_max_utility}"
             return "suppressed", f"suppress: {why} ({nums})"
+    recent = lesson.stats.utility_window[-config.demote_window:]
+    if lesson.status == "promoted" and recent and fmean(recent) <= config.suppress_max_utility:
+        limit, n = config.suppress_max_utility, len(recent)
+        return "suppressed", f"suppress: promoted lesson's evidence turned: its last {n} utilities mean <= {limit} ({nums})"
     if (
         lesson.status == "candidate"
         and mu is not None
@@ -297,10 +308,27 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
 
 
 class ActivationUtility(NamedTuple):
-    """One run's measured utility for a lesson, and the baseline pass rate it was measured against."""
+    """One run's measured utility for a lesson, the baseline pass rate it was measured against, and what it was
+    computed from (so a corrected verdict can compute it again: ``utility_from``)."""
 
     utility: float
     baseline_pass_rate: float | None
+    parts: UtilityParts | None = None
+
+
+def utility_from(parts: UtilityParts, verdict: Verdict, config: MemoryConfig = DEFAULT_CONFIG) -> float:
+    """An activation's utility computed again from its ``parts`` under ``verdict`` (a corrected one).
+
+    Example:
+        >>> parts = UtilityParts(error_reduction=1.0, judged=True)
+        >>> utility_from(parts, Verdict(passed=True, score=1.0)), utility_from(parts, Verdict(passed=False))
+        (0.825, -1.0)
+    """
+    gain = None
+    if parts.referee_baseline is not None and verdict.source != "signals":
+        gain = verdict.score - parts.referee_baseline
+    outcome = Outcome(parts.judged, parts.constraint).value(verdict.passed)
+    return utility(parts.error_reduction, parts.step_gain, gain, config, outcome)
 
 
 def activation_utility(
@@ -313,7 +341,7 @@ def activation_utility(
     referee_score: float | None = None,
     repeats_after: float | None = None,
     repeats_before: float = 0.0,
-    outcome: float | None = None,
+    outcome: Outcome | None = None,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> ActivationUtility | None:
     """Utility of ``lesson`` in one run where it was activated, or None for "no evidence" (DESIGN §6).
@@ -344,8 +372,9 @@ def activation_utility(
             shown after a failure that then does not recur is credited even when the
             comparable runs (say, other tasks of the family) never met that failure.
             Refinement over DESIGN §6, which only looks at other runs.
-        outcome: What followed from the calls the lesson was applied to (``learning.outcomes``), None when
-            nothing judged them; it is evidence on its own, even without a comparable run.
+        outcome: What followed from the calls the lesson was applied to (``learning.outcomes``; its value under
+            the run's verdict, ``run.passed``), None when nothing judged them; it is evidence on its own, even
+            without a comparable run.
         config: Supplies the utility weights.
 
     Returns:
@@ -355,9 +384,18 @@ def activation_utility(
     family = task.family if task is not None else run.family
     tool = task.tool if task is not None else run.tool
     pool = [r for r in prior_runs if r.run_id != run.run_id]
+    base_score: float | None = None
     if referee_gain is None and referee_score is not None:
         base_score = baseline_score(pool, lesson_id=lesson.id, task_id=task_id, family=family, tool=tool)
         referee_gain = None if base_score is None else referee_score - base_score
+    seen = outcome or Outcome(False, False)
+    value = seen.value(run.passed)
+
+    def measured(er: float, gain: float, base_pass: float | None) -> ActivationUtility:
+        parts = UtilityParts(error_reduction=er, step_gain=gain, referee_baseline=base_score, judged=seen.judged,
+                             constraint=seen.constraint)
+        return ActivationUtility(utility(er, gain, referee_gain, config, value), base_pass, parts)
+
     base_repeats, base_steps, base_pass = baseline_for(
         lesson.triggers,
         pool,
@@ -376,15 +414,12 @@ def activation_utility(
         # shown are this run's own baseline. Either is evidence even unbaselined (no step gain).
         caused = caused_failures(lesson, run.failures)
         if caused == 0 and repeats_before <= 0:
-            return None if outcome is None else ActivationUtility(utility(0.0, 0.0, referee_gain, config, outcome), None)
-        er = error_reduction(float(repeats_before), after if repeats_before > 0 else float(caused))
-        return ActivationUtility(utility(er, 0.0, referee_gain, config, outcome), None)
+            return None if value is None else measured(0.0, 0.0, None)
+        return measured(error_reduction(float(repeats_before), after if repeats_before > 0 else float(caused)), 0.0, None)
     base_repeats = max(base_repeats, float(repeats_before))
-    if base_repeats == 0 and occurrences == 0 and outcome is None:
+    if base_repeats == 0 and occurrences == 0 and value is None:
         return None
-    er = error_reduction(base_repeats, after)
-    gain = step_efficiency_gain(base_steps or 0.0, run.steps)
-    return ActivationUtility(utility(er, gain, referee_gain, config, outcome), base_pass)
+    return measured(error_reduction(base_repeats, after), step_efficiency_gain(base_steps or 0.0, run.steps), base_pass)
 
 
 __all__ = [
@@ -405,4 +440,5 @@ __all__ = [
     "reliability",
     "step_efficiency_gain",
     "utility",
+    "utility_from",
 ]

@@ -21,7 +21,8 @@ from langmem_plus._gc import gc_paused
 from langmem_plus.capture import detect_failure
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.embeddings import make_embeddings
-from langmem_plus.errors import InvalidRecord
+from langmem_plus.errors import InvalidArgument, InvalidRecord
+from langmem_plus.learning.corrections import corrections, retired_by
 from langmem_plus.learning.episodes import episodes_from_run, link_evidence
 from langmem_plus.learning.hints import hints_from_items
 from langmem_plus.learning.incremental import StoreLookup
@@ -31,11 +32,13 @@ from langmem_plus.learning.lifecycle import (
     apply_conflict_losses,
     integrate_candidates,
     judge_activated,
+    restorations,
+    restore_transition,
     run_outcome,
     sweep_unused,
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
-from langmem_plus.learning.outcomes import step_outcomes
+from langmem_plus.learning.outcomes import applied_in_run, step_outcomes
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.learning.textrules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
@@ -525,6 +528,7 @@ class LearningMemory:
                 # alone are no judgement. What followed from each lesson's calls is its outcome.
                 referee_score=verdict.score if verdict is not None and verdict.source != "signals" else None,
                 outcomes=step_outcomes(steps, verdict),
+                applied=applied_in_run(steps),
                 config=self.config,
                 now=now,
             )
@@ -539,6 +543,9 @@ class LearningMemory:
                 out=judged, only=self._sweep_ids(seq, [*integ.upserts, *judged.updated]) if lookup is not None else None,
                 run_id=run_id, now=now,
             )
+            for lesson_id in restorations(integ.merged, self.lessons, passed=outcome.passed):
+                judged.add_evidence(RunEvidence(lesson_id=lesson_id, run_id=run_id, run_seq=seq, at=now, restored=True))
+                judged.transitions.append(restore_transition(self.lessons[lesson_id], run_id))  # the fold restores it
             for lesson_id, lesson in integ.upserts.items():  # a merge's or a new rival's set members are evidence too
                 before = self.lessons.get(lesson_id)
                 added = additions(before, lesson) if before is not None else None
@@ -593,6 +600,52 @@ class LearningMemory:
                 episodes_seen=sum(e.count for e in episodes),
                 verdict=verdict,
             )
+
+    def correct_verdict(self, run_id: str, verdict: Verdict) -> dict[str, Any]:
+        """Replace the verdict of a stored run (its referee was wrong): what the run said is folded again under it.
+
+        The run's record takes the corrected pass and score; every lesson with evidence from the run gets a
+        correction that restates its utility and pass under ``verdict`` (computed again from the parts the utility
+        was measured from) and voids the conflict losses it took in the run (a contest decided under the denied
+        feedback), so its stats and status follow as if the run had been judged right; a success episode
+        every run of which is now a failed run is retired, and so is a skill whose episodes are all retired. The
+        log keeps the evidence as it was, and the audit log the old verdict beside the new.
+
+        Raises:
+            InvalidArgument: no run ``run_id`` is stored in this namespace.
+
+        Returns:
+            ``{"run_id", "lessons": {id: {"status": [before, after], "utility": [before, after]}}, "episodes_retired",
+            "skills_retired"}``.
+        """
+        with self._lock:
+            self.sync.refresh()
+            run = next((r for r in self.view.runs if r.run_id == run_id), None)
+            if run is None:
+                raise InvalidArgument(f"no run {run_id!r} is stored in namespace {self.namespace}")
+            now, seq = self.clock(), self.view.last_seq
+            fixed = run.model_copy(update={"passed": verdict.passed, "score": verdict.score})
+            said = self.view.ledger.about_run(run_id)
+            fixes = corrections(said, verdict, run_id=run_id, seq=seq, now=now, config=self.config,
+                                known=lambda lesson_id: self.view.ledger.corrections_of(lesson_id, run_id))
+            before = {f.lesson_id: self.lessons.get(f.lesson_id) for f in fixes}
+            episodes, skills = retired_by(fixed, self.view.runs, self.view.episodes.values(), self.view.skills.values())
+            with self.sync.write_group() as evidence:
+                self.sync.write("runs", [fixed])
+                if episodes:
+                    self.sync.write("episodes", episodes)
+                if skills:
+                    self.sync.write("skills", skills)
+                evidence.extend(fixes)
+            was = {lesson_id: ev.utility for lesson_id, ev in said}
+            changes = {f.lesson_id: {"status": [getattr(before[f.lesson_id], "status", None),
+                                                getattr(self.lessons.get(f.lesson_id), "status", None)],
+                                     "utility": [was.get(f.lesson_id), f.utility]} for f in fixes}
+            self.audit.write("verdict_corrected", run_id=run_id, old=Verdict(passed=run.passed, score=run.score)
+                             .model_dump(mode="json"), new=verdict.model_dump(mode="json"), lessons=changes,
+                             episodes_retired=[e.episode_id for e in episodes], skills_retired=[s.id for s in skills])
+            return {"run_id": run_id, "lessons": changes, "episodes_retired": [e.episode_id for e in episodes],
+                    "skills_retired": [s.id for s in skills]}
 
     def add_lessons(self, lessons: Sequence[Lesson]) -> list[str]:
         """Import lessons (e.g. hand-written rules) into this namespace; returns their ids.

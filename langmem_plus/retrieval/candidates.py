@@ -115,7 +115,7 @@ class CandidateSources:
                         continue
                     comps = episode_components(rec, cos=sim, goal=goal, now=now, config=cfg)
                     out.append(ScoredItem(kind="episode", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:episodes"]))
-                elif isinstance(rec, Skill):
+                elif isinstance(rec, Skill) and rec.retired is None:  # a retired skill is kept, not shown
                     comps = skill_components(rec, cos=sim, goal=goal)
                     out.append(ScoredItem(kind="skill", item=rec, score=episode_score(comps, cfg), components=comps, reasons=["source:skills"]))
         return out

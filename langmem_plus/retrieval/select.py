@@ -34,6 +34,7 @@ import numpy.typing as npt
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.records import RETRIEVABLE_STATUSES, Episode, Lesson, ScoredItem, WorkingContext
 from langmem_plus.retrieval.mmr import mmr_select, mmr_select_reference, similarity_matrix
+from langmem_plus.rewrite import apply_rewrite
 
 Selector = Callable[[Sequence[float], npt.ArrayLike, int, float], list[int]]
 
@@ -111,8 +112,10 @@ def _conflict_winners(items: Sequence[ScoredItem], order: Sequence[int]) -> dict
     """Map each lesson position in a conflict cluster to its cluster winner's position.
 
     Clusters are the connected components of ``conflicts_with`` links (in either
-    direction) among the candidate lessons. The winner has the highest reliability,
-    then the newest evidence (``updated_at``), then the higher score.
+    direction) among the candidate lessons. The winner is a direct fix before a detour (a
+    rewrite whose result another candidate lesson rewrites again: ``select`` -> ``project``
+    beside ``project`` -> ``PICK`` is a detour of ``select`` -> ``PICK``), then has the highest
+    reliability, then the newest evidence (``updated_at``), then the higher score.
     """
     lessons: dict[int, Lesson] = {}
     pos_of: dict[str, int] = {}
@@ -141,9 +144,18 @@ def _conflict_winners(items: Sequence[ScoredItem], order: Sequence[int]) -> dict
     winners: dict[int, int] = {}
     for members in clusters.values():
         if len(members) > 1:
-            best = max(members, key=lambda i: (lessons[i].reliability, lessons[i].updated_at, -rank[i]))
+            others = [l for i, l in lessons.items() if i not in members and l.wrong and l.correct is not None]
+            best = max(members, key=lambda i: (not _detour(lessons[i], others), lessons[i].reliability,
+                                               lessons[i].updated_at, -rank[i]))
             winners.update({i: best for i in members})
     return winners
+
+
+def _detour(lesson: Lesson, others: Sequence[Lesson]) -> bool:
+    """Whether ``lesson``'s CORRECT side is what one of ``others`` rewrites again (its fix is not the last one)."""
+    if not lesson.correct:
+        return False
+    return any(apply_rewrite(lesson.correct, o.wrong or "", o.correct or "") is not None for o in others)
 
 
 def _guard_positions(

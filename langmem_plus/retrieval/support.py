@@ -50,8 +50,10 @@ def skill_components(skill: Skill, *, cos: float, goal: str) -> dict[str, float]
 
 
 def recallable(item: ScoredItem, config: MemoryConfig = DEFAULT_CONFIG) -> bool:
-    """An episode strong enough to recall (``episode_recall_min_strength``); skills always are."""
+    """An episode strong enough to recall (``episode_recall_min_strength``), or a skill; never a retired one."""
     it = item.item
+    if isinstance(it, (Episode, Skill)) and it.retired is not None:
+        return False
     return not isinstance(it, Episode) or it.strength >= config.episode_recall_min_strength
 
 
