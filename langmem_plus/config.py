@@ -242,9 +242,10 @@ class MemoryConfig(BaseModel):
     utility_w_referee_ref: float = 0.20
     """Utility weight of referee_score_gain with an LLM referee (DESIGN §6)."""
     utility_w_outcome: float = Field(0.5, ge=0.0, le=1.0)
-    """Share of an activation's utility that is the outcome of the calls the lesson was applied to, when one is known
-    (``learning.outcomes``: +1 for a result the verdict passed, -1 for one judged wrong or a failed constraint): a
-    fix that silences an error and does the wrong thing must measure below zero, whatever error it silenced."""
+    """Share of an activation's utility that is a good outcome of the calls the lesson was applied to (``learning.
+    outcomes``: a result the verdict passed). A bad outcome (a result judged wrong, a failed constraint) is the
+    whole utility, -1: a fix that silences an error and does the wrong thing measures below zero, whatever error it
+    silenced."""
     promote_min_runs: int = Field(3, ge=1)
     """Runs with activations needed before promotion (DESIGN §6)."""
     promote_min_utility: float = 0.20

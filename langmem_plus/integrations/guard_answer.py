@@ -5,7 +5,7 @@ as data; the state records each answer, so the same call proposed again in the r
 Example:
     >>> from langmem_plus.records import Lesson
     >>> lesson = Lesson(id="l1", namespace=("n",), rule_text="r", wrong="ILIKE", correct="LIKE")
-    >>> print(guard_text([Held(lesson, "query", "a ILIKE 'x'", "a LIKE 'x'")], limit=3))
+    >>> print(guard_text([Held(lesson, "query", "a ILIKE 'x'", "a LIKE 'x'")]))
     Not run: memory holds a lesson against this call; call it again unchanged to run it anyway.
     - [lesson:l1] "Use `LIKE` instead of `ILIKE`"
     - "query as the lesson writes it: `a LIKE 'x'`"
@@ -38,11 +38,11 @@ def lesson_note(held: Held) -> str:
     return f"- [lesson:{held.lesson.id}] {_quoted(hint.text)}"
 
 
-def guard_text(held: Sequence[Held], *, limit: int) -> str:
-    """The tool message of a stopped call: the note line, then each lesson (at most ``limit``) and, for a rewrite, the
-    argument as the lesson writes it."""
+def guard_text(held: Sequence[Held]) -> str:
+    """The tool message of a stopped call: the note line, then each lesson and, for a rewrite, the argument as the
+    lesson writes it."""
     lines = [CALL_GUARD_NOTE]
-    for h in held[:limit]:
+    for h in held:
         lines.append(lesson_note(h))
         if h.after is not None:
             lines.append(f"- {_quoted(f'{h.key} as the lesson writes it: `{h.after}`')}")

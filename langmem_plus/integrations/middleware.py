@@ -563,7 +563,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The answer to a call memory stops: a tool message with the lessons, the answer recorded, the lessons activated."""
         shown = held[: call.memory.config.guard_max_lessons]
         ids = [h.lesson.id for h in shown]
-        message = ToolMessage(content=guard_text(shown, limit=len(shown)), tool_call_id=call.tool_call_id, name=call.tool,
+        message = ToolMessage(content=guard_text(shown), tool_call_id=call.tool_call_id, name=call.tool,
                               status="error", artifact={"guarded": call.action, "lessons": ids})
         return Command(update={
             "messages": [message],

@@ -199,8 +199,7 @@ class Ledger(Generic[R, E]):
         for record_id, account in self._accounts.items():
             if run_id not in account.runs:
                 continue
-            entries = self.spec.restate(account.entries) if self.spec.restate is not None else account.entries
-            out += [(record_id, ev) for _, ev in entries if ev.run_id == run_id]
+            out += [(record_id, ev) for _, ev in self._read(account) if ev.run_id == run_id]
         return out
 
     def corrections_of(self, record_id: str, run_id: str) -> int:
@@ -272,10 +271,13 @@ class Ledger(Generic[R, E]):
     def _refold(self, account: _Account[R, E]) -> None:
         assert account.record is not None
         account.last = None
-        entries = self.spec.restate(account.entries) if self.spec.restate is not None else account.entries
-        self._fold_on(account, account.record, entries)
+        self._fold_on(account, account.record, self._read(account))
         if account.entries:
             account.last = account.entries[-1][0]  # a correction folds nothing itself, but it is in the fold
+
+    def _read(self, account: _Account[R, E]) -> list[tuple[LogKey, E]]:
+        """An account's entries as the fold reads them (``FoldSpec.restate``)."""
+        return self.spec.restate(account.entries) if self.spec.restate is not None else account.entries
 
     def _fold_on(self, account: _Account[R, E], record: R, entries: Iterable[tuple[LogKey, E]]) -> None:
         apply, config = self.spec.apply, self.config

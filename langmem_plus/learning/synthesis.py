@@ -100,13 +100,7 @@ def _same_intent(a: str, b: str, min_similarity: float) -> bool:
 def _retry_of(failed: Step, step: Step, min_similarity: float) -> bool:
     """Whether ``step`` retries ``failed``: the same tool, and the arguments that changed (else the whole actions)
     alike enough, so a lookup between them (``git branch`` after ``git log master``) is not taken for the fix."""
-    if failed.tool != step.tool:
-        return False
-    before, after = _values(failed), _values(step)
-    if before.keys() == after.keys() and "" not in before:
-        changed = [k for k in before if before[k] != after[k]]
-        return all(_same_intent(before[k], after[k], min_similarity) for k in changed)
-    return _same_intent(failed.action, step.action, min_similarity)
+    return failed.tool == step.tool and all(_same_intent(a, b, min_similarity) for a, b in _changed(failed, step))
 
 
 def _values(step: Step) -> dict[str, str]:
@@ -116,15 +110,19 @@ def _values(step: Step) -> dict[str, str]:
     return argument_values(args) if isinstance(args, dict) and args else {"": step.action}
 
 
-def pair_rewrite(failed: Step, fixed: Step, hint_text: str) -> tuple[str, str] | None:
-    """The rule from a failed call to the call that fixed it: derived on each argument that changed (so a form
-    never spans two arguments), else on the whole actions; the rule the error names wins (``best_rewrite``)."""
-    before, after = _values(failed), _values(fixed)
+def _changed(failed: Step, later: Step) -> list[tuple[str, str]]:
+    """(before, after) of each argument that changed between two calls with the same arguments, else of the two
+    whole actions: what a retry is compared on and a rule derived from (so a form never spans two arguments)."""
+    before, after = _values(failed), _values(later)
     if before.keys() == after.keys() and "" not in before:
-        rules = [r for k in before if before[k] != after[k] for r in derive_rewrites(before[k], after[k])]
-    else:
-        rules = derive_rewrites(failed.action, fixed.action)
-    return best_rewrite(rules, hint_text)
+        return [(before[k], after[k]) for k in before if before[k] != after[k]]
+    return [(failed.action, later.action)]
+
+
+def pair_rewrite(failed: Step, fixed: Step, hint_text: str) -> tuple[str, str] | None:
+    """The rule from a failed call to the call that fixed it, derived on what changed (``_changed``); the rule the
+    error names wins (``best_rewrite``)."""
+    return best_rewrite([r for a, b in _changed(failed, fixed) for r in derive_rewrites(a, b)], hint_text)
 
 
 def _fix_after(

@@ -6,8 +6,8 @@ A lesson earns its place by measured effect. For a run in which it was shown:
   mean of comparable runs without it (``baseline_for``);
 - ``step_efficiency_gain`` compares the run's steps with theirs;
 - ``utility`` weighs the two (0.65 / 0.35), or three with a referee's score gain
-  (0.50 / 0.30 / 0.20); the outcome of the calls the lesson was applied to
-  (``learning.outcomes``), when known, is half of it.
+  (0.50 / 0.30 / 0.20); a good outcome of the calls the lesson was applied to
+  (``learning.outcomes``) is half of it, a bad one makes it -1.
 
 ``record_outcome`` folds one run's utility into the lesson's counters and
 ``decide_status`` turns the counters into a status: promote, suppress, archive or

@@ -638,14 +638,17 @@ class LearningMemory:
                     self.sync.write("skills", skills)
                 evidence.extend(fixes)
             was = {lesson_id: ev.utility for lesson_id, ev in said}
-            changes = {f.lesson_id: {"status": [getattr(before[f.lesson_id], "status", None),
-                                                getattr(self.lessons.get(f.lesson_id), "status", None)],
-                                     "utility": [was.get(f.lesson_id), f.utility]} for f in fixes}
-            self.audit.write("verdict_corrected", run_id=run_id, old=Verdict(passed=run.passed, score=run.score)
-                             .model_dump(mode="json"), new=verdict.model_dump(mode="json"), lessons=changes,
-                             episodes_retired=[e.episode_id for e in episodes], skills_retired=[s.id for s in skills])
-            return {"run_id": run_id, "lessons": changes, "episodes_retired": [e.episode_id for e in episodes],
-                    "skills_retired": [s.id for s in skills]}
+            result: dict[str, Any] = {
+                "run_id": run_id,
+                "lessons": {f.lesson_id: {"status": [getattr(before[f.lesson_id], "status", None),
+                                                     getattr(self.lessons.get(f.lesson_id), "status", None)],
+                                          "utility": [was.get(f.lesson_id), f.utility]} for f in fixes},
+                "episodes_retired": [e.episode_id for e in episodes],
+                "skills_retired": [s.id for s in skills],
+            }
+            self.audit.write("verdict_corrected", old=Verdict(passed=run.passed, score=run.score).model_dump(mode="json"),
+                             new=verdict.model_dump(mode="json"), **result)
+            return result
 
     def add_lessons(self, lessons: Sequence[Lesson]) -> list[str]:
         """Import lessons (e.g. hand-written rules) into this namespace; returns their ids.
