@@ -246,6 +246,9 @@ class MemoryConfig(BaseModel):
     outcomes``: a result the verdict passed). A bad outcome (a result judged wrong, a failed constraint) is the
     whole utility, -1: a fix that silences an error and does the wrong thing measures below zero, whatever error it
     silenced."""
+    outcome_from_progress: bool = True
+    """A call the lesson was applied to that ran and moved the run's progress (a game's score) is an outcome:
+    -1 when progress fell, +1 when it rose and nothing else judged the call (``learning.outcomes``)."""
     promote_min_runs: int = Field(3, ge=1)
     """Runs with activations needed before promotion (DESIGN §6)."""
     promote_min_utility: float = 0.20

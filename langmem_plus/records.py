@@ -552,6 +552,10 @@ class UtilityParts(_Record):
     """The verdict judged a call the lesson was applied to (``learning.outcomes``)."""
     constraint: bool = False
     """A call the lesson was applied to failed a constraint."""
+    setback: bool = False
+    """The run's progress fell with a call the lesson was applied to."""
+    advanced: bool = False
+    """The run's progress rose with a call the lesson was applied to."""
 
 
 class RunEvidence(RunFinding):

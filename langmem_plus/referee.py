@@ -1,7 +1,8 @@
 """Referees: independent judges of a run (DESIGN §7).
 
 ``judge(task, trajectory) -> Verdict``. The deterministic referee asks the
-environment's evaluator; the LLM judge asks any BaseChatModel for strict JSON and
+environment's evaluator (the replay referee plays a stored run's commands again
+first); the LLM judge asks any BaseChatModel for strict JSON and
 falls back to runtime signals when the model answers garbage; the signals referee
 reads the feedback channels alone.
 
@@ -70,6 +71,20 @@ class DeterministicReferee:
         return verdict
 
 
+class ReplayReferee(DeterministicReferee):
+    """The environment's evaluator after the trajectory's commands are played again from the task's start: judges a
+    stored run later (``LearningMemory.rejudge``), when the env holds another run's state. The env must reset and
+    step deterministically."""
+
+    def judge(self, task: TaskSpec, trajectory: Sequence[Step]) -> Verdict:
+        """Reset to ``task``, replay every command step, then ask the env's evaluator."""
+        self.env.reset(task.task_id)
+        for step in trajectory:
+            if step.info.get("kind") != "docs" and step.action:
+                self.env.step(step.action)
+        return super().judge(task, trajectory)
+
+
 class _JudgeAnswer(BaseModel):
     passed: bool
     score: float = Field(ge=0.0, le=1.0)
@@ -108,4 +123,4 @@ class LLMJudge:
         return Verdict(passed=ans.passed, score=ans.score, reasons=ans.reasons[:5], source="llm")
 
 
-__all__ = ["DeterministicReferee", "LLMJudge", "Referee", "SignalsReferee"]
+__all__ = ["DeterministicReferee", "LLMJudge", "Referee", "ReplayReferee", "SignalsReferee"]

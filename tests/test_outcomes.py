@@ -67,3 +67,17 @@ def test_the_promotion_gate_has_no_baseline_in_runs_that_all_failed() -> None:
     assert baseline_for([], failing, lesson_id="l", task_id="t", family=None, tool=None)[2] is None
     can_pass = [*failing, RunRecord(run_id="r9", namespace=NS, seq=9, task_id="t", passed=True, steps=5)]
     assert baseline_for([], can_pass, lesson_id="l", task_id="t", family=None, tool=None)[2] == 0.25
+
+
+def test_a_call_that_set_the_score_back_blames_its_lesson_and_one_that_raised_it_credits_its_own() -> None:
+    from langmem_plus.learning.outcomes import step_outcomes
+    from langmem_plus.records import Feedback, Step
+
+    def step(i: int, lesson: str, progress: float | None, **fb: object) -> Step:
+        return Step(index=i, action=f"a{i}", info={"applied_hints": [lesson]}, feedback=Feedback(progress=progress, **fb))
+
+    steps = [step(0, "up", 0.5), step(1, "err", 0.1, hard_failure=True),  # a hard failure is judged by its error
+             step(2, "flat", 0.5), step(3, "down", 0.25), step(4, "quiet", None)]
+    found = step_outcomes(steps, None)
+    assert {k: v.value(passed=True) for k, v in found.items()} == {"up": 1.0, "down": -1.0}
+    assert step_outcomes(steps, None, progress=False) == {}  # the score is no outcome when switched off

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from langmem_plus import LearningMemory
 from langmem_plus.bench.feedback_stress import WRONG_MANUAL, InvertedReferee, run_scenario
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.demo import LogicalClock
 from langmem_plus.envs.gridtool import GridToolEnv
+from langmem_plus.errors import InvalidArgument
 from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.graph import build_executor_referee_graph, run_task
 from langmem_plus.learning.utility import decide_status
+from langmem_plus.memory import Trajectory
 from langmem_plus.records import Lesson, LessonStats, ScoredItem
-from langmem_plus.referee import DeterministicReferee
+from langmem_plus.referee import DeterministicReferee, ReplayReferee
 from langmem_plus.retrieval.select import select
 
 NS = ("acme", "repair")
@@ -49,6 +53,30 @@ def test_a_corrected_verdict_refolds_the_lessons_the_run_measured_and_retires_it
     retired = {e.episode_id for e in memory.episodes() if e.retired}
     assert {e.episode_id for e in successes} <= retired
     assert any(r["kind"] == "verdict_corrected" and r["run_id"] == "use-g06" for r in memory.audit.read())
+    memory.close()
+
+
+def test_rejudging_stored_runs_with_the_right_referee_corrects_only_the_verdicts_that_change(tmp_path: Path) -> None:
+    memory = LearningMemory.open(tmp_path, namespace=NS, clock=LogicalClock(1.7e9))
+    env = GridToolEnv(docs_edits=WRONG_MANUAL, silent=True)
+    truth = DeterministicReferee(env)
+    played = _runs(memory, env, InvertedReferee(truth), "learn", ["g06", "g07"])
+    truth = ReplayReferee(GridToolEnv(silent=True))  # judges each stored run from its own commands, not the env's state
+    runs = [Trajectory(task=out["task"], steps=out["steps"], run_id=f"learn-{task_id}")  # type: ignore[index]
+            for task_id, out in played.items()]
+    with pytest.raises(InvalidArgument, match="never-stored"):
+        memory.rejudge(truth, [*runs, Trajectory(task=runs[0].task, run_id="never-stored")])
+    assert all(r["kind"] != "verdict_corrected" for r in memory.audit.read())  # refused whole: nothing corrected
+    assert memory.rejudge(InvertedReferee(truth), runs) == []  # the same referee says the same: nothing to correct
+    passed_before = {r.run_id: r.passed for r in memory.runs}
+    fixed = memory.rejudge(truth, runs)
+    assert fixed and {f["run_id"] for f in fixed} <= {r.run_id for r in runs}
+    for f in fixed:
+        now = next(r for r in memory.runs if r.run_id == f["run_id"])
+        assert now.passed != passed_before[f["run_id"]]
+    wrong = next(l for l in memory.list_lessons() if l.wrong == "sort * desc")
+    assert wrong.stats.utility_window and wrong.stats.utility_window[-1] < 0  # its wrong answers now count against it
+    assert memory.rejudge(truth, runs) == []  # judged right once, there is nothing left to correct
     memory.close()
 
 

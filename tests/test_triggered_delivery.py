@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -976,3 +977,56 @@ def test_a_proposal_answered_before_the_agent_gives_up_is_counted_though_no_step
     assert [s.action for s in traj.steps] == ["read cookbook", "take salt"] and traj.guarded == ["eat salt"]
     assert _row(traj, Context(step_hints=deliver), 0.0)["guarded"] == 1
     memory.close()
+
+
+
+class Obedient(Fixed):
+    """Plays its script, but takes an action a hint recommends when the game offers it, saying which hint it took."""
+
+    def act(self, task: TaskSpec, history: Sequence[Step], hints: Sequence[Hint]) -> Decision:
+        decision = super().act(task, history, hints)
+        valid = (history[-1].info if history else task.context).get("valid_actions", [])
+        for hint in hints:
+            found = re.match(r"Prefer `([^`]+)`", hint.text)
+            if decision.kind == "command" and found and found.group(1) in valid:
+                return Decision(kind="command", action=found.group(1), applied_hints=(hint.source_id,))
+        return decision
+
+
+@pytest.mark.parametrize("appliance, progress, sign", [("oven", True, 1), ("oven", False, 0), ("stove", True, -1)])
+def test_a_text_rule_is_judged_by_what_the_step_it_shaped_did_to_the_game(
+    cooking: TextGameEnv, appliance: str, progress: bool, sign: int
+) -> None:
+    """A recommendation the agent followed earns by the score its step gained (when progress is an outcome), and
+    pays for the game its step lost."""
+    from langmem_plus.bench.designs.baselines import LangmemPlus
+
+    design = LangmemPlus(delivery="triggered", config=DEFAULT_CONFIG.model_copy(update={"outcome_from_progress": progress}))
+    try:
+        for run_id, task_id, actions in [
+            ("c2", "train-18", ["read cookbook", "take yellow potato", "cook yellow potato in oven"]),
+            ("c3", "train-20", ["read cookbook", "open fridge", "take orange bell pepper", "cook orange bell pepper in oven"])]:
+            design.general_update(run_episode(cooking, Fixed(actions), _task(cooking, task_id), Context(), run_id=run_id,
+                                              max_steps=len(actions)))
+        memory = design.memory
+        [rule_] = [l for l in memory.list_lessons() if l.correct == "cook <X> in oven"]
+        assert rule_.applies_when == ["roast <X>"]
+        if appliance != "oven":  # the same rule with the wrong appliance, as feedback that lied would have taught it
+            memory.add_lessons([rule_.model_copy(update={
+                "correct": f"cook <X> in {appliance}", "rule_text": rule_.rule_text.replace("oven", appliance)})])
+        task = _task(cooking, "dev-10001")  # roast the chicken wing: the rule's ingredient was never this one
+        agent = Obedient(["open fridge", "read cookbook", "take chicken wing", "cook chicken wing in toaster", "prepare meal"])
+        traj = run_episode(cooking, agent, task, design.general_retrieve(task, run_id="d1"), run_id="d1", max_steps=5)
+        [shaped] = [s for s in traj.steps if rule_.id in s.info.get("applied_hints", [])]  # the guard offered it
+        assert shaped.action == f"cook chicken wing in {appliance}"
+        assert (shaped.feedback.reward > 0) if sign >= 0 else shaped.feedback.constraint_failure
+        design.general_update(traj)
+        kept = memory.get_lesson(rule_.id)
+        assert kept is not None
+        if sign == 0:  # its step scored, but nothing else judged it: without progress as an outcome, no evidence
+            assert kept.stats.utility_window == []
+        else:
+            [utility] = kept.stats.utility_window
+            assert utility * sign > 0, utility
+    finally:
+        design.close()

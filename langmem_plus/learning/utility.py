@@ -327,7 +327,7 @@ def utility_from(parts: UtilityParts, verdict: Verdict, config: MemoryConfig = D
     gain = None
     if parts.referee_baseline is not None and verdict.source != "signals":
         gain = verdict.score - parts.referee_baseline
-    outcome = Outcome(parts.judged, parts.constraint).value(verdict.passed)
+    outcome = Outcome(parts.judged, parts.constraint, parts.setback, parts.advanced).value(verdict.passed)
     return utility(parts.error_reduction, parts.step_gain, gain, config, outcome)
 
 
@@ -393,7 +393,7 @@ def activation_utility(
 
     def measured(er: float, gain: float, base_pass: float | None) -> ActivationUtility:
         parts = UtilityParts(error_reduction=er, step_gain=gain, referee_baseline=base_score, judged=seen.judged,
-                             constraint=seen.constraint)
+                             constraint=seen.constraint, setback=seen.setback, advanced=seen.advanced)
         return ActivationUtility(utility(er, gain, referee_gain, config, value), base_pass, parts)
 
     base_repeats, base_steps, base_pass = baseline_for(

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from langmem_plus.integrations.middleware import LearningMiddleware
     from langmem_plus.memory_types.cognitive import CognitiveMemory
     from langmem_plus.memory_types.semantic import FactHit, SemanticMemory
+    from langmem_plus.referee import Referee
 
 logger = logging.getLogger(__name__)
 
@@ -527,7 +528,7 @@ class LearningMemory:
                 # A referee's score reaches utility as its gain over comparable runs (DESIGN §6); runtime signals
                 # alone are no judgement. What followed from each lesson's calls is its outcome.
                 referee_score=verdict.score if verdict is not None and verdict.source != "signals" else None,
-                outcomes=step_outcomes(steps, verdict),
+                outcomes=step_outcomes(steps, verdict, progress=self.config.outcome_from_progress),
                 applied=applied_in_run(steps),
                 config=self.config,
                 now=now,
@@ -649,6 +650,35 @@ class LearningMemory:
             self.audit.write("verdict_corrected", old=Verdict(passed=run.passed, score=run.score).model_dump(mode="json"),
                              new=verdict.model_dump(mode="json"), **result)
             return result
+
+    def rejudge(self, referee: Referee, runs: Iterable[Trajectory]) -> list[dict[str, Any]]:
+        """Judge stored runs again with another referee (the first was wrong) and correct each verdict that changes.
+
+        The memory keeps what a run said, not its whole trajectory, so the caller hands the trajectories back
+        (``runs``: the recorders it passed to ``general_update``, or any with the same ``run_id``, task and steps).
+        A run whose new verdict has the stored pass and score is left as it is; every other goes through
+        ``correct_verdict``, in the order given.
+
+        Raises:
+            InvalidArgument: a trajectory's ``run_id`` is not stored in this namespace (nothing is corrected).
+
+        Returns:
+            ``correct_verdict``'s result for each run corrected.
+        """
+        given = list(runs)
+        with self._lock:
+            self.sync.refresh()
+            stored = {r.run_id: r for r in self.view.runs}
+        missing = [t.run_id for t in given if t.run_id not in stored]
+        if missing:
+            raise InvalidArgument(f"no run {missing[0]!r} is stored in namespace {self.namespace} (nothing rejudged)")
+        out: list[dict[str, Any]] = []
+        for trajectory in given:
+            verdict = referee.judge(trajectory.task, trajectory.steps)
+            was = stored[trajectory.run_id]
+            if verdict.passed != was.passed or abs(verdict.score - was.score) > 1e-9:
+                out.append(self.correct_verdict(trajectory.run_id, verdict))
+        return out
 
     def add_lessons(self, lessons: Sequence[Lesson]) -> list[str]:
         """Import lessons (e.g. hand-written rules) into this namespace; returns their ids.
