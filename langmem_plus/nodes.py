@@ -44,7 +44,7 @@ from langgraph.runtime import Runtime
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
-from langmem_plus.memory_types.context import assemble
+from langmem_plus.retrieval.context import assemble
 from langmem_plus.records import (
     Activation,
     ErrorEvent,

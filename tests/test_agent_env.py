@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langmem_plus.bench.agent_env import memory_tokens
-from langmem_plus.executors.chat import PolicyChatModel, split_valid_actions
+from langmem_plus.integrations.policy_model import PolicyChatModel, split_valid_actions
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.integrations.agent_run import MEMORY_TITLE, render_memory
 from langmem_plus.integrations.env_tool import GAME_OVER, VALID_ACTIONS_TITLE

@@ -14,7 +14,7 @@ from langmem_plus import InstantMemory, LearningMemory, MemoryConfig, TaskSpec
 from langmem_plus.errors import ContentTooLarge, InvalidRecord, LangmemPlusError, UnknownItem
 from langmem_plus.integrations.agent_run import SHORT_TITLE, fit_budget, memory_block
 from langmem_plus.learning.hints import HINTS_HEADER
-from langmem_plus.memory_types.context import assemble, compact_line, habit_rate
+from langmem_plus.retrieval.context import assemble, compact_line, habit_rate
 from langmem_plus.memory_types.instant import (
     CompressLowest,
     EvictLowest,

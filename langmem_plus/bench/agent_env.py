@@ -1,7 +1,7 @@
 """``langmem-plus bench env --agent``: the env bench with each game played by a LangChain ``create_agent`` agent.
 
 The bench's own loop (``bench.env``) hands memory to the executor directly. Here the same executor
-(``TextGameExecutor``) sits inside a chat model (``executors.chat.PolicyChatModel``) and plays through
+(``TextGameExecutor``) sits inside a chat model (``integrations.policy_model.PolicyChatModel``) and plays through
 ``env_tool``; memory reaches it only as users' agents get it: ``LearningMiddleware``'s block in the
 system message, read back from the text. Designs:
 
@@ -38,7 +38,7 @@ from langmem_plus.bench.env import (
     run_designs,
 )
 from langmem_plus.errors import EnvError
-from langmem_plus.executors.chat import PolicyChatModel
+from langmem_plus.integrations.policy_model import PolicyChatModel
 from langmem_plus.executors.text import TextGameExecutor
 from langmem_plus.graph import env_view
 from langmem_plus.integrations.agent_run import MEMORY_TITLE

@@ -48,7 +48,7 @@ from typing_extensions import NotRequired
 
 from langmem_plus._llm import message_text
 from langmem_plus.learning.hints import hint_from_item
-from langmem_plus.memory_types.context import Assembled, assemble, in_order
+from langmem_plus.retrieval.context import Assembled, assemble, in_order
 from langmem_plus.records import (
     Feedback,
     Hint,
@@ -353,7 +353,7 @@ def read_memory_block(text: str) -> list[Hint]:
     precondition, its item id as the source; a short line (``short_memory``, no id) as ``rule_lines.read_rule_line``
     reads it, its precondition split from its actions. Lines that are neither are skipped, and short lines count only
     after the block's title, so any system message may be passed; a model-side reader
-    (``executors.chat.PolicyChatModel``) reads the block this way.
+    (``integrations.policy_model.PolicyChatModel``) reads the block this way.
 
     Example:
         >>> line = '- [lesson:l1] "Avoid `eat <X>`" rule="AVOID: eat <X>" precondition="when x"'

@@ -49,7 +49,7 @@ from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
 from langmem_plus.memory.view import MemoryView
-from langmem_plus.memory_types.context import assemble, habit_relevance
+from langmem_plus.retrieval.context import assemble, habit_relevance
 from langmem_plus.records import (
     Activation,
     Episode,
@@ -339,7 +339,7 @@ class LearningMemory:
         ``k`` replaces the difficulty budget K' (and the tool sheet): at most ``k`` items,
         exactly ``k`` when that many pass the guards and the token cap (a retriever's ``k``).
         The items come back in the order of the hint block instant memory assembled from
-        them (``memory_types.context``): lessons ranked by how often the tool's recent runs
+        them (``retrieval.context``): lessons ranked by how often the tool's recent runs
         needed them, within ``max_context_tokens``.
         """
         with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
@@ -808,7 +808,7 @@ class LearningMemory:
 
     def render(self, items: Sequence[ScoredItem]) -> str:
         """Hints for ``items`` as a quoted data block for a model prompt, assembled in instant memory
-        within ``max_context_tokens`` (``memory_types.context.assemble``)."""
+        within ``max_context_tokens`` (``retrieval.context.assemble``)."""
         return assemble(items, budget=self.config.max_context_tokens, config=self.config, now=self.clock()).text
 
     # ------------------------------------------------------------------ two-interface abstraction

@@ -5,7 +5,7 @@
 - ``SemanticMemory``: facts (subject, relation, object) with belief states, per namespace;
   ``LearningMemory.semantic()``.
 - ``InstantMemory``: what a model attends to now, bounded by tokens (seed 002); every
-  context langmem_plus hands a model is assembled through it (``memory_types.context``).
+  context langmem_plus hands a model is assembled through it (``retrieval.context``).
 
 Names load on first use, so importing one type does not import the others' dependencies
 (the semantic memory needs Chroma; the cognitive memory alone does not).

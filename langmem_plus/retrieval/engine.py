@@ -11,7 +11,7 @@ and domain nodes. Every candidate gets the pure lesson score of ``scoring``;
 ``select`` applies the guards, MMR and the budget. Episodes and skills are scored on
 their own scale and chosen beside the lessons (``support.choose_support``: budget
 plus the avoidance reminder). The chosen items (and, before a run, the tool sheet)
-then compete for ``max_context_tokens`` in an instant memory (``memory_types.context``,
+then compete for ``max_context_tokens`` in an instant memory (``retrieval.context``,
 issue 14): ranked by relevance, the least relevant compressed to one short line, then
 left out; the block and its tokens are reported on ``Retrieval``.
 
@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langmem_plus.config import MemoryConfig
-from langmem_plus.memory_types.context import Assembled, Relevance, assemble
+from langmem_plus.retrieval.context import Assembled, Relevance, assemble
 from langmem_plus.records import (
     ErrorEvent,
     Lesson,
@@ -85,7 +85,7 @@ class Retrieval:
     tokens_exact: bool = True
     """False when tiktoken was unavailable and ``tokens`` is an offline estimate."""
     text: str = ""
-    """The hint block of ``chosen`` as assembled in instant memory (``memory_types.context``)."""
+    """The hint block of ``chosen`` as assembled in instant memory (``retrieval.context``)."""
     graph_ms: float = 0.0
     """Milliseconds the graph step (bounded personalized PageRank) took."""
 

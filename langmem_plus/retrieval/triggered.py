@@ -55,7 +55,7 @@ valid actions and the lines its condition names have been read. So at each step:
    measures that selection, not the rule (in dynamic ``bench env`` runs every game lost to a mistake memory had been shown was
    one whose correct avoidance this filter had dropped). What would tell against an avoidance is
    its action taken in its situation without a loss; no such run is counted here yet.
-4. **Budget**: the groundings go through instant memory (``memory_types.context.assemble``)
+4. **Budget**: the groundings go through instant memory (``retrieval.context.assemble``)
    within ``max_context_tokens``, highest utility first and the lines inferred at delivery (rules 7-9) after the
    stored rules (a warning memory earned by a lost game is not cut for an inference), one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
 5. **Never seen right**: an avoidance is kept to the situation it was fatal in (``cook <X> in
@@ -255,7 +255,7 @@ from langmem_plus.learning.textdirect import (
 )
 from langmem_plus.learning.textentities import PREPOSITIONS
 from langmem_plus.learning.textrules import live_text_rules, task_text_lines
-from langmem_plus.memory_types.context import assemble, compact_line, in_order
+from langmem_plus.retrieval.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, line_key, line_of, rule_text
 from langmem_plus.tokens import count_tokens
@@ -456,7 +456,7 @@ def joined_lines(items: Sequence[ScoredItem]) -> list[str]:
 
 
 def short_line(item: ScoredItem) -> str:
-    """Any item's compact line (``memory_types.context.compact_line``) without its id: the form in which
+    """Any item's compact line (``retrieval.context.compact_line``) without its id: the form in which
     triggered delivery's caller shows what stays before the run (its hints keep the ids). A rewrite lesson keeps its
     hint (``Use `c` instead of `w```): its compact ``w -> c`` quotes no action a reader could take."""
     it = item.item

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.memory_types.context import Assembled, assemble, in_order
+from langmem_plus.retrieval.context import Assembled, assemble, in_order
 from langmem_plus.records import Hint, Lesson, RunRecord, ScoredItem
 from langmem_plus.retrieval.triggered import (
     TRIGGERED_HEADER,
