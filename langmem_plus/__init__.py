@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from langmem_plus._lazy import lazy_getattr
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.plugins import register_plugin
 from langmem_plus.errors import (
     EnvError,
     InvalidArgument,
@@ -49,6 +50,9 @@ from langmem_plus.records import (
 )
 
 __version__ = "0.1.0"
+
+# Built-in environment plugins, by path: each loads on the first task of its domain (``plugins.plugin_for``).
+register_plugin("langmem_plus.textgames.plugin:PLUGIN", domains=["text-game"])
 
 _LAZY: dict[str, str] = {
     "LearningMemory": "langmem_plus.memory",

@@ -50,11 +50,8 @@ class MemoryConfig(BaseModel):
     """Candidates fetched before re-ranking, K (DESIGN §5.2)."""
     error_graph_k: int = Field(10, ge=0)
     """On error, how many of the graph step's best lessons (personalized PageRank) join the candidates;
-    before a run the graph gives ``candidates_k``. Every candidate costs ~35-50 us of scoring, guards and MMR;
-    with 10 instead of 20 an on-error retrieval took 0.3 ms less at 10k lessons and 0.5 ms less at 100k, with
-    the same hit@3 (0.995 / 1.000, ``bench retrieval``). What it leaves out are the graph's ranks 11-20 that
-    no other source found: at 10k, 150 of the 1,187 lessons chosen for the bench's 400 queries, none of them
-    the labelled fix (docs/PERFORMANCE.md, issue 15). 0: no graph candidates on error."""
+    before a run the graph gives ``candidates_k``. Every candidate costs scoring, guards and MMR, and the graph's
+    lower ranks that no other source finds are rarely the fix (docs/PERFORMANCE.md). 0: no graph candidates on error."""
     budget_easy: int = Field(3, ge=0)
     """K' when difficulty <= difficulty_easy_max (DESIGN §5.6)."""
     budget_medium: int = Field(5, ge=0)
@@ -100,19 +97,14 @@ class MemoryConfig(BaseModel):
     graph_hops: int = Field(2, ge=1)
     """Neighbourhood radius, in edges, around the seeds that PageRank runs on (DESIGN §5.2)."""
     graph_max_nodes: int = Field(100, ge=10)
-    """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (DESIGN §5.2).
-    100 rather than 200 (rather than 400 before): a sequential on-error retrieval 0.2-0.3 ms faster at 10k
-    and 100k lessons with the same hit@1, hit@3 and MRR (``bench retrieval``) and the same protocol and
-    stress results; the chosen fillers after the labelled fix change in 142 (10k) and 59 (100k) of 400
-    queries (docs/PERFORMANCE.md, "Cuts of wt/lat3")."""
+    """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (DESIGN §5.2; the size
+    chosen is measured in docs/PERFORMANCE.md, "Cuts of wt/lat3")."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
     pagerank_rtol: float = Field(1.0e-4, gt=0.0, lt=1.0)
     """Where the graph step's PageRank solve stops (``store.ppr.sparse_ppr``'s ``rtol``): conjugate
     gradients until the residual is below this share of the right-hand side's, and no power-iteration
-    check after. Only the top lessons' order is used; at 10k lessons 1e-4 takes 12 products where
-    1e-10 (the exact solve, then checked) took 25, with the same top 20 for all 400 bench queries
-    (the order of two near-equal scores differed in 5; scores within 3e-5). docs/PERFORMANCE.md, issue 15."""
+    check after. Only the top lessons' order is used, so a loose solve serves (docs/PERFORMANCE.md)."""
     rewrite_miss_factor: float = Field(0.5, ge=0.0, le=1.0)
     """Share of the fingerprint-match credit kept by a rewrite lesson whose WRONG pattern is
     absent from the failing action: one fingerprint (``unknown command <str>``) can have many
@@ -125,8 +117,8 @@ class MemoryConfig(BaseModel):
     """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
     before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
     max_context_tokens: int = Field(170, ge=0)
-    """Token budget of the hint block one retrieval hands the agent, header included (issue 3): the
-    capacity of the ``InstantMemory`` the block is assembled in (issue 14), where lessons, episodes and
+    """Token budget of the hint block one retrieval hands the agent, header included: the
+    capacity of the ``InstantMemory`` the block is assembled in, where lessons, episodes and
     skills compete for it by relevance, the least relevant compressed to one short line, then evicted.
     170 (was 800): the header and about twelve compressed rewrite lines. On ``bench protocol --seed
     0 / 1 / 2`` the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 / 9 / 9 tool errors;
@@ -137,7 +129,7 @@ class MemoryConfig(BaseModel):
     model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
     twice the hint's tokens), pre-run lessons and the latest on-error lessons together. Its own
     number, not derived from ``max_context_tokens``: an agent's prompt carries the rules beside the
-    hints and both moments' lessons, so it needs several times the executor's budget (issue 12)."""
+    hints and both moments' lessons, so it needs several times the executor's budget."""
     pre_run_sheet_max: int = Field(20, ge=0)
     """Before a run, at most this many of the task's tool's rewrite lessons are shown beyond the K'
     chosen by difficulty (the "tool sheet", ``select.sheet_fill``), most proven first, while the hints
@@ -149,10 +141,9 @@ class MemoryConfig(BaseModel):
     overlap_store_calls: bool | None = True
     """On error, run the Chroma vector query (and a stored-vector read the snapshot cannot answer)
     on a worker thread beside the in-memory work (True), inline (False), or whichever has been
-    faster lately (None). chromadb releases the GIL in those calls: at 100k lessons on a quiet
-    2-core machine the overlap takes on-error p50 from 3.80 to ~3.0 ms (the timed choice 3.0-4.2,
-    as it keeps trying the slower way). On a saturated machine a thread wake-up can cost more
-    than it saves; None adapts to that (``retrieval.worker``)."""
+    faster lately (None). chromadb releases the GIL in those calls, so on a quiet machine the overlap
+    saves most of the query; on a saturated one a thread wake-up can cost more than it saves, and None
+    adapts to that (``retrieval.worker``; docs/PERFORMANCE.md)."""
     vector_cache_size: int = Field(20_000, ge=1)
     """Lessons whose relevance and content vectors the retrieval engine keeps in memory, least
     recently used evicted first."""
@@ -163,7 +154,7 @@ class MemoryConfig(BaseModel):
     fact_budget: int = Field(1, ge=0)
     """Facts (``SemanticMemory``) shown beside the lessons, episodes and skills of a retrieval; they compete
     for the same token budget in instant memory, ranked below lessons (``instant_support_weight`` x cosine)
-    (issue 14). 0 shows none."""
+   . 0 shows none."""
     fact_min_cos: float = Field(0.2, ge=-1.0, le=1.0)
     """Least cosine between a fact's text and the retrieval's query for the fact to be shown. Below
     ``episode_min_cos``: a fact is a few words against a query of goal and context, so even a fact
@@ -219,7 +210,7 @@ class MemoryConfig(BaseModel):
     (``store.lesson_index``). Two hashes within ``dedup_max_hamming`` bits agree on a whole band
     whenever there are more bands than that (pigeonhole), so the index uses
     ``max(dedup_simhash_bands, dedup_max_hamming + 1)`` bands, and scans every lesson only when
-    that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits (issue 15). The
+    that exceeds ``simhash_bits``. Four 16-bit bands: every hash within 3 bits. The
     episode index (``learning.episode_index``) bands episodes the same way against
     ``episode_dedup_max_hamming``."""
     end_run_indexes: bool = True
@@ -230,7 +221,7 @@ class MemoryConfig(BaseModel):
     shared_refresh_s: float = Field(0.0, ge=0.0)
     """Least seconds between two reads of what other writers appended (lessons, runs, evidence) at a
     run's start (``retrieve_pre_run`` with a run id); 0 reads at every run's start. ``end_run``
-    always reads first, and ``LearningMemory.refresh`` reads on demand (issue 13)."""
+    always reads first, and ``LearningMemory.refresh`` reads on demand."""
     utility_w_errors: float = 0.65
     """Utility weight of error_reduction without an LLM referee (DESIGN §6)."""
     utility_w_steps: float = 0.35
@@ -378,7 +369,7 @@ class MemoryConfig(BaseModel):
     once per observation that states something, and its facts in a retrieval are not measured yet."""
     semantic_lesson_min_utility: float = 0.0
     """A lesson that helped with utility above this in a run (or was promoted) states a fact about
-    its tool (issue 14: "a lesson whose fix is verified")."""
+    its tool (a lesson whose fix is verified)."""
 
     # ---- storage (DESIGN §4) ------------------------------------------------
     embedding_dim: int = Field(256, ge=8)
@@ -399,7 +390,7 @@ class MemoryConfig(BaseModel):
     parsed lessons hold a few hundred MB) and leaves the index to the first ``end_run``."""
     parsed_lessons_max: int | None = Field(100_000, ge=1)
     """Parsed lessons kept in memory whose JSON is also held (the snapshot's file or a write's text):
-    beyond it the longest-parsed is dropped and parsed again (~60 us) when next read, and the warm
+    beyond it the longest-parsed is dropped and parsed again when next read, and the warm
     parse after an open stops there. A parsed lesson takes ~6 KB, so a million would need ~6 GB
     beside Chroma's index; 100,000 parses every lesson of the 100k bench (docs/PERFORMANCE.md,
     "A million lessons"). None keeps every parsed lesson."""
@@ -421,7 +412,7 @@ class MemoryConfig(BaseModel):
     text, so rewriting the same lessons again and again cannot grow the saved text without bound. Small on purpose
     (a few pairs); the value predates this field (the columnar snapshot, format 4) and was not measured."""
 
-    # ---- text environments (issue 11) ------------------------------------------
+    # ---- text environments ------------------------------------------
     text_prefer_bonus: float = Field(100.0, ge=0.0)
     """``TextGameExecutor``: score added to a valid action a prefer hint matches; far above any
     word overlap (a few words), so a remembered rule outranks a lexical guess."""

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from langmem_plus._text import clean_text
 from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, NOTE_CEILING_CHARS, SCAN_CEILING_CHARS
@@ -280,7 +280,7 @@ class Lesson(_Record):
     updated_at: float = Field(default_factory=time.time)
     last_activated_at: float | None = None
     applies_when: list[str] | None = None
-    """A text rule's condition (issue 11): lines the task's text must contain, placeholders such
+    """A text rule's condition: lines the task's text must contain, placeholders such
     as ``<X>`` bound as in the action pattern (``["roast <X>"]``); ``[]`` for a rule that always
     applies. None (every older record) for a lesson that is not a text rule."""
 
@@ -493,29 +493,38 @@ class RunRecord(_Record):
     activated: list[str] = Field(default_factory=list)
     applied: list[str] = Field(default_factory=list)
     """Lessons whose rewrite changed an action in the run: known to matter for this task."""
-    commands: list[str] = Field(default_factory=list)
-    """Verbs the environment offered as valid actions in the run (``textrules.offered_verbs``; text games): the
-    tool's commands, which later runs' text rules read their situations with."""
-    directed: list[str] = Field(default_factory=list)
-    """Verbs that open lines of the run's task text (``textrules.directed_verbs``: ``chop the red apple``); those that
-    are the tool's commands (``commands`` of any of its runs) are what it directed, and later runs know them as
-    directive verbs."""
-    undone: list[tuple[str, str]] = Field(default_factory=list)
-    """``(undo, done)`` pattern pairs: steps of the run that only reversed an earlier one (``learning.textundo``:
-    ``close <X>`` after ``open <X>``; text games), which later runs are warned against (``retrieval.triggered`` rule 8)."""
-    consumed: list[str] = Field(default_factory=list)
-    """Commands whose step in the run used up the thing it acted on (``learning.textconsume``: after ``eat carrot`` no
-    valid action names the carrot; text games), which later runs keep off things their task does not ask them to use
-    so (``retrieval.triggered`` rule 11)."""
+    extras: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)
+    """What environment plugins keep of the run (``plugins.EnvPlugin.run_extras``), under each plugin's name."""
     goal: str = ""
     """The task's goal (cut to ``MemoryConfig.run_goal_chars``): later tasks read which tools goals like it called."""
     tools: list[str] = Field(default_factory=list)
     """The tools the run's steps called, in order of first call."""
     ts: float = Field(default_factory=time.time)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_fields(cls, data: Any) -> Any:
+        """Stores written before plugins kept four fields of the text-game plugin at the top: they move under it."""
+        if not isinstance(data, dict) or not any(k in data for k in _RETIRED_RUN_FIELDS):
+            return data
+        data = dict(data)
+        moved = {k: data.pop(k) for k in _RETIRED_RUN_FIELDS if k in data}
+        kept = {k: list(v) for k, v in moved.items() if v}
+        if kept:
+            extras = {name: dict(fields) for name, fields in (data.get("extras") or {}).items()}
+            extras.setdefault(_RETIRED_RUN_FIELDS_PLUGIN, {}).update(kept)
+            data["extras"] = extras
+        return data
+
+
+_RETIRED_RUN_FIELDS = ("commands", "directed", "undone", "consumed")
+"""``RunRecord`` fields of stores written before plugins (read for one release, then dropped)."""
+_RETIRED_RUN_FIELDS_PLUGIN = "textgames"
+"""The plugin those fields belonged to."""
+
 
 class RunFinding(_Record):
-    """What one run said about one stored record: append-only, keyed by (record, run) (DESIGN §6, issue 13).
+    """What one run said about one stored record: append-only, keyed by (record, run) (DESIGN §6).
 
     Two writers never write the same evidence. A record's counters are the deterministic
     fold of its stored record and its evidence in log order (``learning.ledger``), never
@@ -753,7 +762,7 @@ class Fact(_Record):
 
 
 class FactEvidence(RunFinding):
-    """A piece of evidence a writer gave a fact, appended to the shared log: the facts' sources fold from it (issue 13).
+    """A piece of evidence a writer gave a fact, appended to the shared log: the facts' sources fold from it.
 
     Keyed by (fact, ``run_id``) where ``run_id`` is a hash of the evidence itself
     (``beliefs.fact_evidence_key``): the same evidence given twice is one entry.

@@ -1,4 +1,4 @@
-"""Reports of a ``bench env`` result: the curves and the design table (issue 11 item 4).
+"""Reports of a ``bench env`` result: the curves and the design table.
 
 ``langmem-plus report --from RESULT.json --out DIR`` on what ``langmem-plus bench env --json``
 printed writes ``DIR/index.html`` (plots embedded, self-contained) and each plot as PNG:

@@ -39,7 +39,7 @@ TOKENS_PER_WORD = 1.3
 """Approximation: tokens per word or punctuation run (code and identifiers split more)."""
 COUNT_CACHE_SIZE = 1 << 14
 """Texts whose counts are remembered per encoding: a retrieval counts the same hint lines and header again
-(~10 counts of 5-8 us each per on-error retrieval, docs/PERFORMANCE.md, issue 15)."""
+(docs/PERFORMANCE.md)."""
 COUNT_CACHE_MAX_CHARS = 1024
 """Longest text whose count is remembered: hint lines and headers are short; a long text is counted afresh,
 so the cache holds at most ``COUNT_CACHE_SIZE`` x this many characters."""

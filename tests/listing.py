@@ -7,7 +7,7 @@ from typing import Any
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.records import Lesson, RunRecord
-from langmem_plus.retrieval.triggered import StepDelivery
+from langmem_plus.textgames.delivery import StepDelivery
 
 
 def listing(rules: Sequence[Lesson], runs: Sequence[RunRecord], config: MemoryConfig = DEFAULT_CONFIG, **kw: Any) -> StepDelivery:

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from langmem_plus.bench.agent_env import memory_tokens
 from langmem_plus.integrations.policy_model import PolicyChatModel, split_valid_actions
-from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.integrations.agent_run import MEMORY_TITLE, render_memory
 from langmem_plus.integrations.env_tool import GAME_OVER, VALID_ACTIONS_TITLE
 from langmem_plus.records import Lesson, ScoredItem

@@ -1,4 +1,4 @@
-"""Consuming commands (``learning.textconsume``, ``retrieval.triggered`` rule 11): a command seen using up its object
+"""Consuming commands (``textgames.consume``, ``textgames.delivery`` rule 11): a command seen using up its object
 keeps the next attempt from using up a thing its task does not ask it to, before the recipe is read too."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.bench.env import _tasks, parse_range
-from langmem_plus.executors.text import TextGameExecutor
-from langmem_plus.learning.textconsume import consumed_commands
+from langmem_plus.textgames.executor import TextGameExecutor
+from langmem_plus.textgames.consume import consumed_commands
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, RunRecord, Step, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery, consuming_verbs
+from langmem_plus.textgames.delivery import StepDelivery, consuming_verbs
 from listing import listing
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
@@ -32,7 +32,8 @@ def _task(valid: Sequence[str]) -> TaskSpec:
 
 
 def _runs(n: int, consumed: Sequence[str] = ("eat",)) -> list[RunRecord]:
-    return [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", consumed=list(consumed))
+    return [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game",
+                      extras={"textgames": {"consumed": list(consumed)}})
             for i in range(n)]
 
 

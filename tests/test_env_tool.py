@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langmem_plus import LearningMemory
 from langmem_plus.integrations.agent_run import read_memory_block, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
-from langmem_plus.integrations.step_rules import StepRules
+from langmem_plus.textgames.step_rules import StepRules
 from langmem_plus.referee import DeterministicReferee
 from recording_model import RecordingModel
 

@@ -475,7 +475,7 @@ def test_a_fact_that_only_repeats_a_chosen_lesson_is_left_out(tmp_path: Path) ->
 def test_end_run_reads_a_text_game_runs_observations_into_facts_when_asked(tmp_path: Path) -> None:
     from langmem_plus.records import Step, TaskSpec
 
-    task = TaskSpec(task_id="cook-1", goal="make a meal with the cheese", tool="cooking")
+    task = TaskSpec(task_id="cook-1", goal="make a meal with the cheese", tool="cooking", domain="text-game")
     steps = [
         Step(index=0, action="open fridge", observation="You open the fridge. The fridge contains a block of cheese.",
              info={"valid_actions": ["open fridge", "go east"]}),

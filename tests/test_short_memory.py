@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.executors.text import read_hint
+from langmem_plus.textgames.executor import read_hint
 from langmem_plus.integrations.agent_run import SHORT_TITLE, read_memory_block, short_memory
 from langmem_plus.learning.textmatch import SAID_SO_WORDS
 from langmem_plus.records import Episode, Hint, Lesson, ScoredItem
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, read_rule_line
-from langmem_plus.retrieval.triggered_start import open_triggered
+from langmem_plus.textgames.delivery_start import open_triggered
 
 
 def rewrite(i: str, wrong: str, correct: str) -> ScoredItem:

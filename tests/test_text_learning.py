@@ -18,8 +18,8 @@ from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
-from langmem_plus.executors.text import Pattern, TextGameExecutor, read_hint
-from langmem_plus.learning.textrules import (
+from langmem_plus.textgames.executor import Pattern, TextGameExecutor, read_hint
+from langmem_plus.textgames.rules import (
     abstract_action,
     conditions_for,
     directed_verbs,
@@ -27,8 +27,8 @@ from langmem_plus.learning.textrules import (
     live_text_rules,
     offered_verbs,
 )
-from langmem_plus.learning.textdirect import instrument_kin
-from langmem_plus.learning.texteffects import effect_of
+from langmem_plus.textgames.direct import instrument_kin
+from langmem_plus.textgames.effects import effect_of
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, Hint, Lesson, Step, TaskSpec
 
@@ -328,7 +328,7 @@ def test_a_command_an_earlier_run_was_offered_is_no_part_of_a_fatal_situation(co
     assert _live_avoidances(memory, "cook <X> in stove") == [["roast <X>"]]
     memory.close()
     reopened = LearningMemory.open(tmp_path / "m", namespace=("t", "vocab"))
-    assert "slice" in reopened.view.tool_commands(knife.task.tool)  # the runs keep what they were offered
+    assert "slice" in reopened.view.tool_extras(knife.task.tool, "textgames", "commands")  # the runs keep what they were offered
     reopened.close()
 
 

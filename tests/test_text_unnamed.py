@@ -9,9 +9,9 @@ import pytest
 from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
-from langmem_plus.executors.text import TextGameExecutor, read_hint
+from langmem_plus.textgames.executor import TextGameExecutor, read_hint
 from langmem_plus.learning.hints import hint_from_item
-from langmem_plus.learning.textrules import is_read, learn_text_rules, live_text_rules
+from langmem_plus.textgames.rules import is_read, learn_text_rules, live_text_rules
 from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
 from langmem_plus.memory import Trajectory
 from listing import listing
@@ -188,7 +188,7 @@ def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_
     with TwEnv("cooking", "default", cache=tmp_path_factory.mktemp("tw-games")) as env:  # generates two games
         def task(task_id: str) -> TaskSpec:
             env.reset(task_id)
-            return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name)
+            return TaskSpec(task_id=task_id, goal=env.goal, tool=env.name, domain=env.domain)
 
         burnt = run_episode(env, Fixed(["prepare meal", "cook meal with stove", "cook meal with oven"]), task("train-0"),
                             Context(), run_id="c1", max_steps=3)
@@ -211,7 +211,7 @@ def test_an_unnamed_instrument_of_what_the_goal_names_is_the_thing_avoided_in_a_
 
 
 def test_only_a_preposition_after_a_goal_named_object_opens_its_instrument_and_function_words_name_nothing() -> None:
-    from langmem_plus.learning.textentities import unnamed_entity
+    from langmem_plus.textgames.entities import unnamed_entity
 
     shown = ["You see an oven, some water, some salt and a pot.", "You are in the kitchen. Look around."]
     goal = "Boil the water. Then cook a meal."

@@ -1,4 +1,4 @@
-"""Observation-triggered delivery of text rules (``retrieval.triggered``): what fires when, ranking, budget, a real game."""
+"""Observation-triggered delivery of text rules (``textgames.delivery``): what fires when, ranking, budget, a real game."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
-from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.records import Episode, Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, ScoredItem, Step, TaskSpec
-from langmem_plus.learning.textdirect import offered_on_own
-from langmem_plus.retrieval.triggered import (KIN_PREFIX, TRIGGERED_HEADER, StepDelivery, StepView, firings, object_phrase,
+from langmem_plus.textgames.direct import offered_on_own
+from langmem_plus.textgames.delivery import (KIN_PREFIX, TRIGGERED_HEADER, StepDelivery, StepView, firings, object_phrase,
                                                rule_line, rule_pattern, rule_utility)
 from langmem_plus.retrieval.rule_lines import read_rule_line
 from langmem_plus.tokens import count_tokens
@@ -33,6 +33,11 @@ def rule(lid: str, *, wrong: str | None = None, correct: str | None = None, when
          runs: Sequence[str] = ("r0",)) -> Lesson:
     return Lesson(id=lid, namespace=("ns",), rule_text=lid, wrong=wrong, correct=correct, applies_when=list(when),
                   scope=LessonScope(tool="game"), provenance=Provenance(run_ids=list(runs)))
+
+
+def with_extras(run: RunRecord, **kept: list[str]) -> RunRecord:
+    """A copy of ``run`` whose text-game extras have ``kept`` in place of theirs."""
+    return run.model_copy(update={"extras": {"textgames": {**run.extras.get("textgames", {}), **kept}}})
 
 
 def task(valid: Sequence[str]) -> TaskSpec:
@@ -370,8 +375,8 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
 
 
 def test_a_pre_run_line_cut_short_keeps_whole_actions_a_reader_can_take_and_a_rewrite_keeps_its_quotes() -> None:
-    from langmem_plus.executors.text import read_hint
-    from langmem_plus.retrieval.triggered import endorsed_actions, shown_hint
+    from langmem_plus.textgames.executor import read_hint
+    from langmem_plus.textgames.delivery import endorsed_actions, shown_hint
 
     wire = "connect red wire terminal 1 to battery cathode"
     ep = Episode(episode_id="ep-wire", namespace=("ns",), kind="success", goal_signature=GOAL,
@@ -409,7 +414,7 @@ def test_a_proposal_memory_endorsed_before_the_run_is_not_answered_until_the_att
 
 
 def test_a_pre_run_procedures_step_is_endorsed_only_while_the_attempt_follows_it() -> None:
-    from langmem_plus.retrieval.triggered import endorsed_actions, procedure_steps
+    from langmem_plus.textgames.delivery import endorsed_actions, procedure_steps
 
     rules = [rule("take-salt", correct="take salt", runs=("r0", "r1"))]
     proc = [Hint(text="start with `read cookbook` then `move west`", source_id="ep")]
@@ -502,7 +507,7 @@ def test_a_rule_learned_on_one_ingredient_reaches_another_at_the_step_it_matters
 def test_the_bench_design_delivers_rules_by_step_and_measures_them_as_activations(cooking: TextGameEnv) -> None:
     from langmem_plus.bench.designs.baselines import LangmemPlus
     from langmem_plus.bench.env import _tasks, parse_range
-    from langmem_plus.executors.text import TextGameExecutor
+    from langmem_plus.textgames.executor import TextGameExecutor
 
     design = LangmemPlus(delivery="triggered")
     try:
@@ -550,7 +555,7 @@ def test_a_condition_holds_only_within_one_clause_of_what_the_game_said() -> Non
 
 
 def test_an_avoidance_of_a_thing_the_task_only_lists_holds_whatever_follows_the_thing() -> None:
-    from langmem_plus.learning.textrules import learn_text_rules
+    from langmem_plus.textgames.rules import learn_text_rules
 
     recipe = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"
     task_ = TaskSpec(task_id="a", goal=GOAL, tool="game")
@@ -601,10 +606,11 @@ def test_an_avoidance_of_a_command_never_seen_right_holds_beyond_the_situation_i
     # so does a command a task's text directs: a rule's condition line starts with it, or a run's text directed it
     assert all(h.text != "Avoid `eat red apple`" for h in
                listing([eat, rule("eat-line", wrong="look", when=["eat <X>"])], runs=[])(task([]), taken(offered, "look", FRY)))
-    directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", directed=["eat"], commands=["eat"])
+    directed = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game",
+                         extras={"textgames": {"directed": ["eat"], "commands": ["eat"]}})
     assert listing([eat], runs=[directed])(task([]), taken(offered, "look", FRY)) == []
     # a line's first word that no run was offered as a command is no command a text directed
-    worded = directed.model_copy(update={"commands": ["look"]})
+    worded = with_extras(directed, commands=["look"])
     assert {h.text for h in listing([eat], runs=[worded])(task([]), taken(offered, "look", FRY))} == {"Avoid `eat <X>`"}
     # and in its own situation it holds as before
     assert {h.text for h in listing([eat], runs=[directed])(task([]), taken(offered, "look"))} == {"Avoid `eat red apple`"}
@@ -633,7 +639,7 @@ def test_an_avoidance_learned_on_a_listed_only_thing_holds_where_the_task_says_m
     holds on a thing the recipe fries, grounded on the action; once the command is right somewhere, it is narrowed again."""
     eat = rule("eat", wrong="eat <X>", when=["<X>"])
     offered = ["eat red apple", "eat meal", "look"]
-    ate = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", consumed=["eat"])
+    ate = RunRecord(run_id="r1", namespace=("ns",), seq=1, task_id="t1", tool="game", extras={"textgames": {"consumed": ["eat"]}})
     assert listing([eat], runs=[])(task([]), taken(offered, "look", FRY)) == []  # nothing seen used up: listed only
     hints = listing([eat], runs=[ate])(task([]), taken(offered, "look", FRY))
     assert {h.text for h in hints} == {"Avoid `eat red apple`"}  # not the meal: the goal's own word
@@ -646,7 +652,7 @@ def test_an_avoidance_learned_on_a_listed_only_thing_holds_where_the_task_says_m
     # a cut pattern's placeholder binds what follows the thing (``red apple in oven``): it holds on the thing named
     cook = rule("cook", wrong="cook <X>", when=["<X>"])
     cooks = ["cook red apple in oven", "look"]
-    used = ate.model_copy(update={"consumed": ["cook"]})
+    used = with_extras(ate, consumed=["cook"])
     assert {h.text for h in listing([cook], runs=[used])(task([]), taken(cooks, "look", FRY))} == {"Avoid `cook red apple in oven`"}
     assert listing([cook], runs=[ate])(task([]), taken(cooks, "look", FRY)) == []  # cooking uses nothing up
 
@@ -660,7 +666,8 @@ def test_a_game_lost_to_eating_a_listed_only_ingredient_warns_against_eating_a_s
     memory.general_update(lost)
     learned = [l.applies_when for l in memory.text_rules(cooking.name) if l.wrong and l.wrong.startswith("eat")]
     assert learned == [["<X>"]]  # learned in its situation: listed, nothing more said
-    ate = RunRecord(run_id="r0", namespace=("t", "eat-listed"), seq=0, task_id="x", tool=cooking.name, consumed=["eat"])
+    ate = RunRecord(run_id="r0", namespace=("t", "eat-listed"), seq=0, task_id="x", tool=cooking.name,
+                    extras={"textgames": {"consumed": ["eat"]}})
     for runs, warned in ((memory.runs, False), ([*memory.runs, ate], True)):  # a run that saw eating use a thing up
         deliver = listing(memory.text_rules(cooking.name), runs, memory.config)
         agent = Fixed(["read cookbook", "take red hot pepper", "look"])  # train-14: slice the red hot pepper
@@ -829,14 +836,15 @@ def test_the_attempts_own_directive_verbs_need_an_instrument_a_thing_named_alone
 def test_the_tools_directive_verbs_offered_as_an_instrument_are_avoided_where_a_recipe_that_cuts_nothing_or_is_unread_does_not_say_them() -> None:
     evidence = [rule("fry-stove", correct="cook <X> in stove", when=["fry <X>"]), rule("stove-widened", wrong="cook <X> in stove")]
     cut_before = RunRecord(run_id="r", namespace=("ns",), seq=1, task_id="t", tool="game", passed=True,
-                           directed=["dice", "prepare"], commands=["dice", "slice", "prepare", "take"])
+                           extras={"textgames": {"directed": ["dice", "prepare"],
+                                                 "commands": ["dice", "slice", "prepare", "take"]}})
     roasted = "Ingredients:\n  red apple\n  milk\nDirections:\n  roast the red apple\n  prepare meal"  # no line opens with a cut
     steps = knife_taken(roasted)
     hints = listing(evidence, runs=[cut_before])(task(HOLDING), steps)
     assert ("Avoid `dice <X>`", "unless the task says so") in {(h.text, h.precondition) for h in hints}
     assert not [a for a in CUTS if allowed(hints, a, roasted)]  # the recipe cuts nothing
     assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[])(task(HOLDING), steps))
-    never_directed = cut_before.model_copy(update={"directed": ["prepare"]})  # the tool's texts never opened with a cut
+    never_directed = with_extras(cut_before, directed=["prepare"])  # the tool's texts never opened with a cut
     assert not any(h.source_id.startswith(KIN_PREFIX) for h in listing(evidence, runs=[never_directed])(task(HOLDING), steps))
     unread = [Step(index=0, action="look", observation="A kitchen.", info={"valid_actions": HOLDING}), steps[1]]
     blind = listing(evidence, runs=[cut_before])(task(HOLDING), unread)  # the recipe not read yet: no cut is asked for
@@ -924,9 +932,9 @@ def test_a_real_game_whose_collection_never_held_the_knife_still_cuts_only_what_
         pytest.skip("the text games need a Java runtime")
     from langmem_plus.bench.env import _tasks, parse_range
     from langmem_plus.envs.registry import make_env
-    from langmem_plus.learning.textdirect import fatal_where_undirected, pattern_verb
+    from langmem_plus.textgames.direct import fatal_where_undirected, pattern_verb
     from langmem_plus.learning.textmatch import says_line
-    from langmem_plus.learning.textrules import live_text_rules, task_text_lines
+    from langmem_plus.textgames.rules import live_text_rules, task_text_lines
 
     env = make_env("twx-cooking:rooms3")
     memory = LearningMemory.open(tmp_path / "m", namespace=("t", "rule9"))

@@ -1,4 +1,4 @@
-"""Undo pairs, the efficiency channel (``learning.textundo``, ``retrieval.triggered`` rule 8): a step that takes back an
+"""Undo pairs, the efficiency channel (``textgames.undo``, ``textgames.delivery`` rule 8): a step that takes back an
 earlier one is learned from the valid actions a run toggled and avoided after what it would undo."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.bench.env import _tasks, parse_range
 from langmem_plus.envs.textgame import TextGameEnv
-from langmem_plus.executors.text import TextGameExecutor, read_hint
-from langmem_plus.learning.textundo import shared_object, undo_pairs
+from langmem_plus.textgames.executor import TextGameExecutor, read_hint
+from langmem_plus.textgames.plugin import run_undone
+from langmem_plus.textgames.undo import shared_object, undo_pairs
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
 from langmem_plus.config import DEFAULT_CONFIG
 from listing import listing
@@ -63,7 +64,8 @@ def test_the_executor_avoids_taking_back_a_step_only_after_the_attempt_took_it()
 
 
 def _runs(n: int) -> list[RunRecord]:
-    return [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game", undone=[("close <X>", "open <X>")])
+    return [RunRecord(run_id=f"r{i}", namespace=("ns",), seq=i, task_id="t", tool="game",
+                      extras={"textgames": {"undone": [["close <X>", "open <X>"]]}})
             for i in range(n)]
 
 
@@ -94,7 +96,7 @@ def test_a_real_game_teaches_that_closing_what_was_opened_wastes_steps(cooking: 
     memory = LearningMemory.open(tmp_path / "m", namespace=("t", "undo"))
     for t in _tasks(cooking, "train", parse_range("0-2")):  # memory-free games: the executor closes what it opened
         memory.general_update(run_episode(cooking, ex, t, Context(), run_id=f"c-{t.task_id}", max_steps=30))
-    assert all(("close <X>", "open <X>") in run.undone for run in memory.runs)  # read off the game's valid actions
+    assert all(("close <X>", "open <X>") in run_undone(run) for run in memory.runs)  # read off the game's valid actions
     memory.close()
     memory = LearningMemory.open(tmp_path / "m", namespace=("t", "undo"))  # the runs keep their pairs
     rules = [l for l in memory.list_lessons() if l.applies_when is not None]

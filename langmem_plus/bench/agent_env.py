@@ -39,7 +39,7 @@ from langmem_plus.bench.env import (
 )
 from langmem_plus.errors import EnvError
 from langmem_plus.integrations.policy_model import PolicyChatModel
-from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.graph import env_view
 from langmem_plus.integrations.agent_run import MEMORY_TITLE
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool

@@ -13,7 +13,7 @@ the same process it reports:
   chromadb alone into a fresh collection after the runs: the import's ceiling here;
 - ``close`` after the import, and the open after it;
 - ``end_run`` p50/p95 with the indexes (the default) and with the full scan
-  (``end_run_indexes=False``, the reference: what every run cost before issue 15),
+  (``end_run_indexes=False``, the reference: every lesson scanned),
   alternating on the same store, and their ratio; likewise for a text game's run (``_text_run``:
   its steps enumerate valid actions, so it learns text rules, which read the tool's rules); and how much of ``end_run`` is
   Chroma's own writes (upserts and the snapshot's generation token), which no index
@@ -55,7 +55,7 @@ EVENTS_PER_RUN = 3
 NOW = 2_000_000.0
 """Fixed clock, so runs are reproducible."""
 TARGETS = {"end_run_p50_ms": 100.0, "end_run_p95_ms": 300.0, "imports_per_s": 5000.0, "close_s": 1.0}
-"""Targets at 100,000 lessons (issue 15)."""
+"""Targets at 100,000 lessons."""
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -130,7 +130,7 @@ def _text_run(n: int) -> tuple[TaskSpec, list[Step]]:
         Step(index=2, action=f"cook {thing} in stove", observation="You burn it. You lost!",
              feedback=Feedback(constraint_failure=True, error_text="taskfailure"), info={"valid_actions": offered}),
     ]
-    task = TaskSpec(task_id=f"text-{n}", goal="Read the cookbook and prepare the meal.", tool=TEXT_TOOL,
+    task = TaskSpec(task_id=f"text-{n}", goal="Read the cookbook and prepare the meal.", tool=TEXT_TOOL, domain="text-game",
                     context={"goal": "Read the cookbook and prepare the meal.", "valid_actions": ["read cookbook"]})
     return task, steps
 

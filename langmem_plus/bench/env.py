@@ -1,4 +1,4 @@
-"""``langmem-plus bench env``: memory designs on a text game, ALMA's protocol (issue 11 item 4).
+"""``langmem-plus bench env``: memory designs on a text game, ALMA's protocol.
 
 Per repeat ``r`` (executor seed ``seed + r``) and per design, with the same executor
 (``TextGameExecutor`` by default; ``--llm-base-url`` / ``--llm-model`` run ``LLMExecutor``
@@ -38,7 +38,7 @@ from langmem_plus.bench.mistakes import Episode, repeated_losses
 from langmem_plus.envs.registry import make_env
 from langmem_plus.errors import EnvError, InvalidArgument
 from langmem_plus.executors.base import Executor
-from langmem_plus.executors.text import TextGameExecutor
+from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import TaskSpec
 
@@ -50,7 +50,7 @@ DEFAULT_SEEDS = "0-29"
 """Deployment positions in the chosen fold."""
 DEFAULT_REPEATS = 3
 DEFAULT_DELIVERY = "triggered"
-"""How langmem_plus hands text rules over: at the steps they fire on (``retrieval.triggered``), or ``pre_run``."""
+"""How langmem_plus hands text rules over: at the steps they fire on (``textgames.delivery``), or ``pre_run``."""
 DEFAULT_MAX_STEPS = 50
 """Commands per attempt (the issue's measurement used 50)."""
 TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {

@@ -1,14 +1,14 @@
 """Repeated mistakes: a lost game's fatal step named in the task's own terms, so a later loss can be told apart
-as the same mistake made again or a new one (issue 11: "agents repeat the same mistakes").
+as the same mistake made again or a new one (agents repeat the same mistakes).
 
 Counting games lost mixes two things a memory design answers for differently: a mistake
 nothing before it showed (a situation no earlier episode met; no memory can know it) and
 one an earlier episode already paid for. Only the second is the memory's failure. So each
 fatal step gets a **signature**: its action with the task's volatile entities as
 placeholders, and the lines of the task's text that set its situation, the same
-abstraction ``learning.textrules`` learns from, in its order (``abstract_action``,
+abstraction ``textgames.rules`` learns from, in its order (``abstract_action``,
 ``conditions_for``, ``relevant_conditions``, ``undirected``, ``unasked_head``; and, where the
-action names nothing of the task's text, the goal-based forms of ``learning.textentities``).
+action names nothing of the task's text, the goal-based forms of ``textgames.entities``).
 ``cook red apple in stove`` when the recipe says
 ``roast the red apple`` and ``cook milk in stove`` when it says ``roast the milk`` are one
 mistake, ``cook <X> in stove`` when the task says ``roast <X>``; the same action when it
@@ -39,10 +39,10 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import NamedTuple
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textdirect import undirected
-from langmem_plus.learning.textentities import goal_directed, goal_entity, unasked_head, unnamed_entity
+from langmem_plus.textgames.direct import undirected
+from langmem_plus.textgames.entities import goal_directed, goal_entity, unasked_head, unnamed_entity
 from langmem_plus.learning.textmatch import UNNAMED, directing_lines
-from langmem_plus.learning.textrules import abstract_action, conditions_for, offered_verbs, relevant_conditions, task_text_lines
+from langmem_plus.textgames.rules import abstract_action, conditions_for, offered_verbs, relevant_conditions, task_text_lines
 from langmem_plus.records import Step
 
 

@@ -14,8 +14,8 @@ A peer is asked with what an agent has at the moment of an error: the error text
 failing action. For each: p50 / p95 latency and hit@3 (the fixing lesson among the first
 three). Ours and the retriever are timed interleaved, in alternating rounds of ``ROUND``
 queries after the same warm-up (``--warmup``), so a drift of load on a shared machine falls
-on both; LangMem's path, a hundred times slower, is timed on its own afterwards. Targets
-(issue 15): ours >= 20x faster than LangMem's path with hit@3 >= +0.2, and hit@3 at least
+on both; LangMem's path, a hundred times slower, is timed on its own afterwards. Targets:
+ours >= 20x faster than LangMem's path with hit@3 >= +0.2, and hit@3 at least
 the plain retriever's at <= 1.5x its latency. LangMem needs the ``peers``
 extra (``pip install -e ".[peers]"``); without it that column is reported as skipped.
 """

@@ -18,7 +18,7 @@ Three rounds on a real ``chroma run`` server on 127.0.0.1, started and stopped h
 
 Reported: runs, activations and episodes reported vs stored, duplicate live lessons, run records
 lost, kill rounds survived, records lost after kills, exceptions in threads. The target
-(issue 13) is nothing lost, no duplicate, no exception with 8 processes x 50 runs and
+is nothing lost, no duplicate, no exception with 8 processes x 50 runs and
 20 kills.
 
 A worker is this module run as ``python -m langmem_plus.bench.reliability --worker ...``:

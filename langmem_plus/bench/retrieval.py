@@ -65,7 +65,7 @@ MANIFEST_FILE = "bench-retrieval.json"
 QUERIES_FILE = "bench-retrieval-queries.jsonl"
 """In a ``--store`` folder: the labelled queries drawn with the memory, one JSON object a line."""
 TARGETS = {"ratio_p50": 1.5, "ratio_p50_default": 1.3, "hit3_margin": 0.15, "open_s": 3.0, "graph_p95_ms": 5.0}
-"""Targets at 100,000 lessons (issue 3)."""
+"""Targets at 100,000 lessons."""
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -337,7 +337,7 @@ def _measure(mem: Any, queries: Sequence[Query], *, warmup: Sequence[Query] = ()
 
 def _sequential_ms(mem: Any, q: Query) -> float:
     """The same on-error retrieval with ``overlap_store_calls=False`` (no worker thread), in ms: what it costs
-    when no core is spare (issue 15)."""
+    when no core is spare."""
     chosen = mem.engine.overlap
     mem.engine.overlap = False
     try:

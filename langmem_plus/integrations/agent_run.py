@@ -56,11 +56,12 @@ from langmem_plus.records import (
     RunReport,
     ScoredItem,
     Step,
+    TaskSpec,
     Verdict,
 )
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, read_rule_line
-from langmem_plus.retrieval.triggered import short_line
-from langmem_plus.retrieval.triggered_start import TriggeredStart
+from langmem_plus.textgames.delivery import short_line
+from langmem_plus.textgames.delivery_start import TriggeredStart
 from langmem_plus.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -221,6 +222,16 @@ class ToolReport(BaseModel):
     state_after: dict[str, Any] | None = None
     info: dict[str, Any] = {}
     """Read by learners (``valid_actions`` after the step, for a text game)."""
+    domain: str | None = None
+    """The domain the environment declares (``Env.domain``): a run whose task names none takes its plugin by it."""
+
+
+def declared_task(task: TaskSpec, steps: Sequence[Step]) -> TaskSpec:
+    """``task`` with the domain its tools' reports declare (``ToolReport.domain``) when it names none itself."""
+    if task.domain:
+        return task
+    declared = next((s.info["domain"] for s in steps if isinstance(s.info.get("domain"), str)), None)
+    return task.model_copy(update={"domain": declared}) if declared else task
 
 
 def tool_report(artifact: object) -> ToolReport | None:
@@ -283,9 +294,10 @@ def tool_step(
         observed = text if report.observation is None else report.observation
         if feedback.failed and not feedback.error_text:
             feedback = feedback.model_copy(update={"error_text": observed})
+        declared = {"domain": report.domain} if report.domain else {}
         return Step(index=index, action=report.action or action, tool=tool, observation=observed, feedback=feedback,
                     state_before=report.state_before, state_after=report.state_after,
-                    info={**report.info, **info, **({} if feedback.failed else {"success": True})})
+                    info={**report.info, **info, **declared, **({} if feedback.failed else {"success": True})})
     if args:
         info["args"] = dict(args)
     if message.status == "error":
@@ -466,7 +478,7 @@ def request_tools(tools: Sequence[Any]) -> dict[str, str | None]:
 
 def short_memory(opening: TriggeredStart, on_error: Sequence[ScoredItem], at_step: Sequence[Hint], budget: int) -> str:
     """The short block (``text_rules="at_step"``): the lines triggered delivery shows, without ids, under
-    ``SHORT_TITLE``: the pre-run block as the attempt opened (``retrieval.triggered_start``), the latest round's
+    ``SHORT_TITLE``: the pre-run block as the attempt opened (``textgames.delivery_start``), the latest round's
     on-error lessons in short lines within what it left of ``budget``, then the step's hints (``StepDelivery`` keeps
     those within its own per-step budget), those that differ only in their action
     joined (``rule_lines.joined_hint_lines``); each distinct line once. ``""`` when there is none. The activations
@@ -517,6 +529,7 @@ __all__ = [
     "applied_lessons",
     "as_json",
     "context_value",
+    "declared_task",
     "error_text_of",
     "exception_step",
     "first_human_text",

@@ -61,6 +61,7 @@ def env_tool(env: Env, *, name: str = "act", description: str | None = None, sho
             "state_before": step.state_before,
             "state_after": step.state_after,
             "info": {**{k: v for k, v in step.info.items() if k != "applied_hints"}, "done": over},
+            "domain": getattr(env, "domain", None) or None,
         }
         return text, report
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langmem_plus.integrations.step_rules import CALL_GUARD_KIND
+from langmem_plus.textgames.step_rules import CALL_GUARD_KIND
 from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.records import ScoredItem
 from langmem_plus.retrieval.call_guard import Held

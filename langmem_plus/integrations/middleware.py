@@ -16,17 +16,15 @@ Memory is read and written deterministically around the agent loop (DESIGN §8):
   holds against is answered with the lesson and the call as it writes it, instead of running
   (once per call and run; ``guard="rewrite"`` runs a promoted lesson's fix); with
   ``text_rules="at_step"`` the text guard answers a proposal the same way; every tool call
-  that runs becomes a ``Step``; a raised exception or a
-  ``ToolMessage`` with ``status="error"`` is a hard failure, and a ``ToolReport`` in the
-  message's artifact (``env_tool``) gives the step all four feedback channels; a failure is
-  fingerprinted by ``memory.capture``; a failure retrieves on-error lessons for the next model call.
+  that runs becomes a ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
+  failure, and a ``ToolReport`` in the message's artifact (``env_tool``) gives the step all four feedback
+  channels; a failure is fingerprinted (``memory.capture``) and retrieves on-error lessons for the next call.
   The call's ``ToolMessage`` comes back inside a ``Command`` that also carries the
   step, the event and the activations into the state.
 - ``after_agent``: ``memory.end_run`` inside the graph (synthesis, utility, promotion,
   suppression); the ``RunReport`` goes into ``lm_report``.
 
-Per-run data lives in the agent state, never on the middleware, so one instance serves
-any number of concurrent runs and threads.
+Per-run data lives in the agent state, so one instance serves any number of concurrent runs and threads.
 
 Errors and placement. A tool exception is captured and re-raised unchanged, so the
 agent's error policy holds (``create_agent``'s ToolNode re-raises all but invalid-argument
@@ -76,6 +74,7 @@ from langmem_plus.integrations.agent_run import (
     applied_lessons,
     as_json,
     context_value,
+    declared_task,
     exception_step,
     first_human_text,
     fit_budget,
@@ -99,7 +98,7 @@ from langmem_plus.integrations.guard_answer import (
     rewrite_text,
     was_answered,
 )
-from langmem_plus.integrations.step_rules import StepRules, answered
+from langmem_plus.textgames.step_rules import StepRules, answered
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
@@ -113,8 +112,8 @@ from langmem_plus.records import (
 )
 from langmem_plus.retrieval.call_guard import Held, guard_activations, rewritten_args
 from langmem_plus.retrieval.rule_lines import joined_hint_lines
-from langmem_plus.retrieval.triggered import is_text_rule
-from langmem_plus.retrieval.triggered_start import TriggeredStart, open_triggered
+from langmem_plus.textgames.delivery import is_text_rule
+from langmem_plus.textgames.delivery_start import TriggeredStart, open_triggered
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
@@ -237,9 +236,9 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         end_run: Run ``memory.end_run`` when the agent ends (synthesis, utility, lifecycle).
         referee: Judges the run for ``end_run``; ``DEFAULT`` reads the agent's signals
             (``agent_verdict``), None passes no verdict.
-        text_rules: How text rules (``learning.textrules``: a game's "Avoid `eat <X>`") reach the model.
+        text_rules: How text rules (``textgames.rules``: a game's "Avoid `eat <X>`") reach the model.
             ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: as the bench delivers them
-            (``retrieval.triggered.StepDelivery``, ``integrations.step_rules``): at each model call the rules that
+            (``textgames.delivery.StepDelivery``, ``textgames.step_rules``): at each model call the rules that
             stand after the latest tool result, on the valid actions it reported (``env_tool``), grounded on them;
             with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) a warning (and with ``"all"`` a
             recommendation) waits until the model proposes what it bears on: that call is not run, its message
@@ -420,7 +419,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """``end_run``'s arguments from the state: the run's steps in order, events, activations, verdict."""
         steps = run_steps(state)
-        task = _task_of(state)
+        task = declared_task(_task_of(state), steps)
         verdict: Verdict | None
         if self.referee is DEFAULT:
             verdict = agent_verdict(state.get("messages") or [], steps)

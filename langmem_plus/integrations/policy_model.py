@@ -12,7 +12,7 @@ runs the bench this way, with ``TextGameExecutor`` as the policy.
 
 Example:
     >>> from langchain_core.messages import HumanMessage
-    >>> from langmem_plus.executors.text import TextGameExecutor
+    >>> from langmem_plus.textgames.executor import TextGameExecutor
     >>> model = PolicyChatModel(executor=TextGameExecutor(seed=0), task_id="t")
     >>> opening = "Goal: eat the apple.\\n\\nValid actions: eat apple, look"
     >>> model.invoke([HumanMessage(opening)]).tool_calls[0]["args"]

@@ -1,4 +1,4 @@
-"""Episode planning that reads what concerns the run, not every stored episode (issue 15).
+"""Episode planning that reads what concerns the run, not every stored episode.
 
 ``plan_episode_writes`` and ``consolidate`` (DESIGN §6) ask three questions of the stored
 episodes, and a scan answers each by reading all of them:

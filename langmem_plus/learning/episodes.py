@@ -20,7 +20,7 @@ near-misses are capped per (subgoal template, context), a better one replacing t
 weakest; every other live avoidance loses one episode of TTL per run (an "episode"
 is one attempt, as in the AMM spec). A merge is a sighting (``EpisodeEvidence``) that
 the fold adds, and the TTL is counted from the runs (``age_episode``): no stored
-counter is read, changed and written back, so two writers lose no count (issue 13). ``episode_strength`` decays while unused,
+counter is read, changed and written back, so two writers lose no count. ``episode_strength`` decays while unused,
 slower for significant episodes, and ``episode_recallable`` says whether retrieval
 may show an episode at all.
 
@@ -44,9 +44,6 @@ from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import hamming, normalize_rule, simhash
 from langmem_plus.learning.synthesis import action_pattern
-from langmem_plus.learning.textentities import FUNCTION_WORDS
-from langmem_plus.learning.textmatch import norm_words
-from langmem_plus.learning.textrules import abstract_action, applies_to_text_envs, enabling_step, task_text_lines
 from langmem_plus.records import (
     Episode,
     EpisodeEvidence,
@@ -159,6 +156,10 @@ def _nearmiss_steps(commands: Sequence[Step], cap: int, min_progress: float) -> 
     return found[:cap]
 
 
+KeySteps = Callable[[TaskSpec, Sequence[Step], MemoryConfig], list[Step]]
+"""An environment plugin's reduction of a claimed run's command steps to those its episodes keep."""
+
+
 def episodes_from_run(
     *,
     namespace: Namespace,
@@ -169,6 +170,7 @@ def episodes_from_run(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
     events: Sequence[ErrorEvent] = (),
+    key_steps: KeySteps | None = None,
 ) -> list[Episode]:
     """The episodes one finished run leaves behind (DESIGN §6 "Episodes").
 
@@ -182,6 +184,9 @@ def episodes_from_run(
         now: Current time, epoch seconds.
         events: The run's error events, for avoidances (none without them; hard
             precondition violations are not modelled at this depth).
+        key_steps: For a run an environment plugin claims (``plugins.EnvPlugin.episode_steps``): the steps that
+            mattered, made general; its episodes are built from those, and a step that made no progress is no
+            avoidance (in such an environment it is exploration).
 
     Returns:
         At most one success, ``nearmiss_cap`` near-misses and one avoidance per
@@ -195,8 +200,8 @@ def episodes_from_run(
 
     commands = [s for s in sorted(steps, key=lambda s: s.index) if _is_command(s)]
     out: list[Episode] = []
-    enumerated = applies_to_text_envs(commands)
-    if enumerated:  # a text game: keep the steps that mattered, entities as placeholders (textrules)
+    enumerated = key_steps is not None
+    if key_steps is not None:
         commands = key_steps(task, commands, config)
     if verdict.passed:
         good = [s for s in commands if not s.feedback.failed]
@@ -250,42 +255,6 @@ def episodes_from_run(
             )
         )
     return out
-
-
-def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG) -> list[Step]:
-    """The steps of a text-game run that mattered, their entities as placeholders.
-
-    Kept: steps that raised the score, the steps that made those possible
-    (``textrules.enabling_step``), and steps that read what the goal names (the task's
-    text, ``textrules.task_text_lines``) when what they read was new and a later kept step
-    acts on it (``_informs``: ``read cookbook`` before ``cook red apple in oven``, not
-    ``take cookbook`` or a second ``examine cookbook``); exploration that changed nothing is
-    dropped, so a success becomes a procedure another task of the family can follow.
-    """
-    goal = str(task.context.get("goal") or task.goal or "")
-    lines = task_text_lines(goal, commands)
-    keep: set[int] = set()
-    for i, s in enumerate(commands):
-        if s.feedback.reward > 0 and not s.feedback.failed:
-            keep.add(i)
-            j = enabling_step(commands, i)
-            if j is not None:
-                keep.add(j)
-    seen: set[str] = set()
-    for i, s in enumerate(commands):
-        read = task_text_lines(goal, [s])
-        if i not in keep and _informs(s, [r for r in read if r not in seen], [commands[k] for k in keep if k > i]):
-            keep.add(i)
-        seen.update(read)
-    return [s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]})
-            for i, s in enumerate(commands) if i in keep]
-
-
-def _informs(step: Step, new_lines: Sequence[str], later: Sequence[Step]) -> bool:
-    """Whether a step's newly read lines say something a later kept step acts on: a word of theirs, beyond the step's own
-    action's words (an echo, ``you take cookbook``) and function words, in a later kept step's action."""
-    said = {w for line in new_lines for w in line.split()} - set(norm_words(step.action)) - FUNCTION_WORDS
-    return any(said & set(norm_words(s.action)) for s in later)
 
 
 # --------------------------------------------------------------------------- decay and recall
@@ -569,6 +538,7 @@ __all__ = [
     "SUCCESS_WEIGHT",
     "SUMMARY_MAX_CHARS",
     "EpisodeWrites",
+    "KeySteps",
     "add_sighting",
     "age_episode",
     "apply_episode_evidence",

@@ -1,4 +1,4 @@
-"""End-of-run lesson work read from indexes, so it follows the run's change (issue 15).
+"""End-of-run lesson work read from indexes, so it follows the run's change.
 
 A full scan answers three questions at ``end_run``: which stored lesson a new candidate
 duplicates, which it conflicts with, and which unused lessons the sweep changes. Each

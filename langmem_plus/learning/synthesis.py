@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from langmem_plus._text import action_tokens, stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.dedup import lesson_simhash
-from langmem_plus.learning.textrules import applies_to_text_envs
 from langmem_plus.records import (
     ErrorEvent,
     Lesson,
@@ -320,9 +319,8 @@ def synthesize_offline(
     without any usable pair gets one avoid lesson,
     ``"AVOID: {action pattern} (fails with: {fingerprint})"``.
 
-    A run whose steps carry ``info["valid_actions"]`` (the environment enumerates its actions)
-    gets no rewrite or avoid lesson here: its agent chose a wrong action rather than wrote a
-    malformed one, which ``learning.textrules`` learns from instead.
+    The memory does not call this for a run an environment plugin claims (``plugins.EnvPlugin.claims``: a text
+    game's wrong choices are its text rules' to learn from, not malformed calls to rewrite).
 
     Args:
         namespace: The memory namespace.
@@ -337,8 +335,6 @@ def synthesize_offline(
     Returns:
         Candidate lessons, in order of first occurrence of their fingerprint.
     """
-    if applies_to_text_envs(steps):
-        return []  # the env enumerates its actions: a failure is a wrong choice, learned as a text rule (textrules)
     ordered = sorted(steps, key=lambda s: s.index)
     by_index = {s.index: s for s in ordered}
     lessons: list[Lesson] = []

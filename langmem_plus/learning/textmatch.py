@@ -2,7 +2,7 @@
 
 One reader of the pattern syntax for everything that matches a text rule against the
 actions a game offers: ``TextGameExecutor`` when it weighs a hint, and observation-triggered
-delivery (``retrieval.triggered``) when it decides which rules bear on the current step.
+delivery (``textgames.delivery``) when it decides which rules bear on the current step.
 Text is compared after ``norm`` (lowercase words, articles dropped), so ``the red apple``
 and ``a red apple`` are one phrase.
 

@@ -41,14 +41,12 @@ from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.outcomes import applied_in_run, step_outcomes
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
-from langmem_plus.learning.textrules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
-from langmem_plus.learning.textconsume import consumed_commands
-from langmem_plus.learning.textundo import undo_pairs
 from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
 from langmem_plus.memory.sync import StoreSync
 from langmem_plus.memory.view import MemoryView
+from langmem_plus.plugins import LearnInput, plugin_for
 from langmem_plus.retrieval.context import assemble, habit_relevance
 from langmem_plus.records import (
     Activation,
@@ -480,12 +478,14 @@ class LearningMemory:
         First reads what other writers appended (``refresh``), so the run's sequence
         number follows every run known (a Lamport clock) and its judgement sees their
         evidence. What the run says about each lesson is appended to the shared log as
-        ``RunEvidence``, never written into the lesson's record (issue 13).
+        ``RunEvidence``, never written into the lesson's record.
         """
         now = self.clock() if now is None else now
         with self._lock:
             self.sync.refresh()
             outcome = run_outcome(steps, events, verdict, self.config)
+            plugin = plugin_for(task)
+            claimed = plugin if plugin is not None and plugin.claims(steps) else None
             seq = self.view.last_seq + 1
             activated = Counter(a.lesson_id for a in activations)
             run = RunRecord(
@@ -504,16 +504,14 @@ class LearningMemory:
                 failures=outcome.failures,
                 activated=sorted(activated),
                 applied=outcome.applied,
-                commands=sorted(offered_verbs(steps, task)),
-                directed=sorted(directed_verbs(str(task.context.get("goal") or task.goal or ""), steps, task)),
-                undone=undo_pairs(task, steps),
-                consumed=consumed_commands(task, steps),
+                extras={plugin.name: plugin.run_extras(task, steps)} if plugin is not None else {},
                 goal=(task.goal or "")[: self.config.run_goal_chars],
                 tools=list(dict.fromkeys(s.tool for s in steps if s.tool and s.info.get("kind") != "docs")),
                 ts=now,
             )
             # 1. New candidate lessons from recurring failures, deduped and conflict-linked.
-            candidates = self._synthesize(run_id=run_id, task=task, steps=steps, events=events, now=now)
+            # A run a plugin claims teaches through it: its failures are wrong choices, not calls to rewrite.
+            candidates = [] if claimed else self._synthesize(run_id=run_id, task=task, steps=steps, events=events, now=now)
             candidates = [c.model_copy(update={"stats": c.stats.model_copy(update={"created_run_seq": seq})}) for c in candidates]
             lookup = self._lookup()
             integ = integrate_candidates(candidates, self.lessons, self.config, now=now, lookup=lookup)
@@ -553,13 +551,14 @@ class LearningMemory:
                 if added is not None:
                     judged.add_evidence(RunEvidence(lesson_id=lesson_id, run_id=run_id, run_seq=seq, at=now, added=added))
             content = dict(integ.upserts)  # what changed in the records; judged changes are evidence
-            if applies_to_text_envs(steps):
-                content.update(learn_text_rules(namespace=self.namespace, run_id=run_id, task=task, steps=steps,
-                                                existing=ChainMap(judged.updated, content, self.lessons),
-                                                config=self.config, now=now, offered_before=self.view.tool_commands(task.tool),
-                                                directed_before=self.view.tool_directed(task.tool),
-                                                tool_rules=self.view.tool_text_rules(task.tool, [judged.updated, content])
-                                                if self.config.end_run_indexes else None))
+            if claimed is not None:
+                name = claimed.name
+                content.update(claimed.learn(LearnInput(
+                    namespace=self.namespace, run_id=run_id, task=task, steps=steps,
+                    existing=ChainMap(judged.updated, content, self.lessons), config=self.config, now=now,
+                    tool_extras=lambda key: self.view.tool_extras(task.tool, name, key),
+                    tool_rules=self.view.tool_text_rules(task.tool, [judged.updated, content])
+                    if self.config.end_run_indexes else None)))
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
@@ -573,12 +572,13 @@ class LearningMemory:
                     config=self.config,
                     now=now,
                     events=events,
+                    key_steps=claimed.episode_steps if claimed is not None else None,
                 )
                 audit_run(self.audit, self.view, run, integ, judged)
                 write_episodes(self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
                                now=now, lookup=self._lookup(), write=self.sync.write, evidence=evidence)
             self._semantic_from_run(run_id, judged)
-            self._semantic_from_observations(run_id, steps)
+            self._semantic_from_observations(run_id, steps, claimed is not None)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,
@@ -783,8 +783,8 @@ class LearningMemory:
             return self.view.ledger.evidence(lesson_id)
 
     def text_rules(self, tool: str | None) -> list[Lesson]:
-        """The text rules (``Lesson.applies_when`` set; ``learning.textrules``) scoped to ``tool``, whatever their status:
-        what ``retrieval.triggered.StepDelivery`` delivers from (it keeps the live ones). Costs the tool's lessons,
+        """The text rules (``Lesson.applies_when`` set; ``textgames.rules``) scoped to ``tool``, whatever their status:
+        what ``textgames.delivery.StepDelivery`` delivers from (it keeps the live ones). Costs the tool's lessons,
         not the store's."""
         with self._lock:
             return self.view.tool_text_rules(tool)
@@ -876,7 +876,7 @@ class LearningMemory:
 
     # ------------------------------------------------------------------ async twins
     # The async twins run the sync core on a worker thread (Chroma's client is synchronous); the
-    # memory's lock makes them safe beside each other and beside sync callers (issue 13).
+    # memory's lock makes them safe beside each other and beside sync callers.
     async def acapture(
         self,
         step: Step,
@@ -950,7 +950,7 @@ class LearningMemory:
         from langmem_plus.memory_types.cognitive_store import open_cognitive
 
         return open_cognitive(self, agent_id)
-    # ------------------------------------------------------------------ facts and episodic recall (issue 14)
+    # ------------------------------------------------------------------ facts and episodic recall
     def semantic(self) -> "SemanticMemory":
         """This namespace's facts with belief states (``SemanticMemory``), loaded on first use and kept."""
         from langmem_plus.memory_types.semantic import SemanticMemory
@@ -989,9 +989,10 @@ class LearningMemory:
         if self.config.semantic_from_runs and lessons:
             self.semantic().learn_from_lessons(lessons, promoted=promoted, utilities=judged.utilities, run_id=run_id)
 
-    def _semantic_from_observations(self, run_id: str, steps: Sequence[Step]) -> None:
-        """Facts a text-game run's observations state, in step order (``semantic_from_observations``)."""
-        if not self.config.semantic_from_observations or not applies_to_text_envs(steps):
+    def _semantic_from_observations(self, run_id: str, steps: Sequence[Step], claimed: bool) -> None:
+        """Facts the observations of a run a plugin claims state (a game describing its world), in step order
+        (``semantic_from_observations``)."""
+        if not self.config.semantic_from_observations or not claimed:
             return
         facts = self.semantic()
         for step in steps:

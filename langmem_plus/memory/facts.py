@@ -1,4 +1,4 @@
-"""SharedFacts: a semantic memory's facts' evidence and entities' aliases on the namespace's shared log (issue 13).
+"""SharedFacts: a semantic memory's facts' evidence and entities' aliases on the namespace's shared log.
 
 A fact's sources are a grow-only set. Each piece of evidence a writer gives a fact is
 appended to the shared log as ``FactEvidence`` beside the fact's record; every memory

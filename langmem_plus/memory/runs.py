@@ -53,9 +53,9 @@ def write_episodes(
     ``write(kind, records)`` stores records and keeps the memory's view in step
     (``StoreSync.write``). Content goes to the store with the stored record's counters;
     what the run adds to a stored episode's or skill's counters (a sighting, an
-    outcome) goes to ``evidence``, appended to the shared log with the run's (issue 13).
+    outcome) goes to ``evidence``, appended to the shared log with the run's.
     With ``end_run_indexes`` the plan reads the view's episode index, the episodes the run
-    concerns (issue 15); without, every stored episode (the reference, same decisions).
+    concerns; without, every stored episode (the reference, same decisions).
     """
     episodes = [e.model_copy(update={"seen_run_seq": run.seq}) for e in episodes]
     template = episodes[0].subgoal_template if episodes else (task.family or goal_template(task.goal))

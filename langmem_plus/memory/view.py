@@ -102,10 +102,8 @@ class MemoryView:
         """Stored runs in Lamport order (``run_order``)."""
         self.fp_runs: Counter[str] = Counter()
         """How many runs each fingerprint appeared in."""
-        self.commands: dict[str, set[str]] = {}
-        """Per tool, the verbs its runs were offered as commands (``RunRecord.commands``)."""
-        self.directed: dict[str, set[str]] = {}
-        """Per tool, the commands its runs' task texts directed (``RunRecord.directed``)."""
+        self.extras: dict[tuple[str, str, str], set[str]] = {}
+        """Per (tool, plugin, key), the union of the string lists its runs' ``RunRecord.extras`` keep there."""
         self.graph = LessonGraph(rewrite_slack=config.graph_rewrite_slack)
         self.call_forms: dict[str, ToolForms] = {}
         """Per tool, its lessons' WRONG forms for the call guard: built on a tool's first check, kept in step by every
@@ -205,31 +203,25 @@ class MemoryView:
         if self.episode_index is not None:  # other runs: the avoidances' ages may go back
             self.episode_index.revive_avoidances()
         self.fp_runs = Counter(fp for r in self.runs for fp in set(r.fingerprint_counts))
-        self.commands, self.directed = {}, {}
+        self.extras = {}
         for r in self.runs:
-            self._add_vocabulary(r)
+            self._add_extras(r)
 
-    def _add_vocabulary(self, run: RunRecord) -> None:
-        for table, verbs in ((self.commands, run.commands), (self.directed, run.directed)):
-            if verbs:
-                table.setdefault(run.tool or "", set()).update(verbs)
+    def _add_extras(self, run: RunRecord) -> None:
+        for plugin, kept in run.extras.items():
+            for key, values in kept.items():
+                if values and all(isinstance(v, str) for v in values):
+                    self.extras.setdefault((run.tool or "", plugin, key), set()).update(values)
 
-    def _recount_vocabulary(self, tools: set[str]) -> None:
-        for tool in tools:
-            for table in (self.commands, self.directed):
-                table.pop(tool, None)
+    def _recount_extras(self, tools: set[str]) -> None:
+        self.extras = {k: v for k, v in self.extras.items() if k[0] not in tools}
         for r in self.runs:
             if (r.tool or "") in tools:
-                self._add_vocabulary(r)
+                self._add_extras(r)
 
-    def tool_commands(self, tool: str | None) -> frozenset[str]:
-        """The verbs ``tool``'s stored runs were offered as commands."""
-        return frozenset(self.commands.get(tool or "", ()))
-
-    def tool_directed(self, tool: str | None) -> frozenset[str]:
-        """The verbs ``tool``'s stored runs' task texts open lines with (``RunRecord.directed``); the commands among
-        them, this run's or earlier ones', are what the texts directed (``learn_text_rules`` intersects them)."""
-        return frozenset(self.directed.get(tool or "", ()))
+    def tool_extras(self, tool: str | None, plugin: str, key: str) -> frozenset[str]:
+        """The union of what ``tool``'s stored runs keep under ``RunRecord.extras[plugin][key]`` (string lists)."""
+        return frozenset(self.extras.get((tool or "", plugin, key), ()))
 
     # ------------------------------------------------------------------ the lesson index
     def new_index(self) -> LessonIndex:
@@ -347,9 +339,9 @@ class MemoryView:
                 self.episodes_version += 1
                 if self.episode_index is not None and known.seq != run.seq:  # the avoidances' ages may go back
                     self.episode_index.revive_avoidances()
-                self._recount_vocabulary({known.tool or "", run.tool or ""})  # the run's verbs as now stored
+                self._recount_extras({known.tool or "", run.tool or ""})  # the run's verbs as now stored
                 return
-        self._add_vocabulary(run)
+        self._add_extras(run)
         self.runs.append(run)
         if len(self.runs) > 1 and run_order(self.runs[-2]) > run_order(run):
             self.runs.sort(key=run_order)

@@ -1,4 +1,4 @@
-"""Facts from what the memory already sees: verified lessons and text observations (issue 14).
+"""Facts from what the memory already sees: verified lessons and text observations.
 
 Two pure sources of (subject, relation, object) claims:
 

@@ -94,7 +94,7 @@ class Traversal:
 
 
 class FactLog(Protocol):
-    """Where a semantic memory shares its facts' evidence and entities' aliases with the other writers (issue 13).
+    """Where a semantic memory shares its facts' evidence and entities' aliases with the other writers.
 
     A fact's sources and an entity's aliases are grow-only sets: each piece a writer adds
     is appended to the shared log, and every memory folds the log over the records it

@@ -11,8 +11,8 @@ and domain nodes. Every candidate gets the pure lesson score of ``scoring``;
 ``select`` applies the guards, MMR and the budget. Episodes and skills are scored on
 their own scale and chosen beside the lessons (``support.choose_support``: budget
 plus the avoidance reminder). The chosen items (and, before a run, the tool sheet)
-then compete for ``max_context_tokens`` in an instant memory (``retrieval.context``,
-issue 14): ranked by relevance, the least relevant compressed to one short line, then
+then compete for ``max_context_tokens`` in an instant memory (``retrieval.context``):
+ranked by relevance, the least relevant compressed to one short line, then
 left out; the block and its tokens are reported on ``Retrieval``.
 
 The query path decodes no Chroma records (ids and distances only; lessons are in
@@ -116,7 +116,7 @@ class RetrievalEngine:
         self._strategy = StrategyTimer()
         self.facts: Callable[[list[float], str, set[str]], list[ScoredItem]] | None = None
         """Facts for a query (its vector, its text, the ids already chosen), shown beside the chosen items;
-        set by the facade (issue 14)."""
+        set by the facade."""
 
     def close(self) -> None:
         """Stop the background thread; later retrievals make their store calls inline."""
@@ -222,7 +222,7 @@ class RetrievalEngine:
         return self.vectors.content([it.item for it in items if isinstance(it.item, Lesson)])
 
     def _cap(self, chosen: list[ScoredItem], relevance: Relevance | None, now: float) -> Assembled:
-        """The chosen items through instant memory: they compete for ``max_context_tokens`` by relevance (issue 14)."""
+        """The chosen items through instant memory: they compete for ``max_context_tokens`` by relevance."""
         return assemble(chosen, budget=self.config.max_context_tokens, config=self.config, relevance=relevance, now=now)
 
     # ------------------------------------------------------------------ moments

@@ -78,8 +78,8 @@ class VectorCache:
         rows), else read from Chroma in one ``get``.
 
         Chroma holds the vectors it ranks by, so nothing is re-embedded on the query
-        path: a remote embedder is never called, and one ``get`` of 20 vectors (0.6 ms)
-        is cheaper than hashing 20 texts (2.2 ms, measured at 5k lessons).
+        path: a remote embedder is never called, and one ``get`` of the candidates' vectors
+        is cheaper than hashing their texts.
         A lesson Chroma cannot return (not written yet, or a read error) is embedded
         with the store's embedder instead.
         """

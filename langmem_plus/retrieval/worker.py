@@ -1,9 +1,8 @@
 """One background thread per retrieval engine, for store calls that release the GIL.
 
 chromadb's Rust binding releases the GIL for the duration of ``query`` and ``get``
-(``py.allow_threads`` around the request; measured at 100k lessons: a 1.4 ms query
-beside 1.0 ms of pure Python took 1.7 ms together when started as below, 2.4 ms one
-after the other). The retrieval engine therefore starts the vector query on this
+(``py.allow_threads`` around the request), so a query overlaps pure-Python work when started as below
+(docs/PERFORMANCE.md). The retrieval engine therefore starts the vector query on this
 worker and computes the in-memory candidates (fingerprint index, failing action,
 personalized PageRank) on the calling thread meanwhile, then joins.
 
@@ -99,10 +98,9 @@ class StrategyTimer:
     """Chooses between running store calls on the worker and inline, by measured wall time.
 
     The two give the same results; which is faster depends on the machine. On an idle
-    2-core machine the overlap saves most of the Chroma query (~1 ms at 100k lessons);
-    when other processes keep the cores busy, every thread wake-up waits for the
-    scheduler and the overlap costs more than it saves (measured: 6.9 vs 6.5 ms at a
-    load average of 3.5 on 2 cores). So the engine times each on-error retrieval,
+    machine the overlap saves most of the Chroma query; when other processes keep the cores
+    busy, every thread wake-up waits for the scheduler and the overlap costs more than it
+    saves. So the engine times each on-error retrieval,
     keeps the last ``window`` wall times per strategy, uses the one with the lower
     median, and tries the other every ``explore_every``-th call so a change of load is
     noticed.

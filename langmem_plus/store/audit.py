@@ -53,8 +53,8 @@ WRITER_IDLE_S = 2.0
 """The writer thread exits after this long without records (so idle logs hold no thread)."""
 WRITER_LINGER_S = 0.05
 """How long the writer lets records gather before writing them as one batch. Writing each
-record as it came took the GIL back from the next retrieval on a busy loop (0.13 ms of its
-p50 at 100k lessons, ``bench retrieval``); one batch per 50 ms rarely meets a retrieval."""
+record as it came took the GIL back from the next retrieval on a busy loop (``bench retrieval``); one batch
+per linger rarely meets a retrieval."""
 
 _OPEN_LOGS: weakref.WeakSet[AuditLog] = weakref.WeakSet()
 """Logs that may hold deferred records, flushed at interpreter exit."""

@@ -2,8 +2,7 @@
 
 Each namespace gets its own Chroma collections, one per record kind, named
 ``lmp_<stable_hash(namespace)>_<kind>``: a code path cannot forget a namespace
-filter, and queries stay fast because Chroma's metadata filters do not scale
-(DESIGN §4: 2.9 ms unfiltered vs 123 ms with a ``where`` at 100k vectors).
+filter, and queries stay fast because Chroma's metadata filters do not scale (DESIGN §4).
 Every record's metadata also carries ``ns`` (the namespace as JSON) and reads
 drop anything whose ``ns`` is not this store's, so a stray record never leaks.
 
@@ -321,7 +320,7 @@ class ChromaStore:
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents into a float32 array in one call; ``HashingEmbeddings`` (whose
         ``embed_documents`` is ``embed_array`` as lists) skips the round trip through Python
-        lists (~40 us a lesson). A subclass that overrides ``embed_documents`` is honoured."""
+        lists. A subclass that overrides ``embed_documents`` is honoured."""
         if isinstance(self.embeddings, HashingEmbeddings) and (
             type(self.embeddings).embed_documents is HashingEmbeddings.embed_documents
         ):
@@ -538,8 +537,7 @@ class ChromaStore:
         """Ids and cosine similarities of the nearest entries, best first, without decoding records.
 
         The retrieval hot path: the caller already holds the records in memory, and
-        asking Chroma for distances only costs about 0.8 ms where metadatas and
-        documents cost 1.9 ms (measured at 100k lessons, docs/PERFORMANCE.md).
+        asking Chroma for distances only costs well under what metadatas and documents do (docs/PERFORMANCE.md).
         Entries of a foreign namespace cannot appear: each namespace has its own collections.
         """
         kind = _check_kind(kind)
@@ -570,7 +568,7 @@ class ChromaStore:
         """Whether ``kind`` holds anything: counted once per handle, then kept true by ``upsert``.
 
         Lets the query path skip empty collections (episodes, skills) without a
-        ``count`` round trip (~0.7 ms) per retrieval. Writes by another handle to an
+        ``count`` round trip per retrieval. Writes by another handle to an
         empty kind are seen after reopening.
         """
         known = self._nonempty.get(kind)

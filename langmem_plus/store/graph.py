@@ -3,21 +3,17 @@
 The graph answers two retrieval questions quickly:
 
 * which lessons answer this exact fingerprint? ``lessons_for_fingerprint`` is a
-  dictionary lookup, kept in step with every upsert and removal (DESIGN §4: a
-  Chroma ``where`` on a fingerprint key took 43 ms at 100k records);
+  dictionary lookup, kept in step with every upsert and removal (a Chroma ``where`` is far slower);
 * which lessons are near this failure in structure? ``personalized_pagerank``
   runs PageRank (Page et al. 1999; Haveliwala 2002 for the personalised form)
   seeded at the failure's fingerprint, tag and tool nodes, on a bounded
   neighbourhood of the seeds so its cost does not grow with the whole graph;
-* which rewrite lessons does this failing action repeat? ``lessons_for_action``
-  looks the action's words up in an index of WRONG patterns.
+* which rewrite lessons does this failing action repeat? ``lessons_for_action`` (an index of WRONG patterns).
 
 PageRank reads only ``adjacency`` (``store.adjacency.Adjacency``: summed undirected
 weights as CSR arrays plus an overlay of changed rows, kept in step with every edge
 change) and solves for the PageRank vector by conjugate gradients (``store.ppr.sparse_ppr``,
-checked by a step of ``sparse_power_iteration``). The slow references it is tested
-against (a dense power iteration on the same neighbourhood, and PageRank on the whole
-graph) live in ``tests/ppr_reference.py``.
+checked by a step of ``sparse_power_iteration``; the slow references are in ``tests/ppr_reference.py``).
 
 Nodes are ``lesson:<id>``, ``fp:<fingerprint_id>``, ``tag:<t>``, ``tool:<t>``,
 ``domain:<d>``, ``task:<t>``, ``skill:<id>``. Edges are keyed by kind. Edges a
@@ -27,10 +23,8 @@ field can rebuild (``co_activated``, ``derived_from``, ...) come from ``Link``
 records; ``add_link`` accumulates their weights, so a graph rebuilt from stored links
 whose weights are the running totals equals the live one.
 
-The state is flat (indexes, statuses, field edges, link weights, the CSR arrays) so
-it saves and loads as a snapshot without networkx (``to_state`` / ``from_state``:
-opening a 100k-lesson store does not rebuild a 100k-node networkx graph); ``nx`` is a
-``MultiDiGraph`` view built on first access, for inspection and the references.
+The state is flat (indexes, statuses, field edges, link weights, the CSR arrays), so it saves and loads as a
+snapshot without networkx (``to_state`` / ``from_state``); ``nx`` is a ``MultiDiGraph`` view built on first access.
 
 Example:
     >>> from langmem_plus.records import Lesson

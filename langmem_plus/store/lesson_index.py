@@ -1,4 +1,4 @@
-"""Lesson indexes that keep ``end_run``'s work in step with the run's change, not the store (issue 15).
+"""Lesson indexes that keep ``end_run``'s work in step with the run's change, not the store.
 
 ``LessonIndex`` holds, per lesson id, in flat arrays by row (rows in the order the
 memory's lesson table holds its lessons, so a subset found here can be put back in

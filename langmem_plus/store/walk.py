@@ -1,8 +1,7 @@
 """The graph step's walk in integer node ids: the bounded neighbourhood without naming its nodes (DESIGN §5.2).
 
 ``LessonGraph.neighbourhood`` walks by node name: each neighbour is named, looked up in the
-visited set and in the status map, ~1,000 string lookups per on-error retrieval (0.2 ms
-at 10k lessons, docs/PERFORMANCE.md, issue 15). ``walk_ids`` visits the same nodes in the
+visited set and in the status map: many string lookups per on-error retrieval (docs/PERFORMANCE.md). ``walk_ids`` visits the same nodes in the
 same order by node id: a neighbour chunk is a slice of the adjacency's CSR array, filtered by
 two boolean lookups (seen, blocked). Names are made only to break fanout ties between
 frontier nodes, as the named walk does. ``LessonGraph.neighbourhood`` is the reference it

@@ -1,9 +1,9 @@
-"""Consuming commands: commands whose step made the thing it acted on disappear (issue 11).
+"""Consuming commands: commands whose step made the thing it acted on disappear.
 
 Some actions use a thing up: after ``eat carrot`` no valid action names the carrot any more. The game says so
 through its valid actions, in any run, won or lost, whatever the thing was: before the step other commands took
 the same thing as their whole object (``drop carrot``, ``examine carrot``); after it, none of the valid actions
-names it. A run keeps the commands it saw do this (``RunRecord.consumed``), and ``retrieval.triggered`` rule 11
+names it. A run keeps the commands it saw do this (``plugin.run_consumed``), and ``textgames.delivery`` rule 11
 keeps the next attempt from using up a thing (but the goal's own words) that its task does not ask it to use so. A thing is
 what a command's object is whole, so ``put carrot in fridge`` (whose rest no other command takes) says nothing;
 and the rest of the world must still be there (the agent did not move; most other actions are still offered), so
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langmem_plus.learning.textmatch import command_and_object, says_line
-from langmem_plus.learning.textrules import moved
-from langmem_plus.learning.textundo import valid_set
+from langmem_plus.textgames.rules import moved
+from langmem_plus.textgames.undo import valid_set
 from langmem_plus.records import Step, TaskSpec
 
 

@@ -1,197 +1,24 @@
 """Observation-triggered delivery of text rules: each step sees the rules that bear on it, not every rule up front.
 
-A text rule (``Lesson.applies_when`` set; ``learning.textrules``) is about one kind of
-action in one situation: ``Avoid `cook <X> in stove``` when the task says ``grill <X>``.
-Before a run nothing says which of them will matter, and a budget of a few hundred tokens
-holds only some, so pre-run retrieval shows the wrong ones as often as the right ones. The
-game itself says when a rule matters: when an action its pattern matches is among the
-valid actions and the lines its condition names have been read. So at each step:
+A text rule (``Lesson.applies_when`` set; ``textgames.rules``) is about one kind of action in one situation:
+``Avoid `cook <X> in stove``` when the task says ``grill <X>``. The game says when a rule matters: when an action
+its pattern matches is among the valid actions and the lines its condition names have been read. At each step,
+in order (``docs/text-games.md`` gives each rule's reasons and measurements):
 
-1. **Trigger** (``firings``): a rule fires on a valid action its pattern (WRONG for an
-   avoidance, CORRECT for a recommendation) matches with each placeholder bound to a phrase
-   of the task's text (what the agent read in things the goal names,
-   ``textrules.task_text_lines``: where the rule's placeholders came from when it was
-   learned) that is not all goal words, and every ``applies_when`` line, with those
-   bindings, occurs in an observation of the attempt (a bare ``<X>``: the task's text names
-   the phrase and says nothing more about it; a negative one, ``!<X>``, that neither the goal
-   nor the task's text names it, and then ``<X>`` binds any phrase of the action that is not
-   all goal words; a negative line, ``!chop <X>``, that no clause of the goal and no line of
-   the task's text says it bound, and its placeholders bind any phrase). An avoidance also binds a phrase any short
-   observation line names (at most ``text_short_line_words`` words, the executor's own
-   reading): a needless warning costs a line and a missing one can end the game, while a
-   recommendation bound to a distractor lures the agent to it. A literal rule (no
-   placeholder) fires only when ``min_occurrences`` runs taught it or it names nothing
-   beyond the goal's words (``prepare meal``; the goal is the same for every task of a
-   family): one run's literal rule about other things (``take red hot pepper``, where that
-   run never read its recipe) is that task's fact, and elsewhere it lures the agent to a
-   distractor. Nothing here knows a game's words: patterns, conditions, the task's text
-   and the valid actions all come from the run.
-2. **Ground**: when an avoidance and a recommendation fire on the same action, the avoidance
-   holds unless the recommendation needs a line the avoidance's situation lacked
-   (``textmatch.avoidance_stands``, the executor contract of ``TextGameExecutor``, applied
-   here so the step shows one verdict per action, and a rule that wins nowhere is not shown).
-   A winning avoidance that states no line the task must say (no condition, or only negative or history
-   ones: a default avoidance of whatever the task does not name or say) is delivered once as
-   its pattern and conditions, since grounded it would take one line per object the game
-   shows; any other winner as the concrete action (``Avoid `cook pork chop in stove```), its
-   condition already checked, a recommendation with its lines bound (``when the task says
-   `roast pork chop```), which is what makes it win over such a pattern in the reader's hands.
-   A rule's line is never cut to a shorter form under the budget: without its condition it
-   would forbid the directed case too; it is shown whole or left out. With the guard off (rule 10), lines the reader
-   does not use are not shown: while a winning recommendation fires on an action not yet taken in the
-   attempt, the reader follows it (the executor contract), so that step shows recommendations
-   only, without their lines (a line is what makes a recommendation win against an avoidance
-   shown beside it; among recommendations alone it only ranks them, and the reader's own word
-   overlap ranks them as well: twx-cooking:medium lost no success without them), and the avoidances wait for a step where none does; and a pattern-form avoidance whose
-   actions at the step another shown one also fires on is left out (``_uncovered``). Tokens are
-   paid per distinct line per attempt, so a line that waits is often never paid.
-3. **Rank** (``rule_utility``), by measured utility over the tool's runs: ``need``, the share
-   of runs whose outcome the rule recorded (the runs that taught it: its action was fatal,
-   or scored, there), with a (1, 1) prior, plus ``gain``, the pass rate of runs it was
-   delivered to minus that of runs it was not (each with a (1, 1) prior; 0 until it has been
-   delivered). A recommendation whose ``need + gain`` is negative is not delivered. An avoidance
-   is delivered whatever its gain, and ranked by ``need`` alone: it fires where a fatal action
-   is on offer, so the runs it is shown in are the harder ones, and the gap in pass rate
-   measures that selection, not the rule (in dynamic ``bench env`` runs every game lost to a mistake memory had been shown was
-   one whose correct avoidance this filter had dropped). What would tell against an avoidance is
-   its action taken in its situation without a loss; no such run is counted here yet.
-4. **Budget**: the groundings go through instant memory (``retrieval.context.assemble``)
-   within ``max_context_tokens``, highest utility first and the lines inferred at delivery (rules 7-9) after the
-   stored rules (a warning memory earned by a lost game is not cut for an inference), one line each without its id (``rule_line``; the activations keep the ids), under ``TRIGGERED_HEADER``.
-5. **Never seen right**: an avoidance is kept to the situation it was fatal in (``cook <X> in
-   stove`` when the task says ``roast <X>``) because the same command may be right elsewhere. Where
-   memory knows no such place, the situation does not narrow it: an avoidance whose command (the
-   pattern's first word) no recommendation over a placeholder uses, that no rule's condition line
-   starts with and that no run's task text directed (``RunRecord.directed``) fires whatever the
-   task's text says of the thing (``situation_line``: its lines with a word the goal lacks are not checked; a role in
-   the goal, a bare placeholder and negative lines still are). So one game
-   lost to eating an ingredient its recipe roasted warns against eating the next recipe's fried
-   one (``twx-cooking:rooms3``, dynamic, dev fold: games lost 10 -> 4, 7 -> 2 of them to eating).
-   The rule itself is unchanged; once memory learns the command is right somewhere, it is
-   narrowed again. Holding anywhere, such an avoidance with no condition but situation lines states no line the task
-   must say, so, like rule 2's, it is shown once as its pattern (``Avoid `eat <X>```, ``_holds_anywhere``), not once per
-   thing (rooms3, dev fold: 214 -> 187 tokens a task, the same games won). A bare placeholder (listed, nothing more
-   said) is widened too, to wherever the task's text names the thing or a leading part of it (``named_part``),
-   but only for a command some run saw use its object up (``RunRecord.consumed``, rule 11's
-   evidence): what the task says of a thing does not matter once the thing is gone. So a game lost to eating salt
-   its recipe only listed warns against eating the carrot the next recipe chops (``Avoid `eat carrot```, grounded:
-   the placeholder of a cut pattern binds what follows the thing too, ``milk in oven`` of ``cook <X>``), while
-   ``cook <X>``, learned on listed milk and never seen to use anything up, stays on listed things rather than
-   forbid all cooking before memory has seen any right. (rooms3 at executor seeds 3-5, ``--seed 3``, where 20
-   collection games taught ``eat <X>`` only on a listed thing: games lost to eating, dev fold 3.0 -> 0.7, test
-   fold 2.3 -> 1.0; they became games out of steps.)
-6. **Elimination**: an avoidance of a pattern memory never saw right (no recommendation has
-   it), kept to its situation, whose siblings (same verb and placeholders: ``cook <X> in
-   oven`` beside ``cook <X> in stove``) memory knows right only where the task says a line of
-   their own (``textdirect.conditional_command``), also fires on a thing the task's text names
-   and asks nothing of that memory cannot answer: every line naming it, but the bare mention,
-   opens with a verb memory knows the answer to (a directive verb, recommended where directed
-   or avoided where undirected, or a sibling's condition verb). The recipe that only says ``dice the red hot pepper`` leaves
-   nothing for the oven to do to it; one that says ``roast`` it (a verb no sibling answers) does
-   not stop the oven. So with two appliances known, the third is not tried on an ingredient the
-   recipe does not cook (``twx-cooking:rooms3``, 20 collection games, dev fold: games lost 5.3 -> 2.3).
-7. **Unknown kin**: a valid action memory recommends nowhere outright on its thing (it may know it as a conditional
-   command, right only where the task says a line of its own), that is a conditional command with its last
-   word changed (``cook pork chop in stove`` beside ``cook <X> in toaster``, known right only where the task says
-   ``grill <X>``), is avoided where the task asks nothing of the thing but
-   lines memory can answer (rule 6's test), and where its text says nothing of the thing yet: a command of a family
-   that is right only under a line of its own is not a guess to take without one. A line no known command answers
-   (``fry``) leaves it open. The line shown is an inference at delivery (``KIN_PREFIX``), not a stored lesson, so no
-   activation is recorded for it. (``twx-cooking:rooms3`` after 6 collection games, dev fold: games lost 15.3 -> 11.0.)
-   A conditional command memory knows is no exception: right where the task says ``fry <X>``, the stove is not asked
-   of an apple the recipe only chops; where the recipe fries it, its own line is said and rule 7 leaves it alone,
-   whether or not its recommendation is delivered (rule 3 may hold one back). On a thing the task's text does not
-   name yet (as the reader reads "does not name": no leading part of it in a line of the task's text either, and a
-   word beyond the goal's), the line is the pattern, shown once (``Avoid `cook <X> in stove` when the task does not
-   name `<X>```), unless it would cover an action memory recommends outright, rather than once per thing (TextWorld's cooking games, won without reading a recipe, were shown six such lines). Lines memory
-   can answer include those of the commands it avoids where the task does not say them (``chop``: its line asks for
-   the command itself). (``twx-cooking:medium`` after 6 collection games, dev fold: 0.911 -> 0.944.)
-8. **Undo** (the efficiency channel): a valid action that would take back what this attempt did earlier is avoided,
-   ``Avoid `close door to west` after `open door to west```: its pattern pair (``close <X>`` undoing ``open <X>``) was
-   recorded as a toggle of the valid actions by at least ``min_occurrences`` of the tool's runs
-   (``RunRecord.undone``, ``learning.textundo``), its command (first word) is no command memory recommends anywhere,
-   literal or not, or knows directed (rule 5's test), and the task's text does not say the action. A step spent
-   undoing one is two steps for nothing, and games are lost to their step limit. Like rule 7's, the line is an
-   inference at delivery (``UNDO_PREFIX``), not a stored lesson. (``twx-cooking:rooms3``, dev fold: 0.71 -> 0.90
-   with 20 collection games, 0.60 -> 0.81 with 6; ScienceWorld's dev fold unchanged.)
-9. **Kin in the attempt**: memory learns a command's instrument kin at the end of a run (``textdirect.instrument_kin``:
-   taking the knife offers ``slice``, ``chop`` and ``dice`` together), so a run that first takes the knife while
-   memory knows only ``slice`` and ``chop`` as directed would dice whatever it holds. The same reading of this
-   attempt's own steps, at delivery, makes a command first offered together with a command memory avoids where the
-   task does not say it (``Avoid `slice <X>` unless the task says so``), on the same things, avoided
-   where the task does not say it too, unless memory has any rule about that command. An inference at delivery
-   (``KIN_PREFIX``). (``twx-cooking:rooms3``, 20 collection games, dev fold: 0.90 -> 0.94, games lost 2.3 -> 0.3.)
-   The attempt's text directs commands of its own (``attempt_directives``): a command a step first offered together
-   with another on the same things (an instrument's: the knife's cuts), on a thing the task's text names alone,
-   that a line of the task's text opens with (``dice the red apple``), is a directive verb here, avoided where the
-   task does not say it, and its kin with it, even when memory has never seen it offered. A command offered alone
-   (``open``), or whose actions run on past the thing (``dice red apple with knife``, which no "does not say" line
-   could check), is not. The evidence is memory's, not the attempt's: this holds only once memory knows some command fatal
-   where the task does not direct it (an undirected avoidance, or a conditional command avoided in a situation
-   without its directive line: ``cook <X> in stove`` right where the task says ``fry <X>``, fatal where it says
-   ``roast <X>``; ``textdirect.fatal_where_undirected``). So collection games that never took the knife still
-   keep the next attempt from cutting what its recipe does not cut (``twx-cooking:rooms3`` after 6 collection
-   games, dev fold: 0.84 -> 0.97, games lost 4.3 -> 0.3). The tool's directive verbs (commands lines of its runs'
-   texts opened with) count the same way when a step offers them as an instrument's, on things the task's text
-   names or that are objects of their own (``object_phrase``), whether or not this task's text says them yet: a
-   recipe not yet read, or one that cuts nothing, asks for no cut. A step's own object counts too, against an
-   earlier step of the same command (``textdirect.offered_on_own``: the cuts a ``take`` offers on what it took,
-   the knife already held, beyond the ``eat`` an earlier ``take`` offered). Kin are avoided only on things a
-   directive is offered on at that step: ``eat``, first offered with the cuts on the apple taken after the knife, is
-   avoided on the apple, not on the meal nothing cuts; and where it is offered on such a thing too, its line names the
-   actions (``Avoid `eat red apple``` rather than ``eat <X>``, which a reader would bind to the meal). (Without the pre-run procedure, a
-   ``TextGameExecutor`` on ``twx-cooking:rooms3`` after 6 collection games, dev fold: 21 -> 26 of 30 won, 7 -> 0
-   lost to a cut.)
-10. **Guard** (``MemoryConfig.text_guard``, default ``"all"``): a line the agent would not have needed is not shown.
-   The rules above decide what stands at a step. What is shown before the agent chooses is only what it has been
-   shown already in the attempt (paid for), and with ``"avoidances"`` the step's recommendations; the rest is held
-   for the agent's proposal. The caller passes the action the agent proposes to ``StepDelivery.check`` before
-   taking it, and gets back the avoidance that stands on it (in the form rule 2 shows it: a pattern once, with the
-   recommendations that pattern would otherwise override, their lines bound; any other grounded on the action) or,
-   when the proposal is none of the step's recommendations not yet followed, those recommendations (one a shown
-   pattern covers is never held: it comes with the pattern, its lines bound); then the agent chooses again with
-   them (``bench.designs.base.run_episode`` does this; a user's loop or middleware does the same). So a
-   recommendation the agent follows unprompted and a warning against an action it never reaches for cost nothing.
-   A pattern answered comes with the held patterns whose lines differ from its own only in their action
-   (``Avoid `slice <X>``` with ``chop <X>``, both "unless the task says so"): an agent that reached for one command
-   of a kind tends to reach for the others. Lines delivered together that differ only in their action are one line
-   (``joined_lines``: ``Avoid `chop <X>`, `slice <X>` unless the task says so``), which a reader takes as the lines
-   it joins; each action costs its back-quotes, not a line, and one word where it differs from another in one word
-   (``Avoid `chop/slice <X>` unless the task says so``, ``rule_lines.compact_actions``).
-   The same holds for what memory brings before the run: an avoidance there of literal actions (an avoided
-   episode's ``close door to north``, ``held_avoidance``) is held for a proposal its line quotes and kept in view
-   once shown (``StepDelivery(avoidances=...)``), and a proposal the pre-run block recommends and the attempt has not
-   taken (``endorsed``, ``endorsed_actions``), or the next step of a pre-run procedure the attempt is following
-   (``procedures``, ``endorsed_step``: its ``read cookbook`` at the start, not its ``move west`` once the attempt has
-   left it), is not met with the step's recommendations, since it follows memory already.
-   Shown or held, every rule standing at a step is in force and recorded as an activation, so measuring a rule
-   (rule 3) does not depend on what the agent proposed (with the guard off, only what is shown is recorded).
-   ``"off"`` lists everything standing before the agent chooses, as rules 1-9 describe. (``TextGameExecutor``, test
-   fold, 20 collection games, 3 repeats: tokens a task 92 -> 60 (easy), 147 -> 94 (medium), 221 -> 169 (rooms3);
-   with the pre-run avoidances held, the procedure endorsed and "unless the task says so": 52, 88 and 144;
-   success 1.00, 1.00 and 0.93 (0.94 before: one more game out of steps); the agent chose again 2.3, 4.4 and 9.3
-   times a game; with lines joined and alike patterns answered together: 50, 85 and 131 tokens, success unchanged,
-   2.2, 4.0 and 7.0 times a game; with procedures that keep only reads a later step uses, ``episodes.key_steps``:
-   48, 85 and 140, rooms3 success 1.00 at executor seeds 0-2 (flat over seeds 0-11, 0.90 -> 0.91), 2.0, 4.0 and
-   6.6 times a game.)
-11. **Using up** (``consuming``): a command at least ``min_occurrences`` of the tool's runs saw use up the thing it acted
-   on (``RunRecord.consumed``, ``learning.textconsume``: after ``eat green apple`` no valid action names the apple),
-   that memory does not recommend over a placeholder or know directed (rule 5's test), is avoided on any thing but
-   the goal's own words where the task does not say that action and memory does not recommend it outright (rule 7's
-   ``_known``): ``Avoid `eat carrot``` whether or not a recipe read yet lists the carrot (a thing's use is unknown
-   until then, and what is used up is gone), while ``eat meal`` (the goal's word) stays open. The evidence is what
-   commands do, read
-   in any run, won or lost, on any thing: collection games that ate an apple off the recipe without loss keep the
-   next game from eating its recipe's carrot, which no game lost to before. An inference at delivery
-   (``CONSUME_PREFIX``). (``twx-cooking:medium`` after 6 collection games, static, test fold: 0.967 and 1.0 games
-   lost -> 1.000 and none; dev fold 0.967 -> 1.000. Dynamic: 0.989 and 0.3 lost, a carrot eaten before the recipe
-   was read, while the rule held only things the task's text names -> 1.000 and none.)
+1. **Trigger** (``firings``): a rule fires on a valid action its pattern matches, placeholders bound to the task's text.
+2. **Ground**: where an avoidance and a recommendation fire on one action, one verdict; winners shown grounded.
+3. **Rank** (``rule_utility``): by measured need and gain; a recommendation with negative utility is not shown.
+4. **Budget**: through instant memory (``retrieval.context.assemble``) within ``max_context_tokens``.
+5. **Never seen right**: an avoidance whose command memory never saw right fires whatever the task says of its thing.
+6. **Elimination**: siblings of commands right only under their own line are avoided where nothing asks for them.
+7. **Unknown kin**: a conditional command with its last word changed is avoided where no line asks for it.
+8. **Undo**: an action that would take back what the attempt did (``plugin.run_undone``) is avoided.
+9. **Kin in the attempt**: commands first offered together with an avoided directive are avoided with it.
+10. **Guard** (``MemoryConfig.text_guard``): what the agent would not need is held for its proposal (``check``).
+11. **Using up**: a command runs saw use up its object (``plugin.run_consumed``) is avoided off the task's things.
 
-``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to
-record with the run (one per rule, at the step it first stood), and the distinct lines shown
-(their tokens are the attempt's cost, each line counted once however many steps showed it,
-as a pre-run block is counted once; the header too, and not at all when the caller's
-pre-run block already carries it).
+``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to record with the run (one
+per rule, at the step it first stood) and the distinct lines shown (their tokens are the attempt's cost).
 
 Example:
     >>> from langmem_plus.records import Lesson, LessonScope, TaskSpec
@@ -242,7 +69,7 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
-from langmem_plus.learning.textdirect import (
+from langmem_plus.textgames.direct import (
     condition_verbs,
     conditional_command,
     fatal_where_undirected,
@@ -253,8 +80,9 @@ from langmem_plus.learning.textdirect import (
     pattern_verb,
     sibling_key,
 )
-from langmem_plus.learning.textentities import PREPOSITIONS
-from langmem_plus.learning.textrules import live_text_rules, task_text_lines
+from langmem_plus.textgames.entities import PREPOSITIONS
+from langmem_plus.textgames.plugin import run_commands, run_consumed, run_directed, run_undone
+from langmem_plus.textgames.rules import live_text_rules, task_text_lines
 from langmem_plus.retrieval.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, line_key, line_of, rule_text
@@ -607,7 +435,7 @@ def _grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
 
 
 def _answered_verbs(live: Sequence[Lesson], undirected: Collection[str]) -> dict[tuple[str, tuple[str, ...]], frozenset[str]]:
-    """Per family of conditional commands (``textdirect.sibling_key``), the verbs whose lines memory can answer
+    """Per family of conditional commands (``direct.sibling_key``), the verbs whose lines memory can answer
     (rules 6 and 7): directive verbs (memory recommends ``<v> <X>`` where the task says ``<v> <X>``, or avoids it
     where the task does not say it: ``undirected``, from ``undirected_verbs(live)``) and the first words of the
     family's condition lines."""
@@ -763,11 +591,12 @@ def undo_rules(runs: Sequence[RunRecord], commands_used: Collection[str], min_ru
     leaving out an undo whose command is in ``commands_used`` (memory recommends or knows it directed somewhere).
 
     Example:
-        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=0, task_id=i, undone=[("close <X>", "open <X>")]) for i in "ab"]
+        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=0, task_id=i,
+        ...                  extras={"textgames": {"undone": [["close <X>", "open <X>"]]}}) for i in "ab"]
         >>> [(p.text, d) for p, d in undo_rules(runs, {"open"}, 2)], undo_rules(runs, {"close"}, 2), undo_rules(runs, (), 3)
         ([('close <X>', 'open <X>')], [], [])
     """
-    counts = Counter(pair for run in runs for pair in {(u, d) for u, d in run.undone})
+    counts = Counter(pair for run in runs for pair in set(run_undone(run)))
     out: list[tuple[Pattern, str]] = []
     for (undo, done), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         pattern = Pattern.parse(undo)
@@ -802,15 +631,15 @@ def undoing(rules: Sequence[tuple[Pattern, str]], view: StepView, history: Seque
 
 
 def consuming_verbs(runs: Sequence[RunRecord], spared: Collection[str], min_runs: int) -> frozenset[str]:
-    """Rule 11's commands: those at least ``min_runs`` runs saw use up their object (``RunRecord.consumed``), but for
+    """Rule 11's commands: those at least ``min_runs`` runs saw use up their object (``plugin.run_consumed``), but for
     ``spared`` (commands memory recommends over a placeholder or knows directed somewhere).
 
     Example:
-        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=0, task_id=i, consumed=["eat"]) for i in "ab"]
+        >>> runs = [RunRecord(run_id=i, namespace=("n",), seq=0, task_id=i, extras={"textgames": {"consumed": ["eat"]}}) for i in "ab"]
         >>> sorted(consuming_verbs(runs, (), 2)), sorted(consuming_verbs(runs, {"eat"}, 2)), sorted(consuming_verbs(runs, (), 3))
         (['eat'], [], [])
     """
-    counts = Counter(verb for run in runs for verb in set(run.consumed))
+    counts = Counter(verb for run in runs for verb in set(run_consumed(run)))
     return frozenset(v for v, n in counts.items() if n >= min_runs and v not in spared)
 
 
@@ -876,7 +705,7 @@ def attempt_directives(groups: Sequence[dict[str, frozenset[str]]], view: StepVi
     where the task does not say it would avoid the directed one too; and a command no line opens with is directed
     nowhere in this task.
 
-    ``known`` are the tool's directive verbs (commands that lines of its runs' texts opened with: ``RunRecord.directed``).
+    ``known`` are the tool's directive verbs (commands that lines of its runs' texts opened with: ``plugin.run_directed``).
     One of them offered together with another command on the same things is a directive verb here whether or not
     this task's text says it yet, on things that text names or that are objects of their own (``object_phrase``):
     the recipe not yet read, or one that cuts nothing, still does not ask for the cut.
@@ -906,7 +735,7 @@ class StepDelivery:
     """Delivers the firing text rules at each step of one attempt (module docstring); call it with (task, history).
 
     Args:
-        rules: The text rules that may be delivered (the task's tool's); only live ones are (``textrules.live_text_rules``:
+        rules: The text rules that may be delivered (the task's tool's); only live ones are (``rules.live_text_rules``:
             retrievable, and superseded by no other).
         runs: The tool's finished runs, for ``rule_utility``.
         config: Supplies ``max_context_tokens`` (the per-step block), ``text_short_line_words`` and ``text_guard``.
@@ -945,7 +774,7 @@ class StepDelivery:
     _kin: list[_Kin] = field(default_factory=list, init=False)
     """Conditional commands whose unknown siblings rule 7 avoids."""
     _conditional: list[tuple[Lesson, Pattern]] = field(default_factory=list, init=False)
-    """Every live conditional command (``textdirect.conditional_command``), delivered or held back: rule 7 spares
+    """Every live conditional command (``direct.conditional_command``), delivered or held back: rule 7 spares
     the actions whose own line the task says."""
     _known: list[Pattern] = field(default_factory=list, init=False)
     """The patterns memory recommends outright (no conditional command): rule 7 leaves what they match to them."""
@@ -959,14 +788,14 @@ class StepDelivery:
     """Rule 9: the tool's directive verbs (its runs' ``directed`` verbs that are its commands)."""
     _guarded: bool = field(default=False, init=False)
     """Rule 9: memory knows a command fatal where the task does not direct it (``_undirected``, or
-    ``textdirect.fatal_where_undirected``), so the attempt's own directive verbs are avoided where undirected too."""
+    ``direct.fatal_where_undirected``), so the attempt's own directive verbs are avoided where undirected too."""
     _ruled: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 9: the commands of every live rule (a command memory has any rule about is not inferred)."""
     _kin_read: list[Step] = field(default_factory=list, init=False)
     """Rule 9: the steps of the attempt already read for kin (``_offered``), so each step is read once."""
     _kin_groups: list[dict[str, frozenset[str]]] = field(default_factory=list, init=False)
-    """Rule 9: the commands those steps first offered together (``textdirect.offered_together``, and on their own
-    objects ``textdirect.offered_on_own``)."""
+    """Rule 9: the commands those steps first offered together (``direct.offered_together``, and on their own
+    objects ``direct.offered_on_own``)."""
     _own_seen: dict[str, set[str]] = field(default_factory=dict, init=False)
     """Rule 9: per command, what its steps so far first offered on their own objects (``offered_on_own``'s state)."""
     _held_at: int = field(default=-1, init=False)
@@ -991,7 +820,7 @@ class StepDelivery:
     _pre_paid: list[Hint] = field(default_factory=list, init=False)
     """Rule 10: ``avoidances`` shown at a proposal; paid for, they are handed over at every later step."""
     _used_up: frozenset[str] = field(default_factory=frozenset, init=False)
-    """Rule 5: commands any of the tool's runs saw use up their object (``RunRecord.consumed``)."""
+    """Rule 5: commands any of the tool's runs saw use up their object (``plugin.run_consumed``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
@@ -1011,7 +840,7 @@ class StepDelivery:
             ranked.append((-score, lesson.id, item, pattern))
         self._ranked = [(it, p) for _, _, it, p in sorted(ranked, key=lambda t: t[:2])]
         recommended = {head_verb(p) for l, p in parsed if not l.wrong and p.slots}
-        directed = set().union(*(r.directed for r in self.runs)) & set().union(*(r.commands for r in self.runs))
+        directed = set().union(*map(run_directed, self.runs)) & set().union(*map(run_commands, self.runs))
         self._right_somewhere = frozenset(recommended | condition_verbs(live) | directed)
         self._directive_verbs = frozenset(directed)
         self._undirected = undirected_verbs(live)
@@ -1209,7 +1038,7 @@ class StepDelivery:
 
     def _attempt_directives(self, task: TaskSpec, history: Sequence[Step], view: StepView) -> tuple[set[str], set[str]]:
         """Rule 9's commands: memory's undirected ones and the attempt's own directive verbs (``attempt_directives``),
-        then their kin in the attempt (``textdirect.kin_of``). Kin are avoided only on things a directive is offered on
+        then their kin in the attempt (``direct.kin_of``). Kin are avoided only on things a directive is offered on
         now: ``eat`` offered with the cuts on a held apple is not thereby avoided on the meal, which nothing cuts."""
         groups = self._offered(task, history)
         directives = set(self._undirected) | attempt_directives(groups, view, self._directive_verbs)

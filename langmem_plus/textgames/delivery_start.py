@@ -1,6 +1,6 @@
 """How a triggered attempt opens: the pre-run block in short lines, the avoidances it holds back, its step delivery.
 
-With triggered delivery (``retrieval.triggered``) text rules reach the agent at the steps they fire on; everything
+With triggered delivery (``textgames.delivery``) text rules reach the agent at the steps they fire on; everything
 else memory retrieved for the task stays before it, one short line an item (``short_line``), within a budget. An
 avoidance of literal actions among them (an avoided episode's ``close door to north``, ``held_avoidance``) waits for
 a proposal it quotes when the guard is on (rule 10), and what the block recommends is what the attempt's proposals
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.retrieval.context import Assembled, assemble, in_order
 from langmem_plus.records import Hint, Lesson, RunRecord, ScoredItem
-from langmem_plus.retrieval.triggered import (
+from langmem_plus.textgames.delivery import (
     TRIGGERED_HEADER,
     StepDelivery,
     endorsed_actions,

@@ -1,45 +1,11 @@
 """Directed commands: what memory knows about commands a task's text directs, and how that knowledge revises text rules.
 
-A task's text directs some commands by name: a line that starts with a verb the game also
-offers as a command (``chop the red apple``, where ``chop red apple`` is an action) is the
-directive that command carries out. Such a command (a **directive verb**) is right where it
-is directed and, as far as one fatal run shows, fatal where it is not; its situation is not
-what else the task says (``fry <X>``) but that the task does not say it. So:
-
-- **Undirected** (``undirected``): a fatal action whose verb is a directive verb, on a thing
-  the task's text names, where no line of that text says the action, becomes an avoidance
-  with the negative line condition ``!<pattern>`` (``chop <X>`` where the task does not say
-  ``chop <X>``, shown "unless the task says so"): one rule for every situation, where the per-situation avoidance ("when the
-  task says `fry <X>`") would transfer only to tasks that happen to say the same other thing.
-- **Revision** (``revise``): what memory knows grows after a rule is written (a verb becomes a
-  known command or a directive verb only in a later run), so each run re-reads the tool's
-  stored avoidances with what is known now: an avoidance of a directive verb kept per
-  situation becomes the undirected one, and a condition line that names another command
-  (``slice <X>`` beside ``roast <X>`` for ``cook <X> in stove``) leaves an avoidance that also
-  has a line no command answers (``relevant_conditions``). The replaced rule is archived
-  (``supersedes`` names it); the new one covers every situation the old one did.
-- **Kin** (``extend_to_kin``): once one directive verb is avoided where undirected, or, before any
-  such loss, recommended where directed, every directive verb that directs something done to a
-  thing (memory recommends ``<v> <X>`` where the task says ``<v> <X>``, or has seen ``<v> <X>`` as
-  a condition line) is avoided where undirected: what the task does not ask done to its things
-  is at best a wasted step, and in CookingWorld it loses the game (``dice`` where the recipe
-  says ``slice``), so memory need not lose one game per verb first. Once one of them is
-  recommended where directed, the others are (``directed_kin``).
-- **Conditional kin** (``widened_kin``): the same step for commands whose directive is another
-  line: memory recommends ``cook <X> in stove`` where the task says ``fry <X>`` (a *conditional
-  command*). Once one conditional command proved fatal outside its condition (its avoidance was
-  widened to every situation, ``learn_text_rules``), the others of the same verb and slots are
-  avoided outside theirs too, each still right where its own recommendation fires. So one game
-  lost to roasting in the stove warns against frying in the oven, instead of a game per pair.
-- **Instrument kin** (``instrument_kin``): commands one step first offered together with a directive
-  verb, on the same things (taking a knife offers ``slice``, ``chop`` and ``dice`` on every
-  ingredient held), are directive verbs too before any task text names them: ``dice`` is avoided
-  where the recipe does not say it once ``slice`` is known, without a game lost to dicing.
-  At delivery the same reading applies to the attempt itself (``offered_together``, ``kin_of``), and
-  ``fatal_where_undirected`` says whether memory has the evidence that makes an attempt's own directive verbs
-  avoided where undirected (``retrieval.triggered``, rule 9).
-
-Nothing here knows a game: verbs, lines and patterns all come from runs and stored rules.
+A line of the task's text that starts with a verb the game also offers as a command (``chop the red apple``) is a
+directive; such a command (a directive verb) is right where it is directed and, as far as one fatal run shows,
+fatal where it is not. From that: the undirected avoidance (``undirected``: "unless the task says so"), the
+revision of stored rules with what is known now (``revise``), and the kin that share the evidence (``extend_to_kin``,
+``widened_kin``, ``instrument_kin``). Nothing here knows a game: verbs, lines and patterns all come from runs and
+stored rules. ``docs/text-games.md`` ("Directed commands") gives each and why.
 
 Example:
     >>> undirected("chop <X>", {"X": "red apple"}, ["fry red apple"], {"chop"})

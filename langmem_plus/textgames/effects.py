@@ -1,4 +1,4 @@
-"""What an action did, in the game's words: an effect learned from an observation (issue 11 item 3).
+"""What an action did, in the game's words: an effect learned from an observation.
 
 A text game often says what a command did in other words than the command's: ``cook green
 apple in stove`` answers ``You fry the green apple with the stove.`` When a task's text asks for

@@ -1,6 +1,6 @@
-"""What a fatal action did wrong, when the run read nothing beyond its goal: its object, abstracted (issue 11 item 3).
+"""What a fatal action did wrong, when the run read nothing beyond its goal: its object, abstracted.
 
-``learning.textrules`` abstracts an action over the phrases of the task's text (what the
+``textgames.rules`` abstracts an action over the phrases of the task's text (what the
 agent read in things the goal names). Where the goal is the whole task's text (nothing was
 read), a fatal action's object is abstracted here instead, through how the goal relates to
 that object. Each function returns the avoidance's pattern and condition, or None, and they
@@ -161,7 +161,7 @@ def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -
     this very action: ``focus on <X>``). When a clause of the goal says the action all the same
     (it was fatal although directed: done too early), that directive is a condition too, so the
     rule is never read as one about where the task does not direct the command
-    (``textdirect.revise`` leaves such a rule as it is).
+    (``direct.revise`` leaves such a rule as it is).
 
     Example:
         >>> goal_entity("focus on living room", "Measure the wire, located around the living room.")

@@ -1,91 +1,12 @@
-"""TextGameExecutor: one policy for every text environment (issue 11 item 2, DESIGN §11).
+"""TextGameExecutor: one policy for every text environment, knowing nothing about any particular game.
 
-It knows nothing about any particular game. At each step it reads the goal, the
-observations of this attempt and the valid actions (``task.context`` before the first
-step, ``Step.info["valid_actions"]`` after each step) and picks one valid action.
-Across attempts everything it knows comes from the hints it is given, which it reads
-with its own small matcher (below), as a user's agent or a model would: it never calls
-the library's synthesis or rewrite code.
-
-Policy, per step:
-
-1. Candidates are the valid actions not yet tried in the current state (the state is
-   the env's structured state plus the valid actions).
-2. An action is **avoided** when an avoidance hint matches it and its preconditions
-   hold, unless a prefer hint that also matches it needs a precondition line (bound to
-   this action) the avoidance does not list: the action was fatal where that line was not
-   said, and right where it was. A prefer hint whose lines are all among the avoidance's
-   (or that has none) does not override it; a "does not name" precondition lists no line,
-   so such an avoidance is a default any conditioned recommendation overrides; nor does a history condition
-   (``after `open <X>```: it is about the attempt, not a line of the task).
-3. Each remaining action scores its content words found in the goal and the
-   observations seen so far, each weighted by 1 in the task's text (the goal, and what the
-   agent read in things the goal names, such as the cookbook a goal points at) and by
-   ``text_paragraph_weight`` elsewhere (room descriptions, echoes of its moves), divided by
-   the number of valid actions that contain it (so ``open`` or ``examine`` weigh little
-   and a named thing much); words naming what the agent already holds or where it is
-   (the state's ``inventory`` and ``location``) weigh nothing, so they no longer draw it,
-   except a held thing the goal names whole that the attempt has not read yet (a read of it,
-   not the step that got it, that answered with words of neither the goal nor the action):
-   holding the cookbook the goal points at is not having read it.
-   To that it adds ``text_new_verb_bonus`` when its verb (first word) has not succeeded yet in
-   this attempt (it tries each kind of command), subtracts 1 per earlier time it was taken
-   in this attempt (open / close loops die out; a move that does not name where it leads
-   counts from this location only, since ``move north`` goes elsewhere from each room; a
-   failed action counts until a later action on one of its objects succeeds: ``move north``
-   after ``open door to north``), adds ``text_explore_bonus`` to a move not taken from here yet
-   (an action whose verb changed the state's ``location`` earlier in this attempt) that does
-   not name a place already visited, once the room is looked through (no action left here
-   that is not a move, not avoided, not taken, and has a word of the task's text), and adds
-   ``text_prefer_bonus`` for every
-   prefer hint that matches it (plus ``text_condition_bonus`` per line of the task its precondition checked)
-   and ``text_sequence_bonus`` when it is the next step of a remembered procedure (an
-   episode's or a skill's steps) that this attempt is following (it took the earlier steps in order, the last of
-   them as its latest step that did not fail: away from a procedure, the agent is not drawn back to it); a recommendation
-   counts only for an action not yet taken, as counted above (it is followed once), or whose every
-   taking got the agent something it no longer holds (``take knife``, then the knife put away:
-   what followed the recommendation is undone, so it is followed again).
-4. Ties break by a generator seeded with (seed, task id, step), so runs repeat exactly.
-
-How hints are read (the public contract, so any agent can do the same):
-
-- the text holds one or more back-quoted action patterns; ``Avoid`` at its start makes
-  them avoidances, anything else ("Prefer", "Use", "Worked before ... start with",
-  "Skill ...: start with") makes them recommendations; several patterns of a recommendation
-  joined by "then" or ";" are a procedure, followed in order: its next step is recommended right after the
-  attempt took the step before it (``textmatch.is_procedure``; after another step, nothing draws the agent back
-  to it: its later steps, such as ``move west``, were for the situation it was learned in); listed
-  otherwise (``Prefer `a`, `b```, ``Avoid `chop <X>`, `slice <X>` unless the task says so``) each is
-  recommended, or avoided, on its own, under the hint's precondition; an action with one word of alternatives
-  (``Avoid `chop/slice <X>```, how delivered lines join actions that differ in one word) is each of them
-  (``rule_lines.spelt_out``); in ``Use `keep` instead of `filter```,
-  what follows "instead of" is the action replaced, not recommended;
-- a pattern is an action with placeholders ``<X>``, ``<Y>`` ...; a placeholder matches
-  one or more words that the task names beyond its goal (they occur in a short line of
-  an observation of this attempt, ``text_short_line_words``, and not all in the goal),
-  the same words wherever it recurs; an avoidance's placeholder that its precondition
-  names is bound by that precondition alone (the precondition does the checking);
-- a recommendation's bonus goes to an action not yet taken in this attempt, as step 3 counts
-  takes (it is followed once, while what it got the agent is still held);
-- ``Hint.precondition`` holds back-quoted lines (``when the task says `roast the <X>```);
-  each, with the placeholders bound, must occur in the attempt's observations for the
-  hint to apply; a bare placeholder (`` `<X>` ``) means the task's text (what the agent
-  read in things the goal names) lists the bound phrase (or its longest leading part it
-  mentions: ``red hot pepper in oven`` -> ``red hot pepper``) and says nothing more about it;
-  placeholders quoted after "does not name" (``when the task does not name `<X>```) must be
-  bound to a phrase that neither the goal nor the task's text contains; lines quoted after
-  "does not say" (``when the task does not say `chop <X>```) must, bound, occur in no clause
-  of the goal and no line of the task's text (the action was not asked for; its placeholders
-  bind any phrase of the action, the goal's own words too: ``focus on <X>`` when the task does
-  not say ``focus on <X>`` holds for a room the goal names in another role); "unless the task says so" is that
-  condition on each of the hint's own patterns (``Avoid `chop <X>` unless the task says so``); lines quoted after "after"
-  (``after `open <X>```) are history conditions: each, bound, must be an action this attempt took earlier without
-  failing, and their placeholders bind any phrase (``Avoid `close <X>` after `open <X>```: don't take back a step);
-- a hint whose text has no back-quoted pattern, or whose pattern cannot be parsed,
-  is ignored;
-- hints may also arrive as memory's answer to the action the executor proposed (the guard,
-  ``retrieval.triggered`` rule 10): the episode loop asks again with them added, and they are
-  read like any other.
+At each step it reads the goal, the observations of this attempt and the valid actions (``task.context`` before
+the first step, ``Step.info["valid_actions"]`` after each) and picks one valid action: avoided actions out, the rest
+scored by the words they share with the task's text, bonuses for recommended actions and a followed procedure's
+next step, ties broken by a generator seeded with (seed, task id, step). Across attempts everything it knows comes
+from the hints it is given, which it reads with its own matcher as a user's agent would; it never calls the
+library's synthesis or rewrite code. ``docs/text-games.md`` gives the policy in full and the contract it reads
+hints by (the one any agent can follow).
 
 Example:
     >>> from langmem_plus.records import Hint, TaskSpec
@@ -138,7 +59,7 @@ from langmem_plus.learning.textmatch import (
     says_line,
     unnamed_slot,
 )
-from langmem_plus.learning.textrules import is_read
+from langmem_plus.textgames.rules import is_read
 from langmem_plus.records import Hint, Step, TaskSpec
 from langmem_plus.retrieval.rule_lines import spelt_out
 
@@ -204,7 +125,7 @@ def read_hint(hint: Hint) -> ReadHint | None:
 
 
 def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
-    """Steps that read something the goal names (``textrules.is_read``: object words all in the goal, not a move)."""
+    """Steps that read something the goal names (``rules.is_read``: object words all in the goal, not a move)."""
     goal_words = set(norm_words(goal))
     return [step for step in history if is_read(step, goal_words)]
 

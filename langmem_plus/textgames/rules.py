@@ -1,54 +1,12 @@
-"""Text rules: what an agent that chooses among enumerated actions learns from their outcomes (issue 11 item 3).
+"""Text rules: what an agent that chooses among enumerated actions learns from their outcomes.
 
-Where the environment enumerates its valid actions (each step carries
-``info["valid_actions"]``), a mistake is not a malformed command but a wrong choice, so
-the lesson is about the action: this module turns a run's signals into avoid / prefer
-lessons over actions, in the terms of the task's own text, with no game knowledge.
-
-- **Attribution**: a terminal failure (the constraint channel) is pinned on the step that
-  carries it, never on the steps before it; that action alone becomes an avoidance.
-- **Progress**: an action whose step raised the score (``reward > 0``) becomes a
-  recommendation, and so does the step that made it possible (the latest earlier step
-  after which it appeared among the valid actions: opening what held it, taking a tool).
-- **Entities**: the task's text is the goal plus what the agent read in things the goal
-  names (the observation of an action whose object words all occur in the goal, such as
-  reading the cookbook the goal points at). A phrase of an action (not its verb, at most
-  ``text_rule_max_entity_words`` words) that occurs in that text but not in the goal is
-  volatile: it becomes a placeholder ``<X>`` (then ``<Y>``), so "cook red apple in oven"
-  becomes ``cook <X> in oven``. What the goal itself says is the same for every task of a
-  family and stays literal.
-- **Conditions**: the lines of the task's text that name the entity, with the entity as
-  its placeholder (``roast <X>``), and that bear on the action (``relevant_conditions``:
-  the directive it carries out, else the directives no command names; a command is a
-  verb the game offered in this run, or one memory already recommends as ``<verb> <X>``) are the situation
-  the action was taken in (``Lesson.applies_when``). A recommendation keeps the
-  intersection over every run that taught it, the most general conjunction its evidence
-  agrees on (seen with "slice <X>; roast <X>" and then "roast <X>", it keeps "roast <X>";
-  an action that scored in unrelated situations ends with no condition). An avoidance is
-  kept per situation it was fatal in (``cook <X> in oven`` when "grill <X>", another
-  when "fry <X>"). It is widened to every situation only once memory also knows where the
-  action is right (a recommendation of the same pattern with a condition), so "fatal
-  unless the task says roast" is expressible: the executor lets the more specific
-  recommendation win. Widened earlier, it would forbid the very situation (roasting)
-  where the action is right before anything taught that exception. Once one such command is
-  widened, its siblings that memory knows right under a condition of their own are widened
-  too (``textdirect.widened_kin``: ``cook <X> in stove`` beside ``cook <X> in oven``).
-- **Effects**: what a command did, as the game says it (``learning.texteffects``): a step that taught
-  no recommendation itself, fatal or not, on the recipe's thing or another, whose observation says a
-  verb no command names of a phrase of its action (``You fry the green apple with the stove.``),
-  recommends the action's pattern where the task says that line (``cook <X> in stove`` when
-  ``fry <X>``). A game lost to the stove where the recipe roasted still teaches where the stove is
-  right.
-
-Lesson ids hash the namespace, the tool, the polarity and the action pattern (and an
-avoidance's condition), so the same rule learned again updates one record. A run whose
-agent never read what its goal points at (the goal is the whole task's text) teaches only
-avoidances, abstracted over the fatal action's object through the goal (``learning.textentities``:
-a command the goal directs, spent on what it was not directed to, "focus on <X>" when the task does
-not say "focus on <X>"; else something the goal does not name; else a thing in the role the goal
-gives it), or literal ones about the goal's own words ("reset task"); literal rules about one
-task's other objects would only crowd the context. A negative condition adds no specificity: any
-recommendation that fires on the same action wins over it (the executor contract).
+Where the environment enumerates its valid actions, a mistake is not a malformed command but a wrong choice, so the
+lesson is about the action, in the terms of the task's own text, with no game knowledge: a fatal action becomes an
+avoidance, a scoring action (and the step that made it possible) a recommendation; phrases the task's text names
+beyond its goal become placeholders (``cook <X> in oven``); the lines of the task's text that bear on the action
+become its conditions (``Lesson.applies_when``: ``roast <X>``). Lesson ids hash the namespace, the tool, the
+polarity and the pattern (and an avoidance's condition), so the same rule learned again updates one record.
+``docs/text-games.md`` ("Learning") gives each mechanism and why.
 
 Example:
     >>> from langmem_plus.records import Feedback, Step, TaskSpec
@@ -71,7 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textdirect import (
+from langmem_plus.textgames.direct import (
     condition_verbs,
     directed_kin,
     directed_rule,
@@ -82,7 +40,7 @@ from langmem_plus.learning.textdirect import (
     undirected,
     widened_kin,
 )
-from langmem_plus.learning.textentities import (
+from langmem_plus.textgames.entities import (
     FUNCTION_WORDS,
     GOAL_ROLE_WORDS,
     STOP_WORDS,
@@ -91,7 +49,7 @@ from langmem_plus.learning.textentities import (
     unasked_head,
     unnamed_entity,
 )
-from langmem_plus.learning.texteffects import effect_of
+from langmem_plus.textgames.effects import effect_of
 from langmem_plus.learning.textmatch import (
     ARTICLES,
     UNNAMED,
@@ -337,10 +295,10 @@ def learn_text_rules(
     ``tool_rules`` are the text rules of the task's tool among ``existing`` (the caller's index,
     ``MemoryView.tool_text_rules``); None reads them off every lesson of ``existing``.
 
-    ``offered_before`` are the verbs the tool's earlier runs were offered (``RunRecord.commands``): a directive
+    ``offered_before`` are the verbs the tool's earlier runs were offered (``plugin.run_commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
     that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
-    ``directed_before`` are the verbs their task texts opened lines with (``RunRecord.directed``): the commands among
+    ``directed_before`` are the verbs their task texts opened lines with (``plugin.run_directed``): the commands among
     them (offered in this run or known) are directive verbs even in a run whose own text directs none of them.
     Returns an empty dict for a run whose environment does not enumerate actions.
     """
@@ -413,7 +371,7 @@ def learn_text_rules(
 def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], ordered: Sequence[Step],
                    taught: Collection[int], task: TaskSpec, lines: Sequence[str], commands: Collection[str],
                    rid: Callable[..., str], namespace: Namespace, run_id: str, now: float) -> None:
-    """Recommendations from what actions did (``learning.texteffects``): a step that taught no recommendation itself,
+    """Recommendations from what actions did (``textgames.effects``): a step that taught no recommendation itself,
     whose observation says a verb of a phrase of its action (``You fry the green apple``), recommends the action's
     pattern where the task says that line, unless the step was fatal where the task said that very line. ``taught``:
     the ids of the steps that taught a recommendation themselves (``teaching_steps``)."""
@@ -438,7 +396,7 @@ def _learn_effects(out: dict[str, Lesson], has: Callable[[str], Lesson | None], 
 
 def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
     """The text rules among ``lessons`` that are retrievable and that no other of them supersedes (``Lesson.supersedes``:
-    a rule rewritten with what memory learned later, ``textdirect.revise``, retires the one it replaces). A stored rule
+    a rule rewritten with what memory learned later, ``direct.revise``, retires the one it replaces). A stored rule
     with a history condition (``^open <X>``, ``textmatch.done_line``) is none: learning never writes one, and only
     delivery's rule 8 reads them (an imported one would be misread as a line of the task by the rules here)."""
     rules = [l for l in lessons if l.applies_when is not None and l.retrievable
@@ -449,7 +407,7 @@ def live_text_rules(lessons: Sequence[Lesson]) -> list[Lesson]:
 
 def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives: Collection[str], verbs: Collection[str],
                    rid: Callable[..., str], now: float) -> None:
-    """Rewrite the tool's avoidances with what memory knows now (``textdirect.revise``): the new rule takes the
+    """Rewrite the tool's avoidances with what memory knows now (``direct.revise``): the new rule takes the
     old one's evidence (its runs) and names it in ``supersedes``, which retires it (``live_text_rules``): a status
     is a fold over evidence, not content, so the old record itself stays as it was."""
     current = {**{l.id: l for l in stored}, **out}
@@ -469,7 +427,7 @@ def _revise_stored(out: dict[str, Lesson], stored: Sequence[Lesson], directives:
 
 
 def _derived(source: Lesson, lid: str, avoid: bool, pattern: str, conds: list[str], now: float) -> Lesson:
-    """A rule memory infers from ``source`` (a kin, ``textdirect``): the source's scope and the runs that taught it, but
+    """A rule memory infers from ``source`` (a kin, ``textgames.direct``): the source's scope and the runs that taught it, but
     its own counters and status from nothing, since the inference is not the evidence the source earned its status with."""
     return Lesson(
         id=lid, namespace=source.namespace, rule_text=_rule_text(avoid, pattern, conds),

@@ -1,7 +1,7 @@
 """Text rules at their steps for ``LearningMiddleware(text_rules="at_step")``, the guard included.
 
 The bench hands a game's rules to its executor through one ``StepDelivery`` per attempt
-(``retrieval.triggered``): before each step, what stands now; at a proposal, what memory held
+(``textgames.delivery``): before each step, what stands now; at a proposal, what memory held
 back that bears on it (the guard, ``MemoryConfig.text_guard``). An agent's run is the same
 attempt seen through its state: the steps the tool calls recorded (``lm_steps``) and the
 proposals memory answered (``lm_guard``). ``StepRules`` keeps one ``StepDelivery`` per run and
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from langmem_plus.learning.textmatch import norm
 from langmem_plus.records import Activation, Hint, Step, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery
-from langmem_plus.retrieval.triggered_start import TriggeredStart
+from langmem_plus.textgames.delivery import StepDelivery
+from langmem_plus.textgames.delivery_start import TriggeredStart
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
 
 Opening = Callable[[], TriggeredStart]
-"""How the run opened (``retrieval.triggered_start``), read from its state only when a delivery is built."""
+"""How the run opened (``textgames.delivery_start``), read from its state only when a delivery is built."""
 MAX_CACHED_RUNS = 256
 """Runs whose delivery ``StepRules`` keeps (least recently used dropped first; rebuilt from the state if needed)."""
 

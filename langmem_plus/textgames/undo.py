@@ -1,4 +1,4 @@
-"""Undo pairs: steps that took back what an earlier step of the same run did (the efficiency channel, issue 11).
+"""Undo pairs: steps that took back what an earlier step of the same run did (the efficiency channel).
 
 A step costs a step whatever it does, and one that only takes back an earlier one (``close door to west``
 after ``open door to west``) buys nothing for it. The game says which steps are such toggles through its valid
@@ -8,9 +8,7 @@ two actions sharing their object (their longest common tail of words) and differ
 kept as two patterns over that object: ``("close <X>", "open <X>")``, the undo and what it undid. Other steps may
 come between them, and what they change (taking the knife the opened drawer held) does not hide the toggle.
 Nothing here knows a game's words; the pattern comes from the two actions, the evidence from the valid actions.
-(A shared run of words anywhere, not only the tail, was tried: ``put <X> in dining chair`` after ``take <X>``
-added 15-24 tokens a task and no success on ``twx-cooking``'s dev fold.)
-``retrieval.triggered`` rule 8 reads the pairs the tool's runs recorded (``RunRecord.undone``).
+``textgames.delivery`` rule 8 reads the pairs the tool's runs recorded (``plugin.run_undone``).
 
 Example:
     >>> from langmem_plus.records import Step, TaskSpec

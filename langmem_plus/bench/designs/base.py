@@ -46,7 +46,7 @@ OBSERVATION_CHARS = 200
 
 @runtime_checkable
 class StepHints(Protocol):
-    """Hints a design delivers during an attempt, step by step (``retrieval.triggered.StepDelivery``)."""
+    """Hints a design delivers during an attempt, step by step (``textgames.delivery.StepDelivery``)."""
 
     def __call__(self, task: TaskSpec, history: Sequence[Step]) -> Sequence[Hint]:
         """The hints for the next step of ``task`` after ``history``."""
@@ -126,7 +126,7 @@ def run_episode(
     ``info["valid_actions"]`` and ``state_before`` / ``state_after``, so a text executor can read them.
 
     Before each step is taken, the executor's proposal goes to ``context.step_hints.check`` (the guard,
-    ``retrieval.triggered`` rule 10); while memory answers it with hints, the executor chooses again with them
+    ``textgames.delivery`` rule 10); while memory answers it with hints, the executor chooses again with them
     added. The step records the proposals answered in ``info["guarded"]``; those after which the executor said it
     was done, ``Trajectory.guarded``.
 

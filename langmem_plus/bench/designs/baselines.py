@@ -43,8 +43,8 @@ from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
-from langmem_plus.retrieval.triggered import StepDelivery, is_text_rule
-from langmem_plus.retrieval.triggered_start import open_triggered
+from langmem_plus.textgames.delivery import StepDelivery, is_text_rule
+from langmem_plus.textgames.delivery_start import open_triggered
 
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
@@ -242,7 +242,7 @@ class LangmemPlus:
     delivery: str = "pre_run"
     """``pre_run``: every lesson in the block before the task (``LearningMemory.general_retrieve``);
     ``triggered``: text rules leave the pre-run block and reach the executor at the steps they fire
-    on (``retrieval.triggered.StepDelivery``), everything else stays before the task."""
+    on (``textgames.delivery.StepDelivery``), everything else stays before the task."""
     _triggered: dict[str, tuple[list[ScoredItem], StepDelivery]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Memory designs for text games (issue 11 item 4), in the forms the memory-design literature publishes.
+"""Memory designs for text games, in the forms the memory-design literature publishes.
 
 A text game's memory is not a WRONG -> CORRECT rewrite: the agent chooses among valid
 actions, so a design hands back avoid / prefer hints that ``TextGameExecutor`` reads

@@ -1,0 +1,87 @@
+"""The text-game plugin: what a text-game run keeps, the rules it teaches, the steps its episodes keep.
+
+Served for tasks of the ``text-game`` domain (``plugins.register_plugin``); a run is claimed when the game
+enumerated its valid actions (its steps carry ``info["valid_actions"]``): a failure there is a wrong choice, which
+text rules learn from, not a malformed call to rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langmem_plus.config import MemoryConfig
+from langmem_plus.plugins import LearnInput
+from langmem_plus.records import Lesson, RunRecord, Step, TaskSpec
+from langmem_plus.textgames.consume import consumed_commands
+from langmem_plus.textgames.episodes import key_steps
+from langmem_plus.textgames.rules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
+from langmem_plus.textgames.undo import undo_pairs
+
+NAME = "textgames"
+"""The plugin's key in ``RunRecord.extras``."""
+DOMAIN = "text-game"
+"""The domain text-game environments declare."""
+
+
+def _extra(run: RunRecord, key: str) -> list[Any]:
+    return list(run.extras.get(NAME, {}).get(key, ()))
+
+
+def run_commands(run: RunRecord) -> list[str]:
+    """Verbs the game offered as valid actions in the run (``rules.offered_verbs``): the tool's commands."""
+    return [str(v) for v in _extra(run, "commands")]
+
+
+def run_directed(run: RunRecord) -> list[str]:
+    """Verbs that open lines of the run's task text (``rules.directed_verbs``: ``chop the red apple``)."""
+    return [str(v) for v in _extra(run, "directed")]
+
+
+def run_undone(run: RunRecord) -> list[tuple[str, str]]:
+    """``(undo, done)`` pattern pairs: steps of the run that only reversed an earlier one (``undo``)."""
+    return [(str(u), str(d)) for u, d in _extra(run, "undone")]
+
+
+def run_consumed(run: RunRecord) -> list[str]:
+    """Commands whose step used up the thing it acted on (``consume``: after ``eat carrot`` no action names it)."""
+    return [str(v) for v in _extra(run, "consumed")]
+
+
+class TextGamePlugin:
+    """``plugins.EnvPlugin`` for text games."""
+
+    name = NAME
+    domains = (DOMAIN,)
+
+    def claims(self, steps: Sequence[Step]) -> bool:
+        """A run whose game enumerated its actions."""
+        return applies_to_text_envs(steps)
+
+    def run_extras(self, task: TaskSpec, steps: Sequence[Step]) -> dict[str, list[Any]]:
+        """The commands offered, the verbs the task text directed, the undo pairs and the consuming commands."""
+        goal = str(task.context.get("goal") or task.goal or "")
+        return {
+            "commands": sorted(offered_verbs(steps, task)),
+            "directed": sorted(directed_verbs(goal, steps, task)),
+            "undone": [list(pair) for pair in undo_pairs(task, steps)],
+            "consumed": consumed_commands(task, steps),
+        }
+
+    def learn(self, given: LearnInput) -> dict[str, Lesson]:
+        """The text rules the run teaches (``rules.learn_text_rules``), read with what the tool's runs kept."""
+        return learn_text_rules(
+            namespace=given.namespace, run_id=given.run_id, task=given.task, steps=given.steps, existing=given.existing,
+            config=given.config, now=given.now, offered_before=given.tool_extras("commands"),
+            directed_before=given.tool_extras("directed"), tool_rules=given.tool_rules,
+        )
+
+    def episode_steps(self, task: TaskSpec, commands: Sequence[Step], config: MemoryConfig) -> list[Step]:
+        """The steps that mattered, entities as placeholders (``episodes.key_steps``)."""
+        return key_steps(task, commands, config)
+
+
+PLUGIN = TextGamePlugin()
+"""The plugin object ``plugins.plugin_for`` loads for the ``text-game`` domain."""
+
+__all__ = ["DOMAIN", "NAME", "PLUGIN", "TextGamePlugin", "run_commands", "run_consumed", "run_directed", "run_undone"]
