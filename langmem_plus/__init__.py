@@ -52,7 +52,7 @@ from langmem_plus.records import (
 __version__ = "0.1.0"
 
 # Built-in environment plugins, by path: each loads on the first task of its domain (``plugins.plugin_for``).
-register_plugin("langmem_plus.textgames.plugin:PLUGIN", domains=["text-game"])
+register_plugin("langmem_plus.textgames.plugin:PLUGIN", domains=["text-game"], step_default=True)
 
 _LAZY: dict[str, str] = {
     "LearningMemory": "langmem_plus.memory",

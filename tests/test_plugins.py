@@ -14,7 +14,7 @@ import pytest
 from langmem_plus import LearningMemory, Trajectory
 from langmem_plus.config import MemoryConfig
 from langmem_plus.errors import InvalidArgument
-from langmem_plus.plugins import EnvPlugin, LearnInput, plugin_for, register_plugin
+from langmem_plus.plugins import EnvPlugin, LearnInput, StepAdvisor, plugin_for, register_plugin, step_advisor_for
 from langmem_plus.records import Feedback, Lesson, RunRecord, Step, TaskSpec, Verdict
 from langmem_plus.textgames.plugin import PLUGIN, run_commands, run_consumed, run_directed, run_undone
 
@@ -45,6 +45,8 @@ class Counting:
     def episode_steps(self, task: TaskSpec, commands: Sequence[Step], config: MemoryConfig) -> list[Step]:
         return list(commands[-1:])
 
+    step_advisor = None
+
 
 def test_a_task_chooses_its_plugin_by_the_domain_it_declares(tmp_path: Path) -> None:
     plugin = Counting()
@@ -52,6 +54,9 @@ def test_a_task_chooses_its_plugin_by_the_domain_it_declares(tmp_path: Path) -> 
     register_plugin(plugin)
     assert plugin_for(TaskSpec(task_id="t", goal="g", domain="counting-domain")) is plugin
     assert plugin_for(TaskSpec(task_id="t", goal="g", domain="text-game")) is PLUGIN  # loaded by path on first use
+    assert isinstance(PLUGIN.step_advisor, StepAdvisor) and isinstance(PLUGIN, EnvPlugin)
+    assert step_advisor_for(None) is PLUGIN.step_advisor  # the step default: a middleware naming no domain
+    assert step_advisor_for("counting-domain") is None  # a plugin that gives no step advice
     assert plugin_for(TaskSpec(task_id="t", goal="g")) is None
     with pytest.raises(InvalidArgument):
         register_plugin("no.colon.here", domains=["x"])
@@ -91,3 +96,11 @@ def test_a_run_record_in_the_old_shape_reads_into_extras_and_an_empty_one_keeps_
     assert run.extras == {"textgames": {"commands": ["eat"], "undone": [["close <X>", "open <X>"]]}}
     assert RunRecord.model_validate({**old, "commands": [], "undone": []}).extras == {}
     assert "commands" not in run.model_dump()
+
+
+def test_step_advice_needs_a_plugin_that_gives_it(tmp_path: Path) -> None:
+    register_plugin(Counting())
+    with LearningMemory.open(tmp_path, namespace=("t", "advice")) as memory:
+        with pytest.raises(InvalidArgument, match="counting-domain"):
+            memory.as_middleware(domain="counting-domain", text_rules="at_step")
+        assert memory.as_middleware(domain="text-game", text_rules="at_step")._advisor is PLUGIN.step_advisor

@@ -8,6 +8,7 @@ from langmem_plus.integrations.agent_run import SHORT_TITLE, read_memory_block, 
 from langmem_plus.learning.textmatch import SAID_SO_WORDS
 from langmem_plus.records import Episode, Hint, Lesson, ScoredItem
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, read_rule_line
+from langmem_plus.textgames.delivery import short_line
 from langmem_plus.textgames.delivery_start import open_triggered
 
 
@@ -26,7 +27,7 @@ ROAST = Hint(text="Prefer `cook <X> in oven`", precondition="when the task says 
 def test_the_short_block_shows_each_line_once_without_ids_and_reads_back_into_its_hints() -> None:
     start = open_triggered([rewrite("l1", "open frige", "open fridge"), CLOSED], DEFAULT_CONFIG, budget=200)
     assert [i.item_id for i in start.held] == ["e1"] and [i.item_id for i in start.fitted] == ["l1", "e1"]
-    block = short_memory(start, [rewrite("l2", "tke knife", "take knife")], [*CUTS, ROAST, CUTS[0]], budget=200)
+    block = short_memory(start, [rewrite("l2", "tke knife", "take knife")], [*CUTS, ROAST, CUTS[0]], budget=200, line=short_line)
     assert block.startswith(SHORT_TITLE + "\n") and "[lesson:" not in block and "l1" not in block
     assert "close door" not in block  # held for the call that quotes it
     said = [(h.text, h.precondition) for h in read_memory_block("You cook.\n\n" + block)]
@@ -40,9 +41,9 @@ def test_the_short_block_shows_each_line_once_without_ids_and_reads_back_into_it
 def test_on_error_lines_take_what_the_pre_run_block_left_of_the_budget() -> None:
     start = open_triggered([rewrite("l1", "open frige", "open fridge")], DEFAULT_CONFIG, budget=200)
     late = [rewrite("l2", "tke knife", "take knife")]
-    assert "take knife" in short_memory(start, late, [], budget=start.block.tokens + 40)
-    assert "take knife" not in short_memory(start, late, [], budget=start.block.tokens + 2)
-    assert short_memory(open_triggered([], DEFAULT_CONFIG, budget=200), [], [], budget=200) == ""
+    assert "take knife" in short_memory(start, late, [], budget=start.block.tokens + 40, line=short_line)
+    assert "take knife" not in short_memory(start, late, [], budget=start.block.tokens + 2, line=short_line)
+    assert short_memory(open_triggered([], DEFAULT_CONFIG, budget=200), [], [], budget=200, line=short_line) == ""
 
 
 def test_tool_text_in_a_short_line_stays_one_quoted_line() -> None:

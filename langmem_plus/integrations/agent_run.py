@@ -28,7 +28,7 @@ import json
 import logging
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from langchain.agents.middleware.types import (
@@ -59,9 +59,8 @@ from langmem_plus.records import (
     TaskSpec,
     Verdict,
 )
+from langmem_plus.plugins import StepOpening
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, read_rule_line
-from langmem_plus.textgames.delivery import short_line
-from langmem_plus.textgames.delivery_start import TriggeredStart
 from langmem_plus.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -476,18 +475,19 @@ def request_tools(tools: Sequence[Any]) -> dict[str, str | None]:
     return out
 
 
-def short_memory(opening: TriggeredStart, on_error: Sequence[ScoredItem], at_step: Sequence[Hint], budget: int) -> str:
-    """The short block (``text_rules="at_step"``): the lines triggered delivery shows, without ids, under
-    ``SHORT_TITLE``: the pre-run block as the attempt opened (``textgames.delivery_start``), the latest round's
-    on-error lessons in short lines within what it left of ``budget``, then the step's hints (``StepDelivery`` keeps
-    those within its own per-step budget), those that differ only in their action
-    joined (``rule_lines.joined_hint_lines``); each distinct line once. ``""`` when there is none. The activations
+def short_memory(opening: StepOpening, on_error: Sequence[ScoredItem], at_step: Sequence[Hint], budget: int, *,
+                 line: Callable[[ScoredItem], str]) -> str:
+    """The short block (``text_rules="at_step"``): the lines step advice shows, without ids, under ``SHORT_TITLE``:
+    the pre-run block as the run opened (``plugins.StepAdvisor.open``), the latest round's on-error lessons in short
+    lines (``line``: the advisor's) within what it left of ``budget``, then the step's hints (the advisor keeps those
+    within its own per-step budget), those that differ only in their action joined
+    (``rule_lines.joined_hint_lines``); each distinct line once. ``""`` when there is none. The activations
     come from the state, so no line needs its id; ``read_memory_block`` reads the lines back.
     """
     lines = opening.block.text.splitlines()[1:]
     if on_error:  # in what the pre-run block left of the budget (it is fixed when the run opens)
-        extra = assemble(on_error, budget=budget - opening.block.tokens, relevance=in_order(on_error), line=short_line,
-                         short=short_line, header=SHORT_TITLE)
+        extra = assemble(on_error, budget=budget - opening.block.tokens, relevance=in_order(on_error), line=line,
+                         short=line, header=SHORT_TITLE)
         lines += extra.text.splitlines()[1:]
     lines += joined_hint_lines(at_step)
     kept = list(dict.fromkeys(lines))

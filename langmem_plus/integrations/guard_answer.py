@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langmem_plus.textgames.step_rules import CALL_GUARD_KIND
+from langmem_plus.plugins import GUARD_CALL_KIND
 from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.records import ScoredItem
 from langmem_plus.retrieval.call_guard import Held
@@ -58,13 +58,13 @@ def rewrite_text(held: Sequence[Held], args: Mapping[str, Any], content: str) ->
 
 def answer_entry(step: int, call: str, lesson_ids: Sequence[str]) -> dict[str, Any]:
     """The ``lm_guard`` entry of one answer: the step, the call as one line, the lessons it quoted."""
-    return {"kind": CALL_GUARD_KIND, "step": step, "action": call, "lessons": list(lesson_ids)}
+    return {"kind": GUARD_CALL_KIND, "step": step, "action": call, "lessons": list(lesson_ids)}
 
 
 def was_answered(state_guard: Sequence[Any], call: str) -> bool:
     """Whether the guard already answered this very call in the run: proposed again after its notes (at once, or
     after a lookup), it runs, so memory never holds an agent in a loop."""
-    return any(isinstance(e, dict) and e.get("kind") == CALL_GUARD_KIND and e.get("action") == call for e in state_guard)
+    return any(isinstance(e, dict) and e.get("kind") == GUARD_CALL_KIND and e.get("action") == call for e in state_guard)
 
 
 __all__ = [

@@ -92,13 +92,13 @@ from langmem_plus.integrations.agent_run import (
     tool_step,
     with_memory,
 )
+from langmem_plus.plugins import StepOpening, step_advisor_for
 from langmem_plus.integrations.guard_answer import (
     answer_entry,
     guard_text,
     rewrite_text,
     was_answered,
 )
-from langmem_plus.textgames.step_rules import StepRules, answered
 from langmem_plus.records import (
     Activation,
     ErrorEvent,
@@ -112,8 +112,6 @@ from langmem_plus.records import (
 )
 from langmem_plus.retrieval.call_guard import Held, guard_activations, rewritten_args
 from langmem_plus.retrieval.rule_lines import joined_hint_lines
-from langmem_plus.textgames.delivery import is_text_rule
-from langmem_plus.textgames.delivery_start import TriggeredStart, open_triggered
 
 if TYPE_CHECKING:
     from langmem_plus.memory import LearningMemory
@@ -291,7 +289,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.guard = guard
         self.scope_tools = scope_tools
         self.text_rules = text_rules
-        self._rules = StepRules()
+        self._advisor = step_advisor_for(domain) if text_rules == "at_step" else None
+        if text_rules == "at_step" and self._advisor is None:
+            raise InvalidArgument(f"text_rules='at_step': no plugin gives step advice for domain {domain!r}")
+        self._rules = self._advisor.session() if self._advisor is not None else None
         self.memory = memory
         self.goal, self.task_id, self.tool, self.domain, self.family = goal, task_id, tool, domain, family
         self.docs_tools = frozenset(docs_tools)
@@ -329,8 +330,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
         """The state update that opens a run: fresh lists, the pre-run lessons and their activations (with
         ``text_rules="at_step"``, those of the triggered block, held ones included)."""
-        if self.text_rules == "at_step":
-            items = list(open_triggered(items, memory.config, budget=self._cap(memory)).fitted)
+        if self._advisor is not None:
+            items = list(self._advisor.open(items, memory.config, budget=self._cap(memory)).fitted)
         else:
             items = fit_budget(items, self._budget(memory))
         activations = memory.activations_for(items, run_id=run_id, step=0, moment="pre_run")
@@ -357,10 +358,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         when there are none); with ``text_rules="at_step"``, in the short form triggered delivery shows."""
         memory = self._memory(request.runtime)
         state = request.state if isinstance(request.state, Mapping) else {}
-        if self.text_rules == "at_step" and state.get("lm_task") is not None:
+        if self._advisor is not None and self._rules is not None and state.get("lm_task") is not None:
             args = self._rules_args(memory, state, run_steps(state))
             block = short_memory(args["opening"](), on_error_items(state, request.messages), self._rules.shown(**args),
-                                 self._cap(memory))
+                                 self._cap(memory), line=self._advisor.short_line)
         else:
             budget = self._budget(memory)
             block = memory_block(shown_items(state, request.messages, budget, pre_run), budget).text
@@ -384,15 +385,19 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _pre_run_items(self, items: list[ScoredItem]) -> list[ScoredItem]:
         """The pre-run items to show: with ``text_rules="at_step"``, not the text rules (they come at their steps)."""
-        return [i for i in items if not is_text_rule(i.item)] if self.text_rules == "at_step" else items
+        advisor = self._advisor
+        return [i for i in items if not advisor.at_step(i)] if advisor is not None else items
 
     def _rules_args(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
         """``StepRules``' arguments for this run's state; how the run opened is read from it only when needed."""
-        def opening() -> TriggeredStart:
-            return open_triggered(read_records(state, "lm_pre_run", ScoredItem), memory.config, budget=self._cap(memory))
+        advisor = self._advisor
+        assert advisor is not None  # only with text_rules="at_step"
+
+        def opening() -> StepOpening:
+            return advisor.open(read_records(state, "lm_pre_run", ScoredItem), memory.config, budget=self._cap(memory))
 
         return {"memory": memory, "run_id": str(state.get("lm_run_id")), "task": _task_of(state), "steps": steps,
-                "answers": answered(state.get("lm_guard") or []), "opening": opening}
+                "answers": advisor.answered(state.get("lm_guard") or []), "opening": opening}
 
     def _call(self, request: ToolCallRequest) -> _Call | None:
         """The run's view of a tool call; None outside a run (no ``lm_run_id`` in the state)."""
@@ -449,14 +454,16 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """``end_run`` inside the graph; its report goes into ``lm_report``."""
-        self._rules.drop(str(state.get("lm_run_id")))
+        if self._rules is not None:
+            self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
         return {"lm_report": self._memory(runtime).end_run(**self._end_args(state)).model_dump(mode="json")}
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``after_agent``."""
-        self._rules.drop(str(state.get("lm_run_id")))
+        if self._rules is not None:
+            self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
         report = await self._memory(runtime).aend_run(**self._end_args(state))
@@ -514,7 +521,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _with_rules(self, call: _Call, update: Command[Any]) -> Command[Any]:
         """With ``text_rules="at_step"``: the update plus an activation for each rule delivered in the run so far
         (shown, or standing held, before this call) and not yet activated."""
-        if self.text_rules != "at_step" or not isinstance(update.update, dict):
+        if self._rules is None or not isinstance(update.update, dict):
             return update
         fresh = [a for a in self._rules.activations(**self._rules_args(call.memory, call.state, call.history))
                  if a.lesson_id not in call.activated]
@@ -574,7 +581,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The guard (``MemoryConfig.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
         action, the tool is not run; its message gives the notes (the next model call's system message shows them
         too) and the state records the proposal, so proposed again at this step it runs. None: run it."""
-        if self.text_rules != "at_step" or call.docs:
+        if self._rules is None or call.docs:
             return None
         action = proposed_action(call.tool, call.args)
         held = self._rules.check(**self._rules_args(call.memory, call.state, call.history), action=action)

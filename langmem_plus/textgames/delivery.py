@@ -12,10 +12,10 @@ in order (``docs/text-games.md`` gives each rule's reasons and measurements):
 5. **Never seen right**: an avoidance whose command memory never saw right fires whatever the task says of its thing.
 6. **Elimination**: siblings of commands right only under their own line are avoided where nothing asks for them.
 7. **Unknown kin**: a conditional command with its last word changed is avoided where no line asks for it.
-8. **Undo**: an action that would take back what the attempt did (``plugin.run_undone``) is avoided.
+8. **Undo**: an action that would take back what the attempt did (``extras.run_undone``) is avoided.
 9. **Kin in the attempt**: commands first offered together with an avoided directive are avoided with it.
 10. **Guard** (``MemoryConfig.text_guard``): what the agent would not need is held for its proposal (``check``).
-11. **Using up**: a command runs saw use up its object (``plugin.run_consumed``) is avoided off the task's things.
+11. **Using up**: a command runs saw use up its object (``extras.run_consumed``) is avoided off the task's things.
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to record with the run (one
 per rule, at the step it first stood) and the distinct lines shown (their tokens are the attempt's cost).
@@ -81,7 +81,7 @@ from langmem_plus.textgames.direct import (
     sibling_key,
 )
 from langmem_plus.textgames.entities import PREPOSITIONS
-from langmem_plus.textgames.plugin import run_commands, run_consumed, run_directed, run_undone
+from langmem_plus.textgames.extras import run_commands, run_consumed, run_directed, run_undone
 from langmem_plus.textgames.rules import live_text_rules, task_text_lines
 from langmem_plus.retrieval.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
@@ -631,7 +631,7 @@ def undoing(rules: Sequence[tuple[Pattern, str]], view: StepView, history: Seque
 
 
 def consuming_verbs(runs: Sequence[RunRecord], spared: Collection[str], min_runs: int) -> frozenset[str]:
-    """Rule 11's commands: those at least ``min_runs`` runs saw use up their object (``plugin.run_consumed``), but for
+    """Rule 11's commands: those at least ``min_runs`` runs saw use up their object (``extras.run_consumed``), but for
     ``spared`` (commands memory recommends over a placeholder or knows directed somewhere).
 
     Example:
@@ -705,7 +705,7 @@ def attempt_directives(groups: Sequence[dict[str, frozenset[str]]], view: StepVi
     where the task does not say it would avoid the directed one too; and a command no line opens with is directed
     nowhere in this task.
 
-    ``known`` are the tool's directive verbs (commands that lines of its runs' texts opened with: ``plugin.run_directed``).
+    ``known`` are the tool's directive verbs (commands that lines of its runs' texts opened with: ``extras.run_directed``).
     One of them offered together with another command on the same things is a directive verb here whether or not
     this task's text says it yet, on things that text names or that are objects of their own (``object_phrase``):
     the recipe not yet read, or one that cuts nothing, still does not ask for the cut.
@@ -820,7 +820,7 @@ class StepDelivery:
     _pre_paid: list[Hint] = field(default_factory=list, init=False)
     """Rule 10: ``avoidances`` shown at a proposal; paid for, they are handed over at every later step."""
     _used_up: frozenset[str] = field(default_factory=frozenset, init=False)
-    """Rule 5: commands any of the tool's runs saw use up their object (``plugin.run_consumed``)."""
+    """Rule 5: commands any of the tool's runs saw use up their object (``extras.run_consumed``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""

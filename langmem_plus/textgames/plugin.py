@@ -12,40 +12,16 @@ from typing import Any
 
 from langmem_plus.config import MemoryConfig
 from langmem_plus.plugins import LearnInput
-from langmem_plus.records import Lesson, RunRecord, Step, TaskSpec
+from langmem_plus.records import Lesson, Step, TaskSpec
+from langmem_plus.textgames.advisor import ADVISOR, TextGameAdvisor
 from langmem_plus.textgames.consume import consumed_commands
 from langmem_plus.textgames.episodes import key_steps
+from langmem_plus.textgames.extras import NAME, run_commands, run_consumed, run_directed, run_undone
 from langmem_plus.textgames.rules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
 from langmem_plus.textgames.undo import undo_pairs
 
-NAME = "textgames"
-"""The plugin's key in ``RunRecord.extras``."""
 DOMAIN = "text-game"
 """The domain text-game environments declare."""
-
-
-def _extra(run: RunRecord, key: str) -> list[Any]:
-    return list(run.extras.get(NAME, {}).get(key, ()))
-
-
-def run_commands(run: RunRecord) -> list[str]:
-    """Verbs the game offered as valid actions in the run (``rules.offered_verbs``): the tool's commands."""
-    return [str(v) for v in _extra(run, "commands")]
-
-
-def run_directed(run: RunRecord) -> list[str]:
-    """Verbs that open lines of the run's task text (``rules.directed_verbs``: ``chop the red apple``)."""
-    return [str(v) for v in _extra(run, "directed")]
-
-
-def run_undone(run: RunRecord) -> list[tuple[str, str]]:
-    """``(undo, done)`` pattern pairs: steps of the run that only reversed an earlier one (``undo``)."""
-    return [(str(u), str(d)) for u, d in _extra(run, "undone")]
-
-
-def run_consumed(run: RunRecord) -> list[str]:
-    """Commands whose step used up the thing it acted on (``consume``: after ``eat carrot`` no action names it)."""
-    return [str(v) for v in _extra(run, "consumed")]
 
 
 class TextGamePlugin:
@@ -79,6 +55,11 @@ class TextGamePlugin:
     def episode_steps(self, task: TaskSpec, commands: Sequence[Step], config: MemoryConfig) -> list[Step]:
         """The steps that mattered, entities as placeholders (``episodes.key_steps``)."""
         return key_steps(task, commands, config)
+
+    @property
+    def step_advisor(self) -> TextGameAdvisor:
+        """Text rules at the steps they fire on, and the guard (``advisor``)."""
+        return ADVISOR
 
 
 PLUGIN = TextGamePlugin()

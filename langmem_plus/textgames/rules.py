@@ -295,10 +295,10 @@ def learn_text_rules(
     ``tool_rules`` are the text rules of the task's tool among ``existing`` (the caller's index,
     ``MemoryView.tool_text_rules``); None reads them off every lesson of ``existing``.
 
-    ``offered_before`` are the verbs the tool's earlier runs were offered (``plugin.run_commands``): a directive
+    ``offered_before`` are the verbs the tool's earlier runs were offered (``extras.run_commands``): a directive
     line one of them carries out (``slice <X>``) is no part of another action's situation even in a run
     that never offered it, and the stored avoidances are read again with them (``_revise_stored``).
-    ``directed_before`` are the verbs their task texts opened lines with (``plugin.run_directed``): the commands among
+    ``directed_before`` are the verbs their task texts opened lines with (``extras.run_directed``): the commands among
     them (offered in this run or known) are directive verbs even in a run whose own text directs none of them.
     Returns an empty dict for a run whose environment does not enumerate actions.
     """

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langmem_plus.learning.textmatch import norm
+from langmem_plus.plugins import GUARD_CALL_KIND
 from langmem_plus.records import Activation, Hint, Step, TaskSpec
 from langmem_plus.textgames.delivery import StepDelivery
 from langmem_plus.textgames.delivery_start import TriggeredStart
@@ -44,15 +45,11 @@ class _Run:
     """The answered proposals replayed into it, (step, normalised action), in order."""
 
 
-CALL_GUARD_KIND = "call"
-"""``lm_guard`` entries of the call guard carry this ``kind``."""
-
-
 def answered(state_guard: Sequence[Any]) -> list[tuple[int, str]]:
     """The answered proposals the state records (``lm_guard``: ``{"step", "action"}``), in order."""
     out = []
     for entry in state_guard:
-        if isinstance(entry, dict) and entry.get("kind") == CALL_GUARD_KIND:
+        if isinstance(entry, dict) and entry.get("kind") == GUARD_CALL_KIND:
             continue  # the call guard's answers: a proposal of a whole tool call, not of an action
         if isinstance(entry, dict) and isinstance(entry.get("step"), int) and isinstance(entry.get("action"), str):
             out.append((int(entry["step"]), norm(str(entry["action"]))))
