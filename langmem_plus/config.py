@@ -459,6 +459,9 @@ class MemoryConfig(BaseModel):
     """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
     the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until
     the agent proposes something else; ``"off"`` lists them before it chooses. What an agent does unprompted costs no line."""
+    text_rules_off: frozenset[str] = frozenset()
+    """Delivery rules switched off by name, for ablation (``textgames.delivery.SWITCHABLE_RULES``; ``bench env
+    --without NAME``); an unknown name is refused when a delivery is built."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

@@ -9,6 +9,7 @@ import sys
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langmem_plus.errors import EnvError
 from langmem_plus.bench.agent_env import memory_tokens
 from langmem_plus.integrations.policy_model import PolicyChatModel, split_valid_actions
 from langmem_plus.textgames.executor import TextGameExecutor
@@ -91,3 +92,18 @@ def test_a_memory_free_agent_plays_the_benchs_game_action_for_action() -> None:
             assert tokens == 0 and guarded == 0
     finally:
         env.close()
+
+
+def test_an_outside_model_plays_the_agent_bench_and_its_memory_tokens_are_counted() -> None:
+    """``--executor literal``: a model written to memory's public text plays both designs; what memory sent it is
+    read off its calls (a callback), as for the bench's own policy."""
+    pytest.importorskip("textworld_express")
+    from langmem_plus.bench.agent_env import run_agent_bench
+
+    out = run_agent_bench(env_name="twx-cooking:easy", collect="0-3", seeds="0-1", fold="dev", repeats=1,
+                          executor="literal")
+    assert out["executor"] == "agent:literal" and set(out["designs"]) == {"no_memory", "langmem_plus"}
+    assert out["designs"]["no_memory"]["context_tokens_per_task"] == 0
+    assert out["designs"]["langmem_plus"]["context_tokens_per_task"] > 0 and out["designs"]["langmem_plus"]["steps"] > 0
+    with pytest.raises(EnvError, match="executor must be one of"):
+        run_agent_bench(env_name="twx-cooking:easy", executor="nobody")

@@ -460,6 +460,8 @@ def test_bench_env_runs_designs_and_prints_the_json_shape(cooking: TextGameEnv, 
         assert repeated == sorted(repeated) and all(r <= f for r, f in zip(repeated, curve["cumulative_fatal_failures"]))
     assert result["designs"]["no_memory"]["context_tokens_per_task"] == 0
     assert result["designs"]["no_memory"]["guarded_proposals"] == 0  # no memory: nothing answers a proposal
+    assert "undo" in result["rules"] and "guard" in result["rules"]  # the switchable rules in force, all by default
+    assert main(["bench", "env", "--without", "undo,nosuch"]) == 2 and "nosuch" in capsys.readouterr().err
 
 
 def test_bench_env_context_tokens_reach_the_langmem_plus_design() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.bench.env import _tasks, parse_range
@@ -14,7 +16,8 @@ from langmem_plus.textgames.executor import TextGameExecutor, read_hint
 from langmem_plus.textgames.plugin import run_undone
 from langmem_plus.textgames.undo import shared_object, undo_pairs
 from langmem_plus.records import Feedback, Hint, Lesson, LessonScope, Provenance, RunRecord, Step, TaskSpec
-from langmem_plus.config import DEFAULT_CONFIG
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.errors import InvalidArgument
 from listing import listing
 
 
@@ -82,6 +85,9 @@ def test_delivery_avoids_taking_back_a_step_once_enough_runs_recorded_the_pair()
     warned = {TextGameExecutor(seed=s).act(task, opened, hints).action for s in range(8)}
     assert "close fridge" not in warned and "close door" in warned  # never opened: closing it takes nothing back
     assert listing([], _runs(1))(task, opened) == []  # one run is not evidence enough (``min_occurrences``)
+    assert listing([], _runs(2), MemoryConfig(text_rules_off=frozenset({"undo"})))(task, opened) == []  # switched off
+    with pytest.raises(InvalidArgument, match="unknown delivery rule"):
+        listing([], _runs(2), MemoryConfig(text_rules_off=frozenset({"undoo"})))
     recommended = Lesson(id="p", namespace=("ns",), rule_text="p", correct="close <X>", applies_when=["<X>"],
                          scope=LessonScope(tool="game"), provenance=Provenance(run_ids=["r0", "r1"]))
     assert not any(h.text.startswith("Avoid") for h in listing([recommended], _runs(2))(task, opened))

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langmem_plus._llm import message_text
@@ -37,17 +38,22 @@ from langmem_plus.bench.env import (
     play_phases,
     run_designs,
 )
+from langmem_plus.bench.outside import OUTSIDE_EXECUTORS
 from langmem_plus.errors import EnvError
 from langmem_plus.integrations.policy_model import PolicyChatModel
 from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.graph import env_view
-from langmem_plus.integrations.agent_run import MEMORY_TITLE
+from langmem_plus.integrations.agent_run import MEMORY_TITLE, tool_report, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
 from langmem_plus.memory import Trajectory
-from langmem_plus.records import TaskSpec
+from langmem_plus.records import Step, TaskSpec
 from langmem_plus.referee import DeterministicReferee
 from langmem_plus.tokens import count_tokens
 
+DEFAULT_AGENT_EXECUTOR = "text"
+"""The agent's policy by default: the bench's ``TextGameExecutor`` inside ``PolicyChatModel``."""
+AGENT_EXECUTORS = (DEFAULT_AGENT_EXECUTOR, *OUTSIDE_EXECUTORS)
+"""``--executor`` choices: the bench's own, and the outside models written to memory's public text."""
 AGENT_DESIGNS = ("no_memory", "langmem_plus")
 """The designs an agent can be given: none, or the middleware."""
 DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
@@ -86,27 +92,54 @@ def memory_tokens(systems: Sequence[str]) -> int:
     return count_tokens("\n".join(lines)).n if lines else 0
 
 
-def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any]) -> tuple[Trajectory, int, int]:
+class _SystemMessages(BaseCallbackHandler):
+    """Keeps the system message of every chat-model call (the memory an outside model was sent)."""
+
+    def __init__(self) -> None:
+        self.systems: list[str] = []
+
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        for call in messages:
+            self.systems.append(next((message_text(m) for m in call if isinstance(m, SystemMessage)), ""))
+
+
+def played_steps(messages: Sequence[BaseMessage], tool: str = "act") -> list[Step]:
+    """The attempt, one step per tool result that carries a ``ToolReport``, read as the middleware reads it."""
+    results = [m for m in messages if isinstance(m, ToolMessage) and tool_report(m.artifact) is not None]
+    return [tool_step(i, m.name or tool, "", m) for i, m in enumerate(results)]
+
+
+def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any],
+         executor: str = DEFAULT_AGENT_EXECUTOR) -> tuple[Trajectory, int, int]:
     """One game as a ``create_agent`` agent: the trajectory (from the tool reports), the memory tokens it was sent and
-    the proposals the guard answered instead of running."""
+    the proposals the guard answered instead of running. ``executor``: ``text`` (``TextGameExecutor`` inside
+    ``PolicyChatModel``) or an outside model (``bench.outside.OUTSIDE_EXECUTORS``)."""
     opening = env.reset(task.task_id)
     valid = ", ".join(map(str, getattr(env, "valid_actions", ()) or ()))
-    model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[],
-                       start_state=env_view(env, opening).get("state"))  # as the bench's executor starts
+    recorder = _SystemMessages()
+    model: Any
+    if executor == DEFAULT_AGENT_EXECUTOR:
+        model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[],
+                           start_state=env_view(env, opening).get("state"))  # as the bench's executor starts
+    else:
+        model = OUTSIDE_EXECUTORS[executor](seed=seed, max_steps=max_steps)
     agent = create_agent(model, [env_tool(env)], middleware=middleware)
     message = f"{opening}\n\n{VALID_ACTIONS_TITLE} {valid}" if valid else opening
-    result = agent.invoke({"messages": [("user", message)]}, {"recursion_limit": RECURSION_PER_STEP * max_steps + 10})
-    steps = model.steps(result["messages"])
+    result = agent.invoke({"messages": [("user", message)]},
+                          {"recursion_limit": RECURSION_PER_STEP * max_steps + 10, "callbacks": [recorder]})
+    steps = played_steps(result["messages"])
+    systems = model.systems if isinstance(model, _Recording) else recorder.systems
     context = {"goal": str(getattr(env, "goal", "")), "observation": opening, "valid_actions": valid.split(", ") if valid else []}
     traj = Trajectory(task=task.model_copy(update={"context": context}), steps=steps, verdict=env.evaluate(),
                       run_id=task.task_id)
     guarded = sum(1 for m in result["messages"] if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)
                   and "guarded" in m.artifact)
-    return traj, memory_tokens(model.systems), guarded
+    return traj, memory_tokens(systems), guarded
 
 
 def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
-                     repeat: int, max_steps: int, text_rules: str = "at_step") -> dict[str, list[dict[str, Any]]]:
+                     repeat: int, max_steps: int, text_rules: str = "at_step",
+                     executor: str = DEFAULT_AGENT_EXECUTOR) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design, every game a ``create_agent`` agent; rows as ``bench.env.run_design`` gives them."""
     store = LangmemPlus() if name == "langmem_plus" else None  # a fresh memory in a temporary folder
 
@@ -117,7 +150,7 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
             goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
             referee=DeterministicReferee(env), pre_run=deploying, on_error=deploying, end_run=shown,
             text_rules=text_rules if deploying else "pre_run")]
-        traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware)
+        traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware, executor)
         row = _row(traj, Context(), time.perf_counter() - started)
         row["context_tokens"], row["guarded"] = tokens, guarded
         return traj, row
@@ -132,9 +165,16 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
 def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | None = None, fold: str = "test",
                     mode: str = "static", repeats: int = DEFAULT_REPEATS, max_steps: int = DEFAULT_MAX_STEPS,
                     designs: Sequence[str] = AGENT_DESIGNS, seed: int = 0, progress: Progress | None = None,
-                    delivery: str = DEFAULT_DELIVERY) -> dict[str, Any]:
-    """The bench with agents: ``bench.env.run_env_bench``'s JSON, ``"executor": "agent"``; ``delivery`` ``triggered``
-    runs the middleware with ``text_rules="at_step"``, ``pre_run`` with ``"pre_run"``."""
+                    delivery: str = DEFAULT_DELIVERY, executor: str = DEFAULT_AGENT_EXECUTOR) -> dict[str, Any]:
+    """The bench with agents: ``bench.env.run_env_bench``'s JSON, ``"executor": "agent"`` (with an outside model,
+    ``"agent:<name>"``); ``delivery`` ``triggered`` runs the middleware with ``text_rules="at_step"``, ``pre_run``
+    with ``"pre_run"``.
+
+    Raises:
+        EnvError: no agent design among ``designs``, an unknown ``delivery`` or ``executor``.
+    """
+    if executor not in AGENT_EXECUTORS:
+        raise EnvError(f"executor must be one of {', '.join(AGENT_EXECUTORS)}, got {executor!r}")
     chosen = [d for d in designs if d in AGENT_DESIGNS]
     if not chosen:
         raise EnvError(f"--agent runs the designs {', '.join(AGENT_DESIGNS)}; none of {list(designs)} is one")
@@ -144,11 +184,13 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
 
     def run_one(name: str, env: Any, collect_tasks: list[TaskSpec], deploy_tasks: list[TaskSpec], r: int) -> dict[str, list[dict[str, Any]]]:
         return run_agent_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r,
-                                max_steps=max_steps, text_rules=text_rules)
+                                max_steps=max_steps, text_rules=text_rules, executor=executor)
 
     return run_designs(env_name, designs=chosen, collect=collect or None, seeds=seeds or None, fold=fold, mode=mode,
                        repeats=repeats, run_one=run_one, progress=progress, tag="env --agent",
-                       about={"executor": "agent", "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
+                       about={"executor": "agent" if executor == DEFAULT_AGENT_EXECUTOR else f"agent:{executor}",
+                              "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
 
 
-__all__ = ["AGENT_DESIGNS", "memory_tokens", "play", "run_agent_bench", "run_agent_design"]
+__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "memory_tokens", "play", "played_steps",
+           "run_agent_bench", "run_agent_design"]

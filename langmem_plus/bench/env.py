@@ -26,11 +26,12 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
-from langmem_plus.config import DEFAULT_CONFIG
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.textgames.delivery import SWITCHABLE_RULES
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
 from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
@@ -147,11 +148,36 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
     }
 
 
-def make_design(name: str, context_tokens: int | None = None, delivery: str = DEFAULT_DELIVERY) -> MemoryDesign:
-    """A fresh design; for langmem_plus, ``context_tokens`` sets ``max_context_tokens`` (None: the default config)
-    and ``delivery`` how text rules reach the executor (``pre_run`` or ``triggered``)."""
+def rules_config(without: Collection[str] = ()) -> dict[str, Any]:
+    """The config fields that switch the named delivery rules off (``textgames.delivery.SWITCHABLE_RULES``, and
+    ``guard``: rule 10, ``text_guard="off"``).
+
+    Raises:
+        EnvError: a name that is neither.
+    """
+    unknown = sorted(set(without) - set(SWITCHABLE_RULES) - {"guard"})
+    if unknown:
+        raise EnvError(f"unknown rule(s) {unknown} for --without; choose from {', '.join([*SWITCHABLE_RULES, 'guard'])}")
+    fields: dict[str, Any] = {"text_rules_off": frozenset(without) - {"guard"}}
+    if "guard" in without:
+        fields["text_guard"] = "off"
+    return fields
+
+
+def rules_in_force(without: Collection[str] = ()) -> list[str]:
+    """The switchable delivery rules left on, for the bench's JSON."""
+    return [r for r in [*SWITCHABLE_RULES, "guard"] if r not in without]
+
+
+def make_design(name: str, context_tokens: int | None = None, delivery: str = DEFAULT_DELIVERY,
+                without: Collection[str] = ()) -> MemoryDesign:
+    """A fresh design; for langmem_plus, ``context_tokens`` sets ``max_context_tokens`` (None: the default config),
+    ``delivery`` how text rules reach the executor (``pre_run`` or ``triggered``) and ``without`` the delivery rules
+    switched off (``rules_config``)."""
     if name == "langmem_plus":
-        config = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": context_tokens}) if context_tokens is not None else None
+        fields = {**({"max_context_tokens": context_tokens} if context_tokens is not None else {}),
+                  **(rules_config(without) if without else {})}
+        config = MemoryConfig(**{**DEFAULT_CONFIG.model_dump(), **fields}) if fields else None
         return LangmemPlus(config=config, delivery=delivery)
     return TEXT_DESIGNS[name]()
 
@@ -182,9 +208,10 @@ def play_phases(collect: list[TaskSpec], deploy: list[TaskSpec], mode: str, play
 
 def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
                repeat: int, max_steps: int, context_tokens: int | None = None,
-               executor_factory: ExecutorFactory = text_executor, delivery: str = DEFAULT_DELIVERY) -> dict[str, list[dict[str, Any]]]:
+               executor_factory: ExecutorFactory = text_executor, delivery: str = DEFAULT_DELIVERY,
+               without: Collection[str] = ()) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design: per-episode rows of collection and deployment."""
-    design = make_design(name, context_tokens, delivery)
+    design = make_design(name, context_tokens, delivery, without)
     executor = executor_factory(seed + repeat)
 
     def play(phase: str, t: TaskSpec, shown: bool) -> tuple[Trajectory, dict[str, Any]]:
@@ -280,7 +307,7 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
                   max_steps: int = DEFAULT_MAX_STEPS, designs: Sequence[str] = TEXT_DESIGN_NAMES, seed: int = 0,
                   progress: Progress | None = None, context_tokens: int | None = None,
                   executor_factory: ExecutorFactory = text_executor, executor_name: str = "text",
-                  delivery: str = DEFAULT_DELIVERY) -> dict[str, Any]:
+                  delivery: str = DEFAULT_DELIVERY, without: Collection[str] = ()) -> dict[str, Any]:
     """The whole bench: ``{"env", "setting", "fold", "mode", "executor", "designs": {...}, "curves": {...}}``.
 
     ``executor_factory`` builds the executor of each repeat (``text_executor`` by default,
@@ -292,14 +319,17 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
     unknown = [d for d in designs if d not in TEXT_DESIGNS]
     if unknown:
         raise EnvError(f"unknown design(s) {unknown}; choose from {', '.join(TEXT_DESIGN_NAMES)}")
+    rules_config(without)  # an unknown rule name is refused before any game is played
 
     def run_one(name: str, env: Any, collect_tasks: list[TaskSpec], deploy_tasks: list[TaskSpec], r: int) -> dict[str, list[dict[str, Any]]]:
         return run_design(name, env, collect_tasks, deploy_tasks, mode=mode, seed=seed, repeat=r, max_steps=max_steps,
-                          context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery)
+                          context_tokens=context_tokens, executor_factory=executor_factory, delivery=delivery,
+                          without=without)
 
     return run_designs(env_name, designs=designs, collect=collect, seeds=seeds, fold=fold, mode=mode, repeats=repeats,
                        run_one=run_one, progress=progress,
-                       about={"executor": executor_name, "delivery": delivery, "max_steps": max_steps})
+                       about={"executor": executor_name, "delivery": delivery, "max_steps": max_steps,
+                              "rules": rules_in_force(without)})
 
 
 def format_text(result: dict[str, Any]) -> str:
@@ -328,9 +358,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="langmem_plus's max_context_tokens (default: the config's)")
     parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
                         help="how langmem_plus hands text rules over: at the steps they fire on (default), or all before the task")
+    parser.add_argument("--without", default="", metavar="NAME[,NAME]",
+                        help=f"switch langmem_plus's delivery rules off by name, for ablation: "
+                             f"{', '.join([*SWITCHABLE_RULES, 'guard'])}")
     parser.add_argument("--agent", action="store_true",
                         help="play every game as a LangChain create_agent agent (TextGameExecutor inside a chat model, "
                              "env_tool, LearningMiddleware): designs no_memory and langmem_plus (bench.agent_env)")
+    parser.add_argument("--executor", default="text", choices=("text", "careless", "literal"),
+                        help="who plays: the bench's TextGameExecutor (default), or an outside chat model written to "
+                             "memory's public text only (bench.outside; implies --agent)")
     parser.add_argument("--llm-base-url", default=None,
                         help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
                              "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
@@ -353,20 +389,24 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``langmem-plus bench env``."""
     factory, label = executor_from_args(args)
     started = time.perf_counter()
-    if getattr(args, "agent", False):
+    outside = getattr(args, "executor", "text")
+    if getattr(args, "agent", False) or outside != "text":
         if label != "text":
-            raise InvalidArgument("--agent plays with TextGameExecutor inside the agent; it does not take --llm-* options")
+            raise InvalidArgument("--agent plays a chat model of the bench's inside the agent; it does not take --llm-* options")
+        if args.without:
+            raise InvalidArgument("--without switches rules of the bench's own loop; it does not go with --agent or --executor")
         from langmem_plus.bench.agent_env import run_agent_bench
 
         result = run_agent_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold,
                                  mode=args.mode, repeats=args.repeats, max_steps=args.max_steps, designs=args.designs,
                                  seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True),
-                                 delivery=args.delivery)
+                                 delivery=args.delivery, executor=outside)
     else:
         result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
                                repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
                                progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
-                               executor_factory=factory, executor_name=label, delivery=args.delivery)
+                               executor_factory=factory, executor_name=label, delivery=args.delivery,
+                               without=[n.strip() for n in args.without.split(",") if n.strip()])
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
     return 0

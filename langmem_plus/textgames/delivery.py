@@ -43,6 +43,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.errors import InvalidArgument
 from langmem_plus.learning.hints import hint_from_item, hints_from_items
 from langmem_plus.learning.textmatch import (
     AFTER,
@@ -87,6 +88,30 @@ from langmem_plus.retrieval.context import assemble, compact_line, in_order
 from langmem_plus.records import Activation, Hint, Lesson, RunRecord, ScoredItem, Step, TaskSpec
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, line_key, line_of, rule_text
 from langmem_plus.tokens import count_tokens
+
+
+SWITCHABLE_RULES: dict[str, str] = {
+    "never_seen_right": "5. an avoidance of a command memory never saw right fires whatever the task says of its thing",
+    "elimination": "6. siblings of commands right only under their own line are avoided where nothing asks for them",
+    "unknown_kin": "7. a conditional command with its last word changed is avoided where no line asks for it",
+    "undo": "8. an action that would take back what the attempt did is avoided",
+    "kin_in_attempt": "9. commands first offered together with an avoided directive are avoided with it",
+    "using_up": "11. a command runs saw use up its object is avoided off the task's things",
+}
+"""The delivery rules ``MemoryConfig.text_rules_off`` switches off by name (rules 1-4 are the delivery itself; rule
+10, the guard, is ``MemoryConfig.text_guard``)."""
+
+
+def rules_off(config: MemoryConfig) -> frozenset[str]:
+    """The switched-off rules of ``config``.
+
+    Raises:
+        InvalidArgument: a name that is not in ``SWITCHABLE_RULES``.
+    """
+    unknown = sorted(set(config.text_rules_off) - set(SWITCHABLE_RULES))
+    if unknown:
+        raise InvalidArgument(f"unknown delivery rule(s) {unknown}; choose from {', '.join(SWITCHABLE_RULES)}")
+    return frozenset(config.text_rules_off)
 
 
 def is_text_rule(lesson: object) -> bool:
@@ -821,11 +846,14 @@ class StepDelivery:
     """Rule 10: ``avoidances`` shown at a proposal; paid for, they are handed over at every later step."""
     _used_up: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 5: commands any of the tool's runs saw use up their object (``extras.run_consumed``)."""
+    _off: frozenset[str] = field(default_factory=frozenset, init=False)
+    """The rules switched off (``MemoryConfig.text_rules_off``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""
 
     def __post_init__(self) -> None:
+        self._off = rules_off(self.config)
         self._pre_held = [(it, ps) for it in self.avoidances for ps in [held_avoidance(it)] if ps]
         live = live_text_rules(self.rules)
         parsed = [(lesson, pattern) for lesson in live for pattern in [rule_pattern(lesson)] if pattern is not None]
@@ -845,16 +873,18 @@ class StepDelivery:
         self._directive_verbs = frozenset(directed)
         self._undirected = undirected_verbs(live)
         families = _answered_verbs(live, self._undirected)
-        self._eliminable = _eliminable(self._ranked, live, families)
-        self._kin = _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
+        self._eliminable = [] if "elimination" in self._off else _eliminable(self._ranked, live, families)
+        self._kin = [] if "unknown_kin" in self._off else _conditional_kin([it.item for it, _ in self._ranked], families)  # type: ignore[misc]
         self._known = [p for l, p in parsed if not l.wrong and not conditional_command(l)]
         self._conditional = [(l, p) for l, p in parsed if conditional_command(l)]
-        self._guarded = bool(self._undirected) or fatal_where_undirected(live)
+        self._guarded = "kin_in_attempt" not in self._off and (bool(self._undirected) or fatal_where_undirected(live))
         self._ruled = frozenset(head_verb(p) for _, p in parsed)
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
-        self._undo = undo_rules(self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
-        self._consuming = consuming_verbs(self.runs, self._right_somewhere, self.config.min_occurrences)
-        self._used_up = consuming_verbs(self.runs, (), 1)
+        self._undo = [] if "undo" in self._off else undo_rules(
+            self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
+        self._consuming = frozenset() if "using_up" in self._off else consuming_verbs(
+            self.runs, self._right_somewhere, self.config.min_occurrences)
+        self._used_up = frozenset() if "never_seen_right" in self._off else consuming_verbs(self.runs, (), 1)
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
@@ -868,7 +898,7 @@ class StepDelivery:
         """``item``, or, for an avoidance that holds anywhere here (``_holds_anywhere``), it without its conditions."""
         lesson = item.item
         assert isinstance(lesson, Lesson)
-        if not _holds_anywhere(lesson, pattern, self._right_somewhere, view.goal_words):
+        if "never_seen_right" in self._off or not _holds_anywhere(lesson, pattern, self._right_somewhere, view.goal_words):
             return item
         if item.item_id not in self._anywhere:
             self._anywhere[item.item_id] = item.model_copy(update={"item": lesson.model_copy(update={"applies_when": []})})
@@ -880,7 +910,8 @@ class StepDelivery:
         view = StepView.of(task, history)
         fired = [(self._as_anywhere(it, p, view), a) for it, p in self._ranked if self._delivers(it.item, p, view)  # type: ignore[arg-type]
                  for a in firings(it.item, p, view, self.config,  # type: ignore[arg-type]
-                                  unconditioned=bool(it.item.wrong) and head_verb(p) not in self._right_somewhere,  # type: ignore[union-attr]
+                                  unconditioned=bool(it.item.wrong) and "never_seen_right" not in self._off  # type: ignore[union-attr]
+                                  and head_verb(p) not in self._right_somewhere,
                                   used_up=head_verb(p) in self._used_up)]
         fired += [(it, a) for it, p, answered in self._eliminable for a in _eliminated(p, answered, view)]
         if self._kin:
