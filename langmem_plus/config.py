@@ -306,7 +306,7 @@ class MemoryConfig(BaseModel):
     conflict_loss_needs_winner_help: bool = True
     """Count a conflict loss only in a run where the cluster's winner was measured to help
     (utility > 0), at most once per run: losing to a rival merely more trusted a priori is not
-    evidence (DESIGN §6 "consistently loses to an alternative"; refinement, see issue #4 note)."""
+    evidence (DESIGN §6 "consistently loses to an alternative"; a refinement, docs/DESIGN_DELTA.md)."""
 
     failures_kept_per_run: int = Field(50, ge=1)
     """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""

@@ -122,7 +122,7 @@ def run_demo(
 
 
 def rows_as_json(rows: list[DemoRun]) -> dict[str, object]:
-    """The ``--json`` shape of issue #2: ``{"runs": [{"run": 1, "pass_rate": ..., ...}]}``."""
+    """The ``--json`` shape: ``{"runs": [{"run": 1, "pass_rate": ..., ...}]}``."""
     out = []
     for row in rows:
         d = asdict(row)

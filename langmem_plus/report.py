@@ -1,4 +1,4 @@
-"""Reports of a protocol result: PNG plots and one self-contained HTML page (issue #5); ``bench env`` results
+"""Reports of a protocol result: PNG plots and one self-contained HTML page; ``bench env`` results
 are drawn by ``report_env`` through the same command.
 
 ``langmem-plus report --from RESULT.json --out DIR`` reads what ``langmem-plus bench

@@ -1,4 +1,4 @@
-"""``langmem-plus bench growth``: does memory stay bounded over hundreds of runs? (issue #4, item 7)
+"""``langmem-plus bench growth``: does memory stay bounded over hundreds of runs?
 
 Runs the scripted executor through the reference graph over every task of the
 demo tools (gridtool and fluxtool, one namespace each, as the demo does), run

@@ -42,7 +42,7 @@ HELD_OUT_FAMILY = "aggregate"
 RUNS_A = 3
 """Phase A runs: one docs-only bootstrap, then runs with memory."""
 RUNS_B = 4
-"""Phase B runs: fluxtool's first run, then 3 with memory (issue #5: >= 3)."""
+"""Phase B runs: fluxtool's first run, then 3 with memory (at least 3)."""
 RUNS_C = 1
 """Phase C runs: the retention check."""
 RECURRENCE_DROP = 0.5
@@ -179,7 +179,7 @@ def stress_suppression(
 
 
 def acceptance(phases: Sequence[dict[str, Any]], designs: dict[str, dict[str, Any]], suppression: bool | None) -> dict[str, bool]:
-    """The acceptance checks of issue #5 (seed 001 criteria) and the design target, as booleans."""
+    """The acceptance checks (seed 001's criteria) and the design target, as booleans."""
     b = [p for p in phases if p["phase"] == "B"]
     key = set(b[0]["fingerprint_counts"]) if b else set()
     first = sum(b[0]["fingerprint_counts"].get(fp, 0) for fp in key) if b else 0

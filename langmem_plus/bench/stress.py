@@ -1,4 +1,4 @@
-"""``langmem-plus bench stress``: planted harmful and contradictory lessons must be suppressed (issue #4).
+"""``langmem-plus bench stress``: planted harmful and contradictory lessons must be suppressed.
 
 Two memories run the scripted executor through the reference graph over gridtool,
 run after run, with the same seed and the same logical clock:
@@ -127,7 +127,7 @@ def run_stress(
     progress: Callable[[int, int], None] | None = None,
     tasks: int | None = None,
 ) -> dict[str, Any]:
-    """Run the stress scenario and return the issue #4 JSON shape.
+    """Run the stress scenario and return its JSON shape.
 
     Args:
         runs: Runs over the gridtool tasks (at least 10 for the issue's target).
@@ -215,7 +215,7 @@ def run_stress(
 
 
 def meets_target(result: dict[str, Any]) -> bool:
-    """Whether a ``run_stress`` result meets the issue #4 target."""
+    """Whether a ``run_stress`` result meets its target."""
     return (
         all(h["suppressed"] and h["activations_to_suppress"] <= TARGET_ACTIVATIONS for h in result["harmful"])
         and all(c["resolved_to_helpful"] for c in result["conflicts"])

@@ -1,4 +1,4 @@
-"""Memory designs behind one small interface, and their two-phase evaluation (issue #5).
+"""Memory designs behind one small interface, and their two-phase evaluation.
 
 ``base`` holds the interface (``MemoryDesign``: ``general_update`` /
 ``general_retrieve`` returning a ``Context``) and the shared episode loop;

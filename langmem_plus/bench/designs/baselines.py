@@ -1,4 +1,4 @@
-"""The memory designs compared side by side, each in its published form (issue #5).
+"""The memory designs compared side by side, each in its published form.
 
 - ``no_memory``: nothing is kept.
 - ``trajectory_retrieval``: stores each task with its whole trajectory and hands back
@@ -47,7 +47,7 @@ from langmem_plus.textgames.delivery import StepDelivery, is_text_rule
 from langmem_plus.textgames.delivery_start import open_triggered
 
 TRAJECTORY_MIN_COSINE = 0.3
-"""trajectory_retrieval returns the top-1 past trajectory only above this task cosine (issue #5)."""
+"""trajectory_retrieval returns the top-1 past trajectory only above this task cosine."""
 FLAT_TOP_K = 7
 """flat_vector's k: the largest lesson budget K' langmem_plus may use (DESIGN §5.6), so it is not short of slots."""
 VOTE_INITIAL = 2
@@ -55,7 +55,7 @@ VOTE_INITIAL = 2
 VOTE_UPVOTE = 1
 """Added when an insight is derived again, and when a run shown it passes."""
 VOTE_DOWNVOTE = 2
-"""Subtracted when a run shown the insight fails (issue #5: -2)."""
+"""Subtracted when a run shown the insight fails (-2)."""
 VOTE_MAX_SHOWN = 20
 """At most this many insights are shown, highest score first (a prompt-size cap, far above what a tool yields)."""
 TRIGGERED_UNCLAIMED_MAX = 1000

@@ -38,7 +38,7 @@ from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.records import TaskSpec
 
 DEFAULT_REPEATS = 3
-"""Repeats with fixed seeds (seed, seed + 1, ...) per design (issue #5)."""
+"""Repeats with fixed seeds (seed, seed + 1, ...) per design."""
 DEFAULT_TOOLS: tuple[str, ...] = ("gridtool", "fluxtool")
 """Tools whose tasks the designs are evaluated on."""
 MODES: tuple[str, ...] = ("static", "dynamic")
