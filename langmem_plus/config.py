@@ -1,19 +1,24 @@
-"""MemoryConfig: every tunable number of langmem_plus, with its default and its source.
+"""MemoryConfig: every tunable number of langmem_plus, with its default and its source, in sections by concern.
 
-One frozen object is passed everywhere; nothing else in the package holds a magic
-number. Field docstrings name the unit and where the default came from (a section
-of DESIGN.md, a paper, or a measurement).
+One frozen object is passed everywhere; nothing else in the package holds a magic number. Each section is a
+validated model of its own (``capture``, ``retrieval``, ``context``, ``lifecycle``, ``cognitive``, ``semantic``,
+``storage``, ``textgames``); field docstrings name the unit and where the default came from. The flat keywords of
+earlier releases (``MemoryConfig(mmr_lambda=0.5)``) still work, with a ``DeprecationWarning``.
 
 Example:
     >>> from langmem_plus import MemoryConfig
-    >>> cfg = MemoryConfig(mmr_lambda=0.5)
-    >>> cfg.budget_for(0.9)
-    7
+    >>> cfg = MemoryConfig(retrieval={"mmr_lambda": 0.5})
+    >>> cfg.retrieval.mmr_lambda, cfg.budget_for(0.9)
+    (0.5, 7)
+    >>> cfg.replace(context={"max_context_tokens": 100}).context.max_context_tokens
+    100
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -25,13 +30,15 @@ ERROR_TEXT_CEILING_CHARS = 65_536
 NOTE_CEILING_CHARS = 4096
 """The most text a failure note keeps; ``failure_note_chars`` may not exceed it."""
 
-
-class MemoryConfig(BaseModel):
-    """All tunable numbers. Immutable; build a new one with ``model_copy(update=...)``."""
+class _Section(BaseModel):
+    """A config section: frozen, no unknown field, field docstrings as descriptions."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
-    # ---- capture (DESIGN §3) -------------------------------------------------
+
+class CaptureConfig(_Section):
+    """Capture: how a failed step becomes an error event (DESIGN §3)."""
+
     error_text_max_chars: int = Field(2000, ge=1, le=ERROR_TEXT_CEILING_CHARS)
     """Characters of error text (and action) kept on an ErrorEvent (DESIGN §2); cut where capture makes it."""
     error_text_scan_chars: int = Field(16_000, ge=256, le=SCAN_CEILING_CHARS)
@@ -45,7 +52,10 @@ class MemoryConfig(BaseModel):
     repeat_window: int = Field(5, ge=1)
     """Steps looked back over for 'the same failure repeated' (DESIGN §3)."""
 
-    # ---- retrieval (DESIGN §5) ----------------------------------------------
+
+class RetrievalConfig(_Section):
+    """Retrieval: candidates, scoring, the graph step, budgets by difficulty, the call guard and tool scope (DESIGN §5)."""
+
     candidates_k: int = Field(20, ge=1)
     """Candidates fetched before re-ranking, K (DESIGN §5.2)."""
     error_graph_k: int = Field(10, ge=0)
@@ -116,28 +126,6 @@ class MemoryConfig(BaseModel):
     pitfall_scale: float = Field(3.0, gt=0.0)
     """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
     before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
-    max_context_tokens: int = Field(170, ge=0)
-    """Token budget of the hint block one retrieval hands the agent, header included: the
-    capacity of the ``InstantMemory`` the block is assembled in, where lessons, episodes and
-    skills compete for it by relevance, the least relevant compressed to one short line, then evicted.
-    170 (was 800): the header and about twelve compressed rewrite lines. On ``bench protocol --seed
-    0 / 1 / 2`` the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 / 9 / 9 tool errors;
-    170 costs 156 / 157 / 158 for 9 / 9 / 9 (vote memory: 164 / 159 / 166 for 12 / 11 / 12; a
-    160-token budget gave ~147 for 9 / 9 / 11 in a probe of the same evaluation)."""
-    agent_context_tokens: int = Field(1200, ge=0)
-    """Token cap on the memory block ``LearningMiddleware`` adds to an agent's system message at each
-    model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
-    twice the hint's tokens), pre-run lessons and the latest on-error lessons together. Its own
-    number, not derived from ``max_context_tokens``: an agent's prompt carries the rules beside the
-    hints and both moments' lessons, so it needs several times the executor's budget."""
-    pre_run_sheet_max: int = Field(20, ge=0)
-    """Before a run, at most this many of the task's tool's rewrite lessons are shown beyond the K'
-    chosen by difficulty (the "tool sheet", ``select.sheet_fill``), most proven first, while the hints
-    fit in ``max_context_tokens``: K' is the floor, the token cap the ceiling. A rewrite rule is one
-    short line, and an agent about to use a tool gains from all of its verified fixes, including
-    those the task's own history never pointed at (a comparison fix needed in an aggregate task;
-    measured on ``bench protocol``). Lessons measured net harmful and suppressed ones never join.
-    0 keeps K' only (DESIGN §5.6 as written)."""
     overlap_store_calls: bool | None = True
     """On error, run the Chroma vector query (and a stored-vector read the snapshot cannot answer)
     on a worker thread beside the in-memory work (True), inline (False), or whichever has been
@@ -162,8 +150,67 @@ class MemoryConfig(BaseModel):
     episode_min_cos: float = Field(0.3, ge=-1.0, le=1.0)
     """Cosine to the query an episode or skill needs to count as relevant (chosen so that
     unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""
+    tool_guard: Literal["answer", "rewrite", "off"] = "answer"
+    """The call guard (``LearningMiddleware``, ``nodes.check_call_node``): before a tool call runs, the tool's lessons
+    whose WRONG form matches its arguments hold against it. ``"answer"``: the call is not run and the model gets the
+    lessons and the rewritten call as a tool message, then chooses again (the same call proposed again runs);
+    ``"rewrite"``: a promoted lesson's rewrite is applied and the fixed call runs (other lessons answer as before);
+    ``"off"``: calls always run."""
+    tool_scope_runs: int = Field(500, ge=0)
+    """Latest runs whose goals teach which words call which tool (``retrieval.tool_scope``)."""
+    tool_scope_min_score: float = Field(0.3, ge=0.0, le=1.0)
+    """Least posterior (``tool_scope.tool_scores``) for a tool's lessons to be shown before its first call."""
+    tool_scope_max_tools: int = Field(2, ge=1)
+    """Most tools whose lessons are shown before a run (the likeliest first)."""
+    tool_scope_ratio: float = Field(0.75, ge=0.0, le=1.0)
+    """A tool after the likeliest is in scope only with at least this share of the likeliest's score: a task that
+    clearly calls one tool is not shown the lessons of another it merely might."""
+    guard_max_lessons: int = Field(3, ge=1)
+    """Lessons one guard answer quotes at most (the best first: promoted, then by reliability)."""
 
-    # ---- instant memory (seed 002 "Instant Memory", DESIGN §10) ---------------
+    @model_validator(mode="after")
+    def _check_bounds(self) -> "RetrievalConfig":
+        if self.difficulty_easy_max > self.difficulty_medium_max:
+            raise ValueError(
+                "difficulty_easy_max must be <= difficulty_medium_max "
+                f"(got {self.difficulty_easy_max} > {self.difficulty_medium_max})"
+            )
+        return self
+
+    def budget_for(self, difficulty: float) -> int:
+        """K' for a difficulty in [0, 1] (DESIGN §5.6): 3 / 5 / 7 by default."""
+        if difficulty <= self.difficulty_easy_max:
+            return self.budget_easy
+        if difficulty <= self.difficulty_medium_max:
+            return self.budget_medium
+        return self.budget_hard
+
+
+class ContextConfig(_Section):
+    """Context: the token budgets of what a model is shown and the instant memory it is assembled in (DESIGN §10)."""
+
+    max_context_tokens: int = Field(170, ge=0)
+    """Token budget of the hint block one retrieval hands the agent, header included: the
+    capacity of the ``InstantMemory`` the block is assembled in, where lessons, episodes and
+    skills compete for it by relevance, the least relevant compressed to one short line, then evicted.
+    170 (was 800): the header and about twelve compressed rewrite lines. On ``bench protocol --seed
+    0 / 1 / 2`` the 800-token sheet cost 364 / 360 / 377 tokens per task for 9 / 9 / 9 tool errors;
+    170 costs 156 / 157 / 158 for 9 / 9 / 9 (vote memory: 164 / 159 / 166 for 12 / 11 / 12; a
+    160-token budget gave ~147 for 9 / 9 / 11 in a probe of the same evaluation)."""
+    agent_context_tokens: int = Field(1200, ge=0)
+    """Token cap on the memory block ``LearningMiddleware`` adds to an agent's system message at each
+    model call: the header plus one line per lesson (its hint and its WRONG -> CORRECT rule, about
+    twice the hint's tokens), pre-run lessons and the latest on-error lessons together. Its own
+    number, not derived from ``max_context_tokens``: an agent's prompt carries the rules beside the
+    hints and both moments' lessons, so it needs several times the executor's budget."""
+    pre_run_sheet_max: int = Field(20, ge=0)
+    """Before a run, at most this many of the task's tool's rewrite lessons are shown beyond the K'
+    chosen by difficulty (the "tool sheet", ``select.sheet_fill``), most proven first, while the hints
+    fit in ``max_context_tokens``: K' is the floor, the token cap the ceiling. A rewrite rule is one
+    short line, and an agent about to use a tool gains from all of its verified fixes, including
+    those the task's own history never pointed at (a comparison fix needed in an aggregate task;
+    measured on ``bench protocol``). Lessons measured net harmful and suppressed ones never join.
+    0 keeps K' only (DESIGN §5.6 as written)."""
     instant_capacity_tokens: int = Field(2000, ge=1)
     """Capacity, in tokens, of an ``InstantMemory`` built without one (seed 002 bounds instant memory
     by a token capacity and names no number; 2000 is a modest share of any chat model's window)."""
@@ -193,7 +240,10 @@ class MemoryConfig(BaseModel):
     lesson's relevance is a measured need rate, an episode's only a similarity, so worked examples get
     what the likely-needed fixes leave (at 0.5 they crowded needed fixes out on ``bench protocol``)."""
 
-    # ---- learning (DESIGN §6) -----------------------------------------------
+
+class LifecycleConfig(_Section):
+    """Lifecycle: synthesis, deduplication, utility, promotion, suppression, archiving, episodes and skills (DESIGN §6)."""
+
     verified_fix_lessons: bool = True
     """A failure seen once becomes a candidate rewrite lesson when the next retry verifiably got past
     it (a contrastive pair): the environment checked the fix, which says more than a second
@@ -307,15 +357,19 @@ class MemoryConfig(BaseModel):
     """Count a conflict loss only in a run where the cluster's winner was measured to help
     (utility > 0), at most once per run: losing to a rival merely more trusted a priori is not
     evidence (DESIGN §6 "consistently loses to an alternative"; a refinement, docs/DESIGN_DELTA.md)."""
-
     failures_kept_per_run: int = Field(50, ge=1)
     """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""
     failure_note_chars: int = Field(300, ge=20, le=NOTE_CEILING_CHARS)
     """Characters of action and error text a failure note keeps."""
     recent_runs: int = Field(10, ge=1)
     """Earlier runs of a task / tool looked at for pre-run failure context and difficulty."""
+    run_goal_chars: int = Field(300, ge=0)
+    """Characters of a run's goal its record keeps (``RunRecord.goal``), for the tool scope of later tasks."""
 
-    # ---- cognitive memory (seed 004, DESIGN §10) ------------------------------
+
+class CognitiveConfig(_Section):
+    """Cognitive memory: working and episodic capacities, routing, consolidation (DESIGN §10)."""
+
     cognitive_working_capacity: int = Field(10, ge=1)
     """Items a cognitive memory's working store holds; the oldest is evicted beyond it
     (seed 004 §5.1 WORKING_CAPACITY; §2.1 "5-10 items")."""
@@ -336,7 +390,11 @@ class MemoryConfig(BaseModel):
     cognitive_max_top_k: int = Field(5, ge=1)
     """Largest ``top_k`` the ``retrieve_memory`` tool accepts from a model (seed 004 §5.1, §8.1
     ``max_retrieve: 5``)."""
-    # ---- semantic memory (seed 002 "Semantic Memory", DESIGN §10) ---------------
+
+
+class SemanticConfig(_Section):
+    """Semantic memory: evidence strength, contradictions, confidence, hops (DESIGN §10)."""
+
     semantic_evidence_base: tuple[tuple[str, float], ...] = (
         ("axiomatic", 1.0), ("observed", 0.95), ("computed", 0.9), ("consensus", 0.7), ("reported", 0.4),
         ("inferred", 0.3), ("hypothetical", 0.2), ("hearsay", 0.1), ("unknown", 0.0),
@@ -371,7 +429,10 @@ class MemoryConfig(BaseModel):
     """A lesson that helped with utility above this in a run (or was promoted) states a fact about
     its tool (a lesson whose fix is verified)."""
 
-    # ---- storage (DESIGN §4) ------------------------------------------------
+
+class StorageConfig(_Section):
+    """Storage: embeddings, Chroma's index, the snapshot (DESIGN §4)."""
+
     embedding_dim: int = Field(256, ge=8)
     """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""
     hnsw_ef_construction: int = Field(100, ge=1)
@@ -412,7 +473,10 @@ class MemoryConfig(BaseModel):
     text, so rewriting the same lessons again and again cannot grow the saved text without bound. Small on purpose
     (a few pairs); the value predates this field (the columnar snapshot, format 4) and was not measured."""
 
-    # ---- text environments ------------------------------------------
+
+class TextGamesConfig(_Section):
+    """Text games: the text-game plugin's learning and delivery, and its executor's policy."""
+
     text_prefer_bonus: float = Field(100.0, ge=0.0)
     """``TextGameExecutor``: score added to a valid action a prefer hint matches; far above any
     word overlap (a few words), so a remembered rule outranks a lexical guess."""
@@ -436,25 +500,6 @@ class MemoryConfig(BaseModel):
     """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
     whose verb changed the state's ``location`` earlier in the attempt) once nothing the task's text
     names is left to do there, so the agent leaves a room it has looked through rather than rearranging it."""
-    tool_guard: Literal["answer", "rewrite", "off"] = "answer"
-    """The call guard (``LearningMiddleware``, ``nodes.check_call_node``): before a tool call runs, the tool's lessons
-    whose WRONG form matches its arguments hold against it. ``"answer"``: the call is not run and the model gets the
-    lessons and the rewritten call as a tool message, then chooses again (the same call proposed again runs);
-    ``"rewrite"``: a promoted lesson's rewrite is applied and the fixed call runs (other lessons answer as before);
-    ``"off"``: calls always run."""
-    run_goal_chars: int = Field(300, ge=0)
-    """Characters of a run's goal its record keeps (``RunRecord.goal``), for the tool scope of later tasks."""
-    tool_scope_runs: int = Field(500, ge=0)
-    """Latest runs whose goals teach which words call which tool (``retrieval.tool_scope``)."""
-    tool_scope_min_score: float = Field(0.3, ge=0.0, le=1.0)
-    """Least posterior (``tool_scope.tool_scores``) for a tool's lessons to be shown before its first call."""
-    tool_scope_max_tools: int = Field(2, ge=1)
-    """Most tools whose lessons are shown before a run (the likeliest first)."""
-    tool_scope_ratio: float = Field(0.75, ge=0.0, le=1.0)
-    """A tool after the likeliest is in scope only with at least this share of the likeliest's score: a task that
-    clearly calls one tool is not shown the lessons of another it merely might."""
-    guard_max_lessons: int = Field(3, ge=1)
-    """Lessons one guard answer quotes at most (the best first: promoted, then by reliability)."""
     text_guard: Literal["off", "avoidances", "all"] = "all"
     """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
     the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until
@@ -467,22 +512,245 @@ class MemoryConfig(BaseModel):
     text_rule_max_conditions: int = Field(4, ge=0)
     """Most task-text lines a text rule keeps as its condition (``Lesson.applies_when``)."""
 
-    @model_validator(mode="after")
-    def _check_bounds(self) -> "MemoryConfig":
-        if self.difficulty_easy_max > self.difficulty_medium_max:
-            raise ValueError(
-                "difficulty_easy_max must be <= difficulty_medium_max "
-                f"(got {self.difficulty_easy_max} > {self.difficulty_medium_max})"
-            )
-        return self
+
+SECTION_OF: dict[str, str] = {
+    "error_text_max_chars": "capture",
+    "error_text_scan_chars": "capture",
+    "context_text_chars": "capture",
+    "query_error_chars": "capture",
+    "stall_steps": "capture",
+    "repeat_window": "capture",
+    "candidates_k": "retrieval",
+    "error_graph_k": "retrieval",
+    "budget_easy": "retrieval",
+    "budget_medium": "retrieval",
+    "budget_hard": "retrieval",
+    "difficulty_easy_max": "retrieval",
+    "difficulty_medium_max": "retrieval",
+    "mmr_lambda": "retrieval",
+    "w_fingerprint": "retrieval",
+    "w_tags": "retrieval",
+    "w_text": "retrieval",
+    "w_reliability": "retrieval",
+    "w_recency": "retrieval",
+    "ep_w_cos": "retrieval",
+    "ep_w_goal": "retrieval",
+    "ep_w_success": "retrieval",
+    "ep_w_recency": "retrieval",
+    "recency_tau_hours": "retrieval",
+    "tag_bucket_cap": "retrieval",
+    "per_run_cap": "retrieval",
+    "graph_seed_weight_fp": "retrieval",
+    "graph_seed_weight_tag": "retrieval",
+    "graph_seed_weight_scope": "retrieval",
+    "graph_hops": "retrieval",
+    "graph_max_nodes": "retrieval",
+    "pagerank_alpha": "retrieval",
+    "pagerank_rtol": "retrieval",
+    "rewrite_miss_factor": "retrieval",
+    "action_match_credit": "retrieval",
+    "pitfall_scale": "retrieval",
+    "max_context_tokens": "context",
+    "agent_context_tokens": "context",
+    "pre_run_sheet_max": "context",
+    "overlap_store_calls": "retrieval",
+    "vector_cache_size": "retrieval",
+    "episode_candidates_k": "retrieval",
+    "episode_budget": "retrieval",
+    "fact_budget": "retrieval",
+    "fact_min_cos": "retrieval",
+    "episode_min_cos": "retrieval",
+    "instant_capacity_tokens": "context",
+    "instant_decay_rate": "context",
+    "instant_eviction_threshold": "context",
+    "instant_refresh_boost": "context",
+    "instant_compress_ratio": "context",
+    "instant_batch_size": "context",
+    "instant_batch_tokens": "context",
+    "instant_keep_depth": "context",
+    "instant_habit_runs": "context",
+    "instant_support_weight": "context",
+    "verified_fix_lessons": "lifecycle",
+    "min_occurrences": "lifecycle",
+    "simhash_bits": "lifecycle",
+    "dedup_max_hamming": "lifecycle",
+    "dedup_simhash_bands": "lifecycle",
+    "end_run_indexes": "lifecycle",
+    "shared_refresh_s": "lifecycle",
+    "utility_w_errors": "lifecycle",
+    "utility_w_steps": "lifecycle",
+    "utility_w_errors_ref": "lifecycle",
+    "utility_w_steps_ref": "lifecycle",
+    "utility_w_referee_ref": "lifecycle",
+    "utility_w_outcome": "lifecycle",
+    "outcome_from_progress": "lifecycle",
+    "promote_min_runs": "lifecycle",
+    "promote_min_utility": "lifecycle",
+    "promote_max_pass_drop": "lifecycle",
+    "suppress_min_activations": "lifecycle",
+    "suppress_max_utility": "lifecycle",
+    "demote_window": "lifecycle",
+    "conflict_losses_to_suppress": "lifecycle",
+    "archive_unused_runs": "lifecycle",
+    "archive_max_reliability": "lifecycle",
+    "nearmiss_cap": "lifecycle",
+    "avoidance_ttl_episodes": "lifecycle",
+    "skill_min_successes": "lifecycle",
+    "skill_match_cosine": "lifecycle",
+    "skill_ema_alpha": "lifecycle",
+    "episode_recall_min_strength": "lifecycle",
+    "utility_window": "lifecycle",
+    "pair_min_similarity": "lifecycle",
+    "fix_lookahead": "lifecycle",
+    "nearmiss_min_progress": "lifecycle",
+    "avoidance_min_repeats": "lifecycle",
+    "episode_dedup_max_hamming": "lifecycle",
+    "episode_half_life_hours": "lifecycle",
+    "episode_significance_slowdown": "lifecycle",
+    "consolidate_min_episodes": "lifecycle",
+    "skill_match_min_overlap": "lifecycle",
+    "skill_max_steps": "lifecycle",
+    "conflict_loss_needs_winner_help": "lifecycle",
+    "failures_kept_per_run": "lifecycle",
+    "failure_note_chars": "lifecycle",
+    "recent_runs": "lifecycle",
+    "cognitive_working_capacity": "cognitive",
+    "cognitive_episodic_capacity": "cognitive",
+    "cognitive_routing_threshold": "cognitive",
+    "cognitive_consolidation_threshold": "cognitive",
+    "cognitive_decay": "cognitive",
+    "cognitive_top_k": "cognitive",
+    "cognitive_max_top_k": "cognitive",
+    "semantic_evidence_base": "semantic",
+    "semantic_evidence_slope": "semantic",
+    "semantic_contradiction_margin": "semantic",
+    "semantic_min_confidence": "semantic",
+    "semantic_confidence_floor": "semantic",
+    "semantic_candidates_factor": "semantic",
+    "semantic_hop_decay": "semantic",
+    "semantic_from_runs": "semantic",
+    "semantic_from_observations": "semantic",
+    "semantic_lesson_min_utility": "semantic",
+    "embedding_dim": "storage",
+    "hnsw_ef_construction": "storage",
+    "snapshot": "storage",
+    "warm_lessons": "storage",
+    "parsed_lessons_max": "storage",
+    "snapshot_rebase_share": "storage",
+    "snapshot_segment_live_min": "storage",
+    "snapshot_segments_max": "storage",
+    "graph_rewrite_slack": "storage",
+    "text_prefer_bonus": "textgames",
+    "text_condition_bonus": "textgames",
+    "text_sequence_bonus": "textgames",
+    "text_short_line_words": "textgames",
+    "text_paragraph_weight": "textgames",
+    "text_new_verb_bonus": "textgames",
+    "text_explore_bonus": "textgames",
+    "tool_guard": "retrieval",
+    "run_goal_chars": "lifecycle",
+    "tool_scope_runs": "retrieval",
+    "tool_scope_min_score": "retrieval",
+    "tool_scope_max_tools": "retrieval",
+    "tool_scope_ratio": "retrieval",
+    "guard_max_lessons": "retrieval",
+    "text_guard": "textgames",
+    "text_rules_off": "textgames",
+    "text_rule_max_entity_words": "textgames",
+    "text_rule_max_conditions": "textgames",
+}
+"""Each field's section: what the flat keywords of earlier releases map to."""
+SECTIONS: tuple[str, ...] = ('capture', 'retrieval', 'context', 'lifecycle', 'cognitive', 'semantic', 'storage', 'textgames')
+"""The sections, in the order ``MemoryConfig`` holds them."""
+
+
+def _flat_warning(names: list[str]) -> None:
+    moved = ", ".join(f"{n} -> {SECTION_OF[n]}.{n}" for n in names)
+    warnings.warn(f"flat MemoryConfig keywords are deprecated; use the sections: {moved}", DeprecationWarning, stacklevel=4)
+
+
+def nest(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with every flat keyword moved into its section (merged over the section's own values).
+
+    Example:
+        >>> nest({"mmr_lambda": 0.5, "retrieval": {"candidates_k": 10}})
+        {'retrieval': {'candidates_k': 10, 'mmr_lambda': 0.5}}
+    """
+    out = {k: v for k, v in fields.items() if k not in SECTION_OF}
+    for name, value in fields.items():
+        section = SECTION_OF.get(name)
+        if section is None:
+            continue
+        held = out.get(section) or {}
+        held = held.model_dump() if isinstance(held, BaseModel) else dict(held)
+        out[section] = {**held, name: value}
+    return out
+
+
+class MemoryConfig(BaseModel):
+    """All tunable numbers, in sections by concern. Immutable; ``replace(section={...})`` builds a changed copy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
+    cognitive: CognitiveConfig = Field(default_factory=CognitiveConfig)
+    semantic: SemanticConfig = Field(default_factory=SemanticConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    textgames: TextGamesConfig = Field(default_factory=TextGamesConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keywords(cls, data: Any) -> Any:
+        """The flat keywords of earlier releases, moved into their sections, with a ``DeprecationWarning``."""
+        if not isinstance(data, Mapping):
+            return data
+        flat = [k for k in data if k in SECTION_OF]
+        if not flat:
+            return data
+        _flat_warning(flat)
+        return nest(data)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            section = SECTION_OF.get(name)
+            if section is None:
+                return super().__getattr__(name)
+            _flat_warning([name])
+            return getattr(getattr(self, section), name)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "MemoryConfig":
+        """A copy with ``update`` applied: sections as models or mappings (merged), flat keywords deprecated."""
+        if not update:
+            return super().model_copy(deep=deep)
+        flat = [k for k in update if k in SECTION_OF]
+        if flat:
+            _flat_warning(flat)
+        return self.replace(**nest(update))
+
+    def replace(self, **sections: Any) -> "MemoryConfig":
+        """A copy with each named section's fields replaced (``replace(retrieval={"mmr_lambda": 0.5})``), validated.
+
+        Raises:
+            pydantic.ValidationError: an unknown section or field, or a value out of its bounds.
+        """
+        data = self.model_dump()
+        for name, fields in sections.items():
+            given = fields.model_dump() if isinstance(fields, BaseModel) else dict(fields)
+            data[name] = {**data.get(name, {}), **given} if name in SECTIONS else given
+        return MemoryConfig.model_validate(data)
 
     def budget_for(self, difficulty: float) -> int:
-        """K' for a difficulty in [0, 1] (DESIGN §5.6): 3 / 5 / 7 by default."""
-        if difficulty <= self.difficulty_easy_max:
-            return self.budget_easy
-        if difficulty <= self.difficulty_medium_max:
-            return self.budget_medium
-        return self.budget_hard
+        """K' for a difficulty in [0, 1] (``RetrievalConfig.budget_for``)."""
+        return self.retrieval.budget_for(difficulty)
+
+
+def config_value(config: MemoryConfig, name: str) -> Any:
+    """A field read by its name alone, wherever its section is (for code that names fields in tables)."""
+    return getattr(getattr(config, SECTION_OF[name]), name)
 
 
 DEFAULT_CONFIG = MemoryConfig()

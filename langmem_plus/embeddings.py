@@ -123,7 +123,7 @@ class HashingEmbeddings(Embeddings):
         32
     """
 
-    def __init__(self, dim: int = DEFAULT_CONFIG.embedding_dim) -> None:
+    def __init__(self, dim: int = DEFAULT_CONFIG.storage.embedding_dim) -> None:
         if not isinstance(dim, int) or dim < 2:
             raise ValueError(f"HashingEmbeddings dim must be an int >= 2, got {dim!r}")
         self.dim = dim
@@ -226,7 +226,7 @@ _SPEC_FORMS = (
 
 
 def make_embeddings(
-    spec: str | Embeddings | None = None, *, dim: int = DEFAULT_CONFIG.embedding_dim
+    spec: str | Embeddings | None = None, *, dim: int = DEFAULT_CONFIG.storage.embedding_dim
 ) -> Embeddings:
     """Build an embedder from a spec.
 

@@ -119,7 +119,7 @@ def task_of(state: Any) -> TaskSpec:
     return task if isinstance(task, TaskSpec) else TaskSpec.model_validate(task)
 
 
-def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_CONFIG.context_text_chars) -> WorkingContext:
+def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_CONFIG.capture.context_text_chars) -> WorkingContext:
     """The run's working context; ``chars`` bounds the observation and failure text (``context_text_chars``)."""
     task = task_of(state)
     steps: list[Step] = state.get("steps") or []
@@ -147,7 +147,7 @@ def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_C
 
 
 def _pre_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
-    items = memory.retrieve_pre_run(task_of(state), _working(state, chars=memory.config.context_text_chars), run_id=state["run_id"])
+    items = memory.retrieve_pre_run(task_of(state), _working(state, chars=memory.config.capture.context_text_chars), run_id=state["run_id"])
     step = len(state.get("steps") or [])
     return {
         "retrieved": items,
@@ -167,12 +167,12 @@ def _on_error_retrieve(memory: LearningMemory, state: MemoryState) -> dict[str, 
     event = state.get("last_event")
     if event is None:
         return {"retrieved": []}
-    return {"retrieved": memory.retrieve_on_error(event, _working(state, event, memory.config.context_text_chars), run_id=state["run_id"])}
+    return {"retrieved": memory.retrieve_on_error(event, _working(state, event, memory.config.capture.context_text_chars), run_id=state["run_id"])}
 
 
 def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     # The hints go through instant memory like every context: the retrieval's items compete for its budget.
-    items = assemble(state.get("retrieved") or [], budget=memory.config.max_context_tokens, config=memory.config).shown
+    items = assemble(state.get("retrieved") or [], budget=memory.config.context.max_context_tokens, config=memory.config).shown
     event = state.get("last_event")
     hints = distill_hints(items, goal=task_of(state).goal, obs=event.error_text if event else "", llm=memory.llm)
     step = len(state.get("steps") or [])
@@ -187,7 +187,7 @@ def _check_call(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     tool, args = proposed.get("tool"), proposed.get("args") or {}
     if not isinstance(tool, str) or not isinstance(args, dict):
         return {"held": [], "rewritten": None}
-    held = memory.check_call(tool, args)[: memory.config.guard_max_lessons]
+    held = memory.check_call(tool, args)[: memory.config.retrieval.guard_max_lessons]
     items = [ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in held]
     step = len(state.get("steps") or [])
     return {

@@ -12,4 +12,4 @@ from langmem_plus.textgames.delivery import StepDelivery
 
 def listing(rules: Sequence[Lesson], runs: Sequence[RunRecord], config: MemoryConfig = DEFAULT_CONFIG, **kw: Any) -> StepDelivery:
     """Every rule standing at a step listed before the agent chooses (``text_guard="off"``), with ``config`` otherwise."""
-    return StepDelivery(rules, runs, config.model_copy(update={"text_guard": "off"}), **kw)
+    return StepDelivery(rules, runs, config.replace(textgames={"text_guard": "off"}), **kw)

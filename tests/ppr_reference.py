@@ -26,7 +26,7 @@ from langmem_plus.store.ppr import PPR_MAX_ITER, PPR_TOL
 def power_iteration(
     weights: np.ndarray,
     personalization: np.ndarray,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+    alpha: float = DEFAULT_CONFIG.retrieval.pagerank_alpha,
     *,
     tol: float = PPR_TOL,
     max_iter: int = PPR_MAX_ITER,
@@ -81,9 +81,9 @@ def dense_ppr(
     g: LessonGraph,
     seeds: Mapping[str, float],
     *,
-    hops: int = DEFAULT_CONFIG.graph_hops,
-    max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+    hops: int = DEFAULT_CONFIG.retrieval.graph_hops,
+    max_nodes: int = DEFAULT_CONFIG.retrieval.graph_max_nodes,
+    alpha: float = DEFAULT_CONFIG.retrieval.pagerank_alpha,
     exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
 ) -> dict[str, float]:
     """The bounded PPR on the same neighbourhood, by a dense power iteration run to 1e-14."""
@@ -99,7 +99,7 @@ def whole_graph_ppr(
     g: LessonGraph,
     seeds: Mapping[str, float],
     *,
-    alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+    alpha: float = DEFAULT_CONFIG.retrieval.pagerank_alpha,
     exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
 ) -> dict[str, float]:
     """PPR over every node whose status is not excluded: no neighbourhood, no cap."""

@@ -87,10 +87,10 @@ def apply_guards_reference(
                     dropped.append((item.item_id, f"conflict_loss:{items[best].item_id}"))
                     continue
         bucket, run = bucket_of(item), run_of(item)
-        if bucket is not None and sum(1 for j in kept if bucket_of(items[j]) == bucket) >= config.tag_bucket_cap:
+        if bucket is not None and sum(1 for j in kept if bucket_of(items[j]) == bucket) >= config.retrieval.tag_bucket_cap:
             dropped.append((item.item_id, f"tag_bucket_cap:{bucket}"))
             continue
-        if run is not None and sum(1 for j in kept if run_of(items[j]) == run) >= config.per_run_cap:
+        if run is not None and sum(1 for j in kept if run_of(items[j]) == run) >= config.retrieval.per_run_cap:
             dropped.append((item.item_id, f"per_run_cap:{run}"))
             continue
         kept.append(i)
@@ -101,11 +101,11 @@ def budget_reference(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -
     """K' as DESIGN §5.6 states it: <= 0.3 -> 3, <= 0.7 -> 5, else 7 (configurable); NaN or inf count as 0."""
     if not math.isfinite(difficulty):
         difficulty = 0.0
-    if difficulty <= config.difficulty_easy_max:
-        return config.budget_easy
-    if difficulty <= config.difficulty_medium_max:
-        return config.budget_medium
-    return config.budget_hard
+    if difficulty <= config.retrieval.difficulty_easy_max:
+        return config.retrieval.budget_easy
+    if difficulty <= config.retrieval.difficulty_medium_max:
+        return config.retrieval.budget_medium
+    return config.retrieval.budget_hard
 
 
 def score_reference(
@@ -140,8 +140,8 @@ def score_reference(
                 lesson,
                 exact=comps["fingerprint_match"] > 0,
                 actions=actions,
-                miss_factor=engine.config.rewrite_miss_factor,
-                action_credit=engine.config.action_match_credit,
+                miss_factor=engine.config.retrieval.rewrite_miss_factor,
+                action_credit=engine.config.retrieval.action_match_credit,
             )
         items.append(
             ScoredItem(
@@ -160,17 +160,17 @@ def on_error_reference(
     engine: RetrievalEngine, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None
 ) -> Retrieval:
     """``RetrievalEngine.on_error`` the obvious way: every step in turn, reference scoring."""
-    query = _error_query(event, ctx, engine.config.query_error_chars)
+    query = _error_query(event, ctx, engine.config.capture.query_error_chars)
     qvec = engine.store.embed_query(query)
     exact = engine.graph.lessons_for_fingerprint(event.fingerprint_id)
     action = engine.sources.action(event.action, event.tool) if event.action else []
-    vec = engine.sources.vector(qvec, engine.config.candidates_k)
-    graph = engine.sources.graph_top(engine.sources.error_seeds(event), engine.config.error_graph_k)
+    vec = engine.sources.vector(qvec, engine.config.retrieval.candidates_k)
+    graph = engine.sources.graph_top(engine.sources.error_seeds(event), engine.config.retrieval.error_graph_k)
     sources = engine.sources.error_sources(event, exact, action, vec, graph.scores)
     items = score_reference(
         engine, sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, actions=[event.action] if event.action else []
     )
-    goal = ctx.goal or event.error_text[: engine.config.context_text_chars]
+    goal = ctx.goal or event.error_text[: engine.config.capture.context_text_chars]
     return engine._finish(items, ctx, query, qvec=qvec, goal=goal, now=now, limit=limit, graph_ms=graph.ms)
 
 

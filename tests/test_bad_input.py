@@ -35,7 +35,7 @@ def test_bad_error_text_is_captured_and_loses_nothing(name: str, learned: Learni
     events_before = learned.store.count("events")
     step = Step(index=0, action="do it", feedback=Feedback(hard_failure=True, error_text=BAD_TEXTS[name]))
     event = learned.capture(step, run_id=f"bad-{name}", task=TASK)
-    assert event is not None and len(event.error_text) <= learned.config.error_text_max_chars
+    assert event is not None and len(event.error_text) <= learned.config.capture.error_text_max_chars
     assert "\x00" not in event.error_text
     learned.retrieve_on_error(event)
     report = learned.end_run(run_id=f"bad-{name}", task=TASK, steps=[step], events=[event])

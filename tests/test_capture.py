@@ -353,7 +353,7 @@ def test_one_megabyte_inputs_are_scanned_in_a_bounded_window(name: str, scanned:
     payload = adversarial_texts(ONE_MB)[name]
     fp = fingerprint(payload)
     tags = extract_tags(payload)
-    assert scanned and max(scanned) <= DEFAULT_CONFIG.error_text_scan_chars
+    assert scanned and max(scanned) <= DEFAULT_CONFIG.capture.error_text_scan_chars
     assert fp == fingerprint(payload)
     assert len(fp) <= capture_fp.FINGERPRINT_MAX_CHARS
     assert set(tags) <= set(TAG_VOCABULARY)
@@ -638,7 +638,7 @@ def test_step_tool_wins_and_clock_is_used_without_now() -> None:
 def test_error_text_is_cut_on_the_event() -> None:
     ev = detect_failure(mk(0, hard=True, error="error: " + "x" * 10_000), [], namespace=NS, run_id="r")
     assert ev is not None
-    assert len(ev.error_text) <= DEFAULT_CONFIG.error_text_max_chars
+    assert len(ev.error_text) <= DEFAULT_CONFIG.capture.error_text_max_chars
 
 
 def test_constraint_failure_is_tagged() -> None:
@@ -666,7 +666,7 @@ def test_stall_emits_once_at_each_threshold() -> None:
     steps = [mk(i, f"try {i}", progress=0.0) for i in range(7)]
     assert run(steps[:5]) == [(2, "no_progress")]
     assert run(steps) == [(2, "no_progress"), (5, "no_progress")]
-    assert run(steps, MemoryConfig(stall_steps=4)) == [(3, "no_progress")]
+    assert run(steps, MemoryConfig(capture={"stall_steps": 4})) == [(3, "no_progress")]
 
 
 def test_stall_event_fingerprints_the_transition() -> None:
@@ -693,7 +693,7 @@ def test_progress_resets_the_stall() -> None:
 def test_falling_progress_is_tagged_goal_distance_increase() -> None:
     steps = [mk(0, "a", progress=0.5), mk(1, "b", progress=0.4), mk(2, "c", progress=0.3)]
     ev = detect_failure(
-        steps[2], steps[:2], namespace=NS, run_id="r", now=0.0, config=MemoryConfig(stall_steps=2)
+        steps[2], steps[:2], namespace=NS, run_id="r", now=0.0, config=MemoryConfig(capture={"stall_steps": 2})
     )
     assert ev is not None and ev.tags == ["goal_distance_increase", "no_progress"]
 
@@ -724,8 +724,8 @@ def test_repeating_an_action_into_the_same_state_is_a_state_stall() -> None:
 
 
 def test_repeat_only_counts_inside_the_window() -> None:
-    cfg_far = MemoryConfig(stall_steps=10, repeat_window=2)
-    cfg_near = MemoryConfig(stall_steps=10, repeat_window=5)
+    cfg_far = MemoryConfig(capture={"stall_steps": 10, "repeat_window": 2})
+    cfg_near = MemoryConfig(capture={"stall_steps": 10, "repeat_window": 5})
     s = {"room": "hall"}
     steps = [
         mk(0, "go north", state_after=s),

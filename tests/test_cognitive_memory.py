@@ -174,13 +174,13 @@ def test_add_experience_routes_at_the_threshold(importance: float, store: str) -
 
 
 def test_routing_threshold_comes_from_the_config() -> None:
-    mem = fresh(config=MemoryConfig(cognitive_routing_threshold=0.5))
+    mem = fresh(config=MemoryConfig(cognitive={"cognitive_routing_threshold": 0.5}))
     mem.add_experience("half", 0.5)
     assert len(mem.episodic) == 1 and mem.working == ()
 
 
 def test_episodic_evicts_the_lowest_decayed_score() -> None:
-    mem = fresh(config=MemoryConfig(cognitive_episodic_capacity=3))
+    mem = fresh(config=MemoryConfig(cognitive={"cognitive_episodic_capacity": 3}))
     mem.add_episodic("old but vivid", 0.9, year=0)    # 0.9 x 0.95^10 = 0.539 at year 10
     mem.add_episodic("recent, mild", 0.6, year=10)    # 0.6
     mem.add_episodic("old, mild", 0.7, year=2)        # 0.7 x 0.95^8 = 0.464
@@ -191,14 +191,14 @@ def test_episodic_evicts_the_lowest_decayed_score() -> None:
 
 
 def test_episodic_ties_evict_the_older_item() -> None:
-    mem = fresh(config=MemoryConfig(cognitive_episodic_capacity=2))
+    mem = fresh(config=MemoryConfig(cognitive={"cognitive_episodic_capacity": 2}))
     for name in ("a", "b", "c"):
         mem.add_episodic(name, 0.8, year=4)
     assert [m.content for m in mem.episodic] == ["b", "c"]
 
 
 def test_capacity_one_and_exact_capacity() -> None:
-    mem = fresh(config=MemoryConfig(cognitive_working_capacity=1, cognitive_episodic_capacity=1))
+    mem = fresh(config=MemoryConfig(cognitive={"cognitive_working_capacity": 1, "cognitive_episodic_capacity": 1}))
     mem.add_working("w1", 0.2)
     assert [m.content for m in mem.working] == ["w1"]
     mem.add_working("w2", 0.2)
@@ -210,7 +210,7 @@ def test_capacity_one_and_exact_capacity() -> None:
 
 
 def test_consolidation_into_a_full_episodic_store_keeps_the_best() -> None:
-    mem = fresh(config=MemoryConfig(cognitive_episodic_capacity=2))
+    mem = fresh(config=MemoryConfig(cognitive={"cognitive_episodic_capacity": 2}))
     mem.add_episodic("kept", 0.95, year=5)
     mem.add_episodic("dropped", 0.7, year=1)
     mem.add_working("promoted", 0.8, year=5)
@@ -313,7 +313,7 @@ def test_from_dict_applies_a_smaller_capacity() -> None:
     for i in range(6):
         mem.add_working(f"w{i}", 0.1)
         mem.add_episodic(f"e{i}", 0.1 * (i + 1), year=0)
-    small = CognitiveMemory.from_dict(mem.to_dict(), config=MemoryConfig(cognitive_working_capacity=2, cognitive_episodic_capacity=2))
+    small = CognitiveMemory.from_dict(mem.to_dict(), config=MemoryConfig(cognitive={"cognitive_working_capacity": 2, "cognitive_episodic_capacity": 2}))
     assert [m.content for m in small.working] == ["w4", "w5"]
     assert [m.content for m in small.episodic] == ["e4", "e5"]
 
@@ -351,17 +351,17 @@ def play(ops: Sequence[tuple[str, float, int]], cfg: MemoryConfig) -> tuple[Cogn
     entered: list[CognitiveItem] = []
     for n, (op, importance, year) in enumerate(ops):
         if op == "consolidate":
-            moving = [it for it in mem.working if it.importance >= cfg.cognitive_consolidation_threshold]
+            moving = [it for it in mem.working if it.importance >= cfg.cognitive.cognitive_consolidation_threshold]
             mem.consolidate()
             entered += moving
             continue
         item = {"working": mem.add_working, "episodic": mem.add_episodic, "experience": mem.add_experience}[op](f"c{n}", importance, year)
-        if item in mem.episodic or op == "episodic" or (op == "experience" and importance >= cfg.cognitive_routing_threshold):
+        if item in mem.episodic or op == "episodic" or (op == "experience" and importance >= cfg.cognitive.cognitive_routing_threshold):
             entered.append(item)
     return mem, entered
 
 
-SMALL = MemoryConfig(cognitive_working_capacity=4, cognitive_episodic_capacity=5)
+SMALL = MemoryConfig(cognitive={"cognitive_working_capacity": 4, "cognitive_episodic_capacity": 5})
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -417,7 +417,7 @@ def test_order_working_is_newest_first() -> None:
 
 def test_audit_records_updates_consolidations_and_retrievals(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "audit.jsonl", ("t",))
-    mem = fresh(audit=log, config=MemoryConfig(cognitive_working_capacity=2))
+    mem = fresh(audit=log, config=MemoryConfig(cognitive={"cognitive_working_capacity": 2}))
     mem.add_experience("flood", 0.9, year=1, tags=["flood"])
     mem.add_working("w1", 0.8, year=1)
     mem.add_working("w2", 0.2, year=1)
@@ -445,7 +445,7 @@ def test_audit_records_updates_consolidations_and_retrievals(tmp_path: Path) -> 
 
 def test_episodic_eviction_is_audited(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "audit.jsonl", ("t",))
-    mem = fresh(audit=log, config=MemoryConfig(cognitive_episodic_capacity=1))
+    mem = fresh(audit=log, config=MemoryConfig(cognitive={"cognitive_episodic_capacity": 1}))
     mem.add_episodic("strong", 0.9, year=3)
     mem.add_episodic("weak", 0.7, year=3)
     last = list(log.read(kinds=["cognitive_update"]))[-1]
@@ -503,7 +503,7 @@ def test_agents_and_namespaces_are_isolated(store_path: Path) -> None:
         # the record lives under the agent's own namespace, with its embedding stored
         raw = mem.store.client.get_collection(collection_name(h1, "cognitive")).get(include=["metadatas", "embeddings"])
         assert raw["ids"] == ["state"] and '"H001 secret"' in raw["metadatas"][0]["record"]
-        assert len(raw["embeddings"][0]) == mem.config.embedding_dim
+        assert len(raw["embeddings"][0]) == mem.config.storage.embedding_dim
 
 
 def test_cognitive_audit_goes_to_the_memory_log(store_path: Path) -> None:
@@ -566,7 +566,7 @@ def test_tool_bounds_top_k_and_defaults() -> None:
         with pytest.raises(ValidationError):
             tool.invoke({"top_k": bad})
     assert len(tool.invoke({}).splitlines()) == 1 + 5
-    wide = fresh(config=MemoryConfig(cognitive_max_top_k=8))
+    wide = fresh(config=MemoryConfig(cognitive={"cognitive_max_top_k": 8}))
     for i in range(8):
         wide.add_working(f"w{i}", 0.2)
     assert len(wide.as_tool().invoke({"top_k": 8}).splitlines()) == 1 + 8
@@ -623,7 +623,7 @@ def test_concurrent_writers_lose_no_update(store_path: Path) -> None:
     """Threads sharing one memory get one handle per agent: every add lands, seq numbers stay unique."""
     import threading
 
-    cfg = MemoryConfig(cognitive_working_capacity=100, cognitive_episodic_capacity=100)
+    cfg = MemoryConfig(cognitive={"cognitive_working_capacity": 100, "cognitive_episodic_capacity": 100})
     with LearningMemory.open(store_path, namespace=("acme", "sim"), config=cfg) as mem:
 
         def work(t: int) -> None:

@@ -326,11 +326,11 @@ def test_an_open_shares_one_lesson_order_between_the_index_and_the_vectors(tmp_p
     from langmem_plus.config import MemoryConfig
 
     ns = ("shared", "rows")
-    mem = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(warm_lessons=False))
+    mem = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(storage={"warm_lessons": False}))
     mem.add_lessons(synthetic_lessons(60, seed=1, namespace=ns))
     mem.sync.write_base()
     mem.close()
-    again = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(warm_lessons=False))
+    again = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(storage={"warm_lessons": False}))
     view = again.view
     assert view.index is not None
     assert view.index._rows._base is view.lesson_vectors._rows._base  # one map, shared
@@ -352,9 +352,9 @@ def test_a_format_2_base_still_opens_and_equals_a_full_read(tmp_path: Path) -> N
     from langmem_plus.store.snapshot import snapshot_dir
 
     ns = ("old", "format")
-    lazy = MemoryConfig(warm_lessons=False)
+    lazy = MemoryConfig(storage={"warm_lessons": False})
     # Every record in the base's own file, as the old formats kept them (not pointed at in the journal).
-    mem = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(warm_lessons=False, snapshot_segment_live_min=2.0))
+    mem = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(storage={"warm_lessons": False, "snapshot_segment_live_min": 2.0}))
     mem.add_lessons(synthetic_lessons(80, seed=2, namespace=ns))
     episode = Episode(episode_id="ep1", namespace=ns, kind="success", goal_signature="g", summary="Solved g", count=1)
     mem.write("episodes", [episode])
@@ -381,7 +381,7 @@ def test_a_format_2_base_still_opens_and_equals_a_full_read(tmp_path: Path) -> N
     old.sync.write_base()
     old.close()
     assert json.loads((folder / "meta.json").read_text())["format"] == FORMAT
-    chroma = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(snapshot=False))
+    chroma = LearningMemory.open(tmp_path, namespace=ns, config=MemoryConfig(storage={"snapshot": False}))
     again = LearningMemory.open(tmp_path, namespace=ns, config=lazy)
     assert _lookups_of(again.graph) == _lookups_of(chroma.graph) == live
     assert [e.episode_id for e in again.episodes()] == ["ep1"]  # the new base holds it

@@ -15,7 +15,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from langmem_plus import LearningMemory, MemoryConfig
 from langmem_plus.capture import detect_failure, fingerprint_id
-from langmem_plus.config import DEFAULT_CONFIG, ERROR_TEXT_CEILING_CHARS
+from langmem_plus.config import DEFAULT_CONFIG, ERROR_TEXT_CEILING_CHARS, nest
 from langmem_plus.learning.lifecycle import run_outcome
 from langmem_plus.nodes import on_error_retrieve_node
 from langmem_plus.records import Activation, ErrorEvent, Feedback, Lesson, LessonScope, Step, TaskSpec, Verdict
@@ -47,7 +47,7 @@ def open_memory(tmp_path: Path) -> Iterator[Any]:
     def make(name: str = "m", **fields: Any) -> LearningMemory:
         clock = fields.pop("clock", None)
         kwargs: dict[str, Any] = {"clock": clock} if clock else {}
-        memory = LearningMemory.open(tmp_path / name, namespace=NS, config=MemoryConfig(**fields), **kwargs)
+        memory = LearningMemory.open(tmp_path / name, namespace=NS, config=MemoryConfig(**nest(fields)), **kwargs)
         opened.append(memory)
         return memory
 
@@ -58,22 +58,22 @@ def open_memory(tmp_path: Path) -> Iterator[Any]:
 
 def test_error_text_max_chars_cuts_the_event() -> None:
     step = hard_step(0, "error: " + "x" * 5000)
-    short = detect_failure(step, [], namespace=NS, run_id="r", config=MemoryConfig(error_text_max_chars=100))
+    short = detect_failure(step, [], namespace=NS, run_id="r", config=MemoryConfig(capture={"error_text_max_chars": 100}))
     default = detect_failure(step, [], namespace=NS, run_id="r")
     assert short is not None and default is not None
-    assert len(short.error_text) <= 100 < len(default.error_text) <= DEFAULT_CONFIG.error_text_max_chars
+    assert len(short.error_text) <= 100 < len(default.error_text) <= DEFAULT_CONFIG.capture.error_text_max_chars
 
 
 def test_error_text_max_chars_may_not_pass_the_record_ceiling() -> None:
     with pytest.raises(ValueError):
-        MemoryConfig(error_text_max_chars=ERROR_TEXT_CEILING_CHARS + 1)
+        MemoryConfig(capture={"error_text_max_chars": ERROR_TEXT_CEILING_CHARS + 1})
 
 
 def test_error_text_scan_chars_bounds_what_the_fingerprint_reads() -> None:
     # The failure line sits in the middle: a 16k window reads it, a 256-char window (head + tail) does not.
     step = hard_step(0, "a" * 3000 + "\nKeyError: 'k'\n" + "b" * 3000)
     wide = detect_failure(step, [], namespace=NS, run_id="r")
-    narrow = detect_failure(step, [], namespace=NS, run_id="r", config=MemoryConfig(error_text_scan_chars=256))
+    narrow = detect_failure(step, [], namespace=NS, run_id="r", config=MemoryConfig(capture={"error_text_scan_chars": 256}))
     assert wide is not None and narrow is not None
     assert "keyerror" in wide.fingerprint and "keyerror" not in narrow.fingerprint
 
@@ -82,7 +82,7 @@ def test_failure_note_chars_cuts_failure_notes() -> None:
     step = hard_step(0, "error: " + "y" * 1000, action="LOAD t | " + "select a " * 100)
     event = detect_failure(step, [], namespace=NS, run_id="r")
     assert event is not None
-    notes = run_outcome([step], [event], None, MemoryConfig(failure_note_chars=40)).failures
+    notes = run_outcome([step], [event], None, MemoryConfig(lifecycle={"failure_note_chars": 40})).failures
     default = run_outcome([step], [event], None).failures
     assert len(notes[0].error) <= 40 and len(notes[0].action) <= 40
     assert len(default[0].error) > 40

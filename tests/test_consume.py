@@ -68,7 +68,7 @@ def test_a_consuming_command_is_avoided_on_things_the_task_does_not_ask_it_of() 
     said = {h.text for h in listing([], _runs(2))(_task(HELD), [_step(0, "read cookbook", HELD, observation=asked)])}
     assert said == {"Avoid `eat green apple`"}  # the recipe asks it of the carrot
     assert listing([], _runs(1))(_task(HELD), history) == []  # one run is not evidence enough (``min_occurrences``)
-    assert listing([], _runs(2), MemoryConfig(text_rules_off=frozenset({"using_up"})))(_task(HELD), history) == []
+    assert listing([], _runs(2), MemoryConfig(textgames={"text_rules_off": frozenset({"using_up"})}))(_task(HELD), history) == []
     assert consuming_verbs(_runs(2), {"eat"}, 2) == frozenset()  # a command memory knows right over a placeholder
     guarded = StepDelivery([], _runs(2))
     assert guarded(_task(HELD), history) == []

@@ -60,8 +60,8 @@ def test_simhash_near_duplicates_close_unrelated_far() -> None:
     assert hamming(h(RULE), h(variant)) == 0
     one_more_trigger = hamming(h(RULE), h(RULE + " fp_9z"))
     far = [hamming(h(RULE), h(u)) for u in UNRELATED]
-    assert one_more_trigger <= DEFAULT_CONFIG.dedup_max_hamming
-    assert min(far) > 3 * DEFAULT_CONFIG.dedup_max_hamming
+    assert one_more_trigger <= DEFAULT_CONFIG.lifecycle.dedup_max_hamming
+    assert min(far) > 3 * DEFAULT_CONFIG.lifecycle.dedup_max_hamming
 
 
 def test_simhash_is_stable_across_processes() -> None:
@@ -126,7 +126,7 @@ def test_find_duplicate_ignores_unrelated_and_other_namespaces() -> None:
 
 
 def test_near_simhash_with_a_different_fix_is_not_a_duplicate() -> None:
-    loose = MemoryConfig(dedup_max_hamming=64)  # everything is "near"
+    loose = MemoryConfig(lifecycle={"dedup_max_hamming": 64})  # everything is "near"
     a = rule_lesson("les_1", "filter", "keep", ["fp1"])
     b = rule_lesson("les_2", "filter", "where", ["fp1"])
     assert find_duplicate(b, [a], loose) is None

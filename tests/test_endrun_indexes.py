@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import langmem_plus.learning.lifecycle as lifecycle
 from langmem_plus import LearningMemory
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import MemoryConfig, nest
 from langmem_plus.learning.incremental import index_entries
 from langmem_plus.records import LESSON_STATUSES, Feedback, Lesson, LessonStats, Step, TaskSpec
 from langmem_plus.store.snapshot import RecordTable
@@ -43,7 +43,7 @@ def _clock() -> float:
 
 
 def _open(path: Path, indexes: bool, **extra: Any) -> LearningMemory:
-    cfg = MemoryConfig(end_run_indexes=indexes, warm_lessons=False, **{**BASE, **extra})
+    cfg = MemoryConfig(**nest({**BASE, **extra, "end_run_indexes": indexes, "warm_lessons": False}))
     return LearningMemory.open(path, namespace=NS, config=cfg, clock=_clock)
 
 

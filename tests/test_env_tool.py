@@ -20,6 +20,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
+from langmem_plus.config import nest
 from langmem_plus import LearningMemory
 from langmem_plus.integrations.agent_run import read_memory_block, tool_step
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
@@ -67,7 +68,7 @@ def _learned_to_grill(tmp_path: Path, name: str, env: Any, **config: Any) -> Lea
     """A memory that saw two games lost by roasting what the recipe grills (a pepper, a pork chop)."""
     from langmem_plus.config import MemoryConfig
 
-    memory = LearningMemory.open(tmp_path / name, namespace=("test", name), config=MemoryConfig(**config))
+    memory = LearningMemory.open(tmp_path / name, namespace=("test", name), config=MemoryConfig(**nest(config)))
     for game, food in (("train-3", "yellow bell pepper"), ("train-4", "pork chop")):
         run_game(env, memory, game, plays("read cookbook", "open fridge", f"take {food}", f"cook {food} in oven"))
     return memory

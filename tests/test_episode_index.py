@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langmem_plus import LearningMemory
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import MemoryConfig, nest
 from langmem_plus.learning.consolidate import consolidate
 from langmem_plus.learning.episode_index import EpisodeIndex, consolidation_input, plan_indexed_writes
 from langmem_plus.learning.episodes import plan_episode_writes
@@ -34,8 +34,8 @@ BASES = [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x0F0F_0F0F_F0F0_F0F0]
 
 
 def _index(cfg: MemoryConfig, stored: list[Episode]) -> EpisodeIndex:
-    index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
-                         bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
+    index = EpisodeIndex(bits=cfg.lifecycle.simhash_bits, max_distance=cfg.lifecycle.episode_dedup_max_hamming,
+                         bands=cfg.lifecycle.dedup_simhash_bands, min_cluster=cfg.lifecycle.consolidate_min_episodes)
     for e in stored:
         index.put(e)
     return index
@@ -78,8 +78,8 @@ def test_indexed_plan_and_consolidation_equal_the_scan(
 ) -> None:
     stored = list({e.episode_id: e for e in stored}.values())  # a table holds one record per id
     # radius 3 (4 bands of 16 bits), 5 (6 bands), and 20 on 16-bit hashes (no exact banding: the kind is listed)
-    cfg = [MemoryConfig(nearmiss_cap=cap), MemoryConfig(nearmiss_cap=cap, episode_dedup_max_hamming=5),
-           MemoryConfig(nearmiss_cap=cap, episode_dedup_max_hamming=20, simhash_bits=16)][wide]
+    cfg = [MemoryConfig(lifecycle={"nearmiss_cap": cap}), MemoryConfig(lifecycle={"nearmiss_cap": cap, "episode_dedup_max_hamming": 5}),
+           MemoryConfig(lifecycle={"nearmiss_cap": cap, "episode_dedup_max_hamming": 20, "simhash_bits": 16})][wide]
     index = _index(cfg, stored)
     assert (index.plan is None) == (wide == 2)
     by_id = {e.episode_id: e for e in stored}
@@ -130,8 +130,8 @@ def test_a_runs_own_episodes_are_met_in_the_order_created_and_by_id_first() -> N
 
 def test_bands_find_exactly_the_hashes_within_the_radius_and_a_spent_avoidance_comes_back_with_a_sighting() -> None:
     rng = random.Random(5)
-    for cfg in (MemoryConfig(), MemoryConfig(episode_dedup_max_hamming=6, simhash_bits=32)):
-        radius, bits = cfg.episode_dedup_max_hamming, cfg.simhash_bits
+    for cfg in (MemoryConfig(), MemoryConfig(lifecycle={"episode_dedup_max_hamming": 6, "simhash_bits": 32})):
+        radius, bits = cfg.lifecycle.episode_dedup_max_hamming, cfg.lifecycle.simhash_bits
         hashes = [rng.getrandbits(bits) for _ in range(200)]
         hashes += [h ^ (1 << rng.randrange(bits)) ^ (1 << rng.randrange(bits)) for h in hashes[:100]]
         stored = [Episode(episode_id=f"e{k}", namespace=NS, kind="success", goal_signature="g", simhash=format(h, "x"))
@@ -166,8 +166,8 @@ def _clock() -> float:
 
 
 def _open(path: Path, indexes: bool, **extra: Any) -> LearningMemory:
-    cfg = MemoryConfig(**{"end_run_indexes": indexes, "warm_lessons": False, "avoidance_ttl_episodes": 3,
-                          "min_occurrences": 6, "nearmiss_cap": 1, **extra})
+    cfg = MemoryConfig(**nest({"end_run_indexes": indexes, "warm_lessons": False, "avoidance_ttl_episodes": 3,
+                               "min_occurrences": 6, "nearmiss_cap": 1, **extra}))
     return LearningMemory.open(path, namespace=NS, config=cfg, clock=_clock)
 
 
@@ -274,7 +274,7 @@ def test_the_index_follows_a_second_writers_episodes_and_sightings(chroma_server
     """Another writer's announced episodes and sightings reach the index (``apply``, ``fold_evidence``): the
     first writer's next plans still equal the scan over its view."""
     ns = ("epidx-shared", tmp_path.name)
-    cfg = MemoryConfig(warm_lessons=False, avoidance_ttl_episodes=3, min_occurrences=6)
+    cfg = MemoryConfig(storage={"warm_lessons": False}, lifecycle={"avoidance_ttl_episodes": 3, "min_occurrences": 6})
     first = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=tmp_path / "a", config=cfg)
     second = LearningMemory.open(url=chroma_server, namespace=ns, audit_dir=tmp_path / "b", config=cfg)
     rng = random.Random(7)

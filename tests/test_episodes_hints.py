@@ -96,7 +96,7 @@ def test_nearmiss_only_for_credible_progress_in_failed_run() -> None:
     assert ep.action_seq == ["keep age > 30", "keep age > 30 | pick name"]
     assert run_episodes([step(0, "a", progress=0.4), step(1, "b", progress=0.45)], passed=False) == []
     two = [step(0, "a", progress=0.5), step(1, "b", progress=0.9)]
-    assert [e.success_weight for e in run_episodes(two, passed=False, config=MemoryConfig(nearmiss_cap=2))] == [
+    assert [e.success_weight for e in run_episodes(two, passed=False, config=MemoryConfig(lifecycle={"nearmiss_cap": 2}))] == [
         0.9,
         0.5,
     ]
@@ -108,7 +108,7 @@ def test_avoidance_for_repeated_fingerprint() -> None:
     events = [event(0, "filter a > 1"), event(1, "filter b > 2"), event(2, "sort x", fp="fp2")]
     eps = run_episodes(steps, passed=False, events=events)
     [ep] = [e for e in eps if e.kind == "avoidance"]
-    assert ep.ttl_episodes == DEFAULT_CONFIG.avoidance_ttl_episodes == 50
+    assert ep.ttl_episodes == DEFAULT_CONFIG.lifecycle.avoidance_ttl_episodes == 50
     assert ep.avoid_tags == ["unknown_command"]
     assert ep.action_seq == ["filter a > 1", "filter b > 2"]
     assert ep.state_fingerprint == ["fp:fp1"] and ep.success_weight == 0.0

@@ -76,7 +76,7 @@ def test_recall_before_is_strict_and_limited() -> None:
 def test_significant_episodes_fade_slower() -> None:
     ordinary, significant = ep("o", 0.0, 0.0, seen=NOW - FADED_AGE), ep("s", 0.0, 1.0, seen=NOW - FADED_AGE)
     assert ids(recall_before([ordinary, significant], 1.0, limit=5, now=NOW)) == ["s"]
-    lenient = MemoryConfig(episode_recall_min_strength=0.05)
+    lenient = MemoryConfig(lifecycle={"episode_recall_min_strength": 0.05})
     assert ids(recall_before([ordinary, significant], 1.0, limit=5, now=NOW, config=lenient)) == ["s", "o"]
 
 
@@ -172,7 +172,7 @@ def test_records_stored_before_links_existed_still_load(tmp_path: Path) -> None:
     old.pop("caused_by"), old.pop("leads_to")
     with LearningMemory.open(tmp_path / "store", namespace=NS, clock=lambda: NOW) as writer:
         coll = writer.store.raw_collection("episodes")
-        coll.upsert(ids=["legacy"], embeddings=np.zeros((1, writer.config.embedding_dim), dtype=np.float32) + 0.1,
+        coll.upsert(ids=["legacy"], embeddings=np.zeros((1, writer.config.storage.embedding_dim), dtype=np.float32) + 0.1,
                     documents=["goal legacy"], metadatas=[{"ns": namespace_key(NS), "record": json.dumps(old)}])
     shutil.rmtree(tmp_path / "store" / "snapshot")  # an older version's store: no snapshot holds its episodes
     memory = LearningMemory.open(tmp_path / "store", namespace=NS, clock=lambda: NOW)

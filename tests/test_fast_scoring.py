@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig, RetrievalConfig
 from langmem_plus.records import Lesson
 from langmem_plus.retrieval.fast_scoring import (
     ActionMatcher,
@@ -82,19 +82,19 @@ def test_action_matcher_finds_wildcard_and_rejects_missing_literals() -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_fingerprint_credit_fast_equals_reference(seed: int) -> None:
     rng = random.Random(100 + seed)
-    cfg = MemoryConfig(rewrite_miss_factor=rng.choice([0.0, 0.3, 0.5]), action_match_credit=rng.choice([0.25, 0.5]))
+    cfg = MemoryConfig(retrieval={"rewrite_miss_factor": rng.choice([0.0, 0.3, 0.5]), "action_match_credit": rng.choice([0.25, 0.5])})
     actions = [_pattern(rng, 6) for _ in range(rng.randint(0, 4))]
     matcher = ActionMatcher(actions)
     for i in range(200):
         lesson = _lesson(rng, i)
         for exact in (True, False):
             want = fingerprint_credit(
-                lesson, exact=exact, actions=actions, miss_factor=cfg.rewrite_miss_factor,
-                action_credit=cfg.action_match_credit,
+                lesson, exact=exact, actions=actions, miss_factor=cfg.retrieval.rewrite_miss_factor,
+                action_credit=cfg.retrieval.action_match_credit,
             )
             got = fingerprint_credit_fast(
-                lesson, exact=exact, matcher=matcher, miss_factor=cfg.rewrite_miss_factor,
-                action_credit=cfg.action_match_credit,
+                lesson, exact=exact, matcher=matcher, miss_factor=cfg.retrieval.rewrite_miss_factor,
+                action_credit=cfg.retrieval.action_match_credit,
             )
             assert got == want
 
@@ -102,7 +102,7 @@ def test_fingerprint_credit_fast_equals_reference(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_components_and_scores_equal_reference_bit_for_bit(seed: int) -> None:
     rng = random.Random(200 + seed)
-    cfg = MemoryConfig(recency_tau_hours=rng.choice([1.0, 72.0]), w_text=rng.choice([0.2, 0.33]))
+    cfg = MemoryConfig(retrieval={"recency_tau_hours": rng.choice([1.0, 72.0]), "w_text": rng.choice([0.2, 0.33])})
     lessons = [_lesson(rng, i) for i in range(150)]
     sims = [rng.choice([rng.random(), -0.2, 1.7, math.nan, math.inf, 0.0]) for _ in lessons]
     now = rng.choice([1_000.0, 1e6, math.nan])
@@ -132,10 +132,7 @@ def test_lesson_rows_fast_equals_credit_components_and_scores(
     if reordered:  # as if ``LESSON_WEIGHTS`` had other keys or another order: the composed path
         monkeypatch.setattr(fast, "_FUSED_KEYS", ())
     rng = random.Random(300 + seed)
-    cfg = MemoryConfig(
-        recency_tau_hours=rng.choice([1.0, 72.0]), w_text=rng.choice([0.2, 0.33]),
-        rewrite_miss_factor=rng.choice([0.0, 0.3, 0.5]), action_match_credit=rng.choice([0.25, 0.5]),
-    )
+    cfg = MemoryConfig(retrieval={"recency_tau_hours": rng.choice([1.0, 72.0]), "w_text": rng.choice([0.2, 0.33]), "rewrite_miss_factor": rng.choice([0.0, 0.3, 0.5]), "action_match_credit": rng.choice([0.25, 0.5])})
     lessons = [_lesson(rng, i) for i in range(150)]
     sims = [rng.choice([rng.random(), -0.2, 1.7, math.nan, math.inf, 0.0]) for _ in lessons]
     now = rng.choice([1_000.0, 1e6, math.nan])
@@ -150,8 +147,8 @@ def test_lesson_rows_fast_equals_credit_components_and_scores(
         for lesson, sim in zip(lessons, sims):
             c = lesson_components(lesson, fingerprint_ids=fps, tags=tags, text_similarity=sim, now=now, config=cfg)
             c["fingerprint_match"] = 1.0 if lesson.id in known else fingerprint_credit(
-                lesson, exact=bool(fps & set(lesson.triggers)), actions=actions, miss_factor=cfg.rewrite_miss_factor,
-                action_credit=cfg.action_match_credit,
+                lesson, exact=bool(fps & set(lesson.triggers)), actions=actions, miss_factor=cfg.retrieval.rewrite_miss_factor,
+                action_credit=cfg.retrieval.action_match_credit,
             )
             want.append(c)
         assert comps == want and [list(c) for c in comps] == [list(c) for c in want]
@@ -160,7 +157,8 @@ def test_lesson_rows_fast_equals_credit_components_and_scores(
 
 def test_components_reject_a_bad_tau_like_the_reference() -> None:
     lesson = Lesson(id="l", namespace=NS, rule_text="r")
-    bad = MemoryConfig.model_construct(**{**DEFAULT_CONFIG.model_dump(), "recency_tau_hours": 0.0})
+    bad = DEFAULT_CONFIG.model_copy()
+    object.__setattr__(bad, "retrieval", RetrievalConfig.model_construct(**{**DEFAULT_CONFIG.retrieval.model_dump(), "recency_tau_hours": 0.0}))
     with pytest.raises(ValueError, match="tau_hours"):
         lesson_components(lesson, fingerprint_ids=(), tags=(), text_similarity=0.5, now=0.0, config=bad)
     with pytest.raises(ValueError, match="tau_hours"):

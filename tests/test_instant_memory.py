@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from langmem_plus.config import nest
 from langmem_plus import InstantMemory, LearningMemory, MemoryConfig, TaskSpec
 from langmem_plus.errors import ContentTooLarge, InvalidRecord, LangmemPlusError, UnknownItem
 from langmem_plus.integrations.agent_run import SHORT_TITLE, fit_budget, memory_block
@@ -67,7 +68,7 @@ def test_content_larger_than_the_capacity_is_a_clear_error() -> None:
 
 
 def test_tick_decays_by_the_formula_and_evicts_under_the_threshold() -> None:
-    cfg = MemoryConfig(instant_decay_rate=0.01, instant_eviction_threshold=0.2)
+    cfg = MemoryConfig(context={"instant_decay_rate": 0.01, "instant_eviction_threshold": 0.2})
     mem = InstantMemory(capacity=100, config=cfg, now=0.0)
     a = mem.attend("alpha note", 0.8)
     b = mem.attend("beta note", 0.3)
@@ -245,7 +246,7 @@ def test_habit_rate_counts_opening_mistakes_and_applied_lessons() -> None:
 
 
 def _mem(tmp_path: Path, **cfg: object) -> LearningMemory:
-    return LearningMemory.open(tmp_path / "m", namespace=NS, config=MemoryConfig(**cfg), clock=lambda: 1_000.0)  # type: ignore[arg-type]
+    return LearningMemory.open(tmp_path / "m", namespace=NS, config=MemoryConfig(**nest(cfg)), clock=lambda: 1_000.0)  # type: ignore[arg-type]
 
 
 def test_pre_run_on_error_tool_and_render_honour_the_budget(tmp_path: Path) -> None:

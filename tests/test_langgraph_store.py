@@ -583,7 +583,7 @@ def test_learning_memory_as_store_keeps_to_its_namespace(tmp_path: Path) -> None
 
     mem = LearningMemory.open(tmp_path, namespace=("acme", "agent-7"))
     other = LearningMemory.open(tmp_path, namespace=("acme", "agent-8"))
-    store = mem.as_store(index={"dims": mem.config.embedding_dim, "embed": mem.store.embeddings})
+    store = mem.as_store(index={"dims": mem.config.storage.embedding_dim, "embed": mem.store.embeddings})
     store.put(("prefs",), "theme", {"text": "dark mode"})
     assert [h.key for h in store.search(("prefs",), query="dark")] == ["theme"]
     assert other.as_store().search((), limit=BIG) == [] and other.as_store().list_namespaces() == []

@@ -153,9 +153,9 @@ def lessons(draw: st.DrawFn, lesson_id: str | None = None) -> Lesson:
 
 CONFIGS = st.sampled_from([
     MemoryConfig(),
-    MemoryConfig(archive_unused_runs=3, archive_max_reliability=0.6, conflict_losses_to_suppress=2),
-    MemoryConfig(dedup_max_hamming=12, simhash_bits=32),
-    MemoryConfig(dedup_max_hamming=20, simhash_bits=16),  # more bands than bits: the index scans
+    MemoryConfig(lifecycle={"archive_unused_runs": 3, "archive_max_reliability": 0.6, "conflict_losses_to_suppress": 2}),
+    MemoryConfig(lifecycle={"dedup_max_hamming": 12, "simhash_bits": 32}),
+    MemoryConfig(lifecycle={"dedup_max_hamming": 20, "simhash_bits": 16}),  # more bands than bits: the index scans
 ])
 
 
@@ -196,7 +196,7 @@ def stores(draw: st.DrawFn) -> tuple[list[Lesson], list[Lesson]]:
 def test_indexed_integration_decides_as_the_full_scan(data: tuple[list[Lesson], list[Lesson]], config: MemoryConfig) -> None:
     existing, cands = data
     table = {l.id: l for l in existing}
-    index = LessonIndex(bits=config.simhash_bits, max_distance=config.dedup_max_hamming, bands=config.dedup_simhash_bands)
+    index = LessonIndex(bits=config.lifecycle.simhash_bits, max_distance=config.lifecycle.dedup_max_hamming, bands=config.lifecycle.dedup_simhash_bands)
     for lesson, entry in zip(table.values(), index_entries(list(table.values()), config)):
         index.put(lesson.id, *entry)
     lookup = StoreLookup(index, LessonGraph.from_records(table.values()))

@@ -114,13 +114,13 @@ def test_tag_bucket_caps_fixes_of_the_same_thing_not_distinct_fixes() -> None:
     assert len(kept) == 4  # four different WRONG patterns under one tag are four facts
     same = [_scored(lesson(f"s{i}", "select", c, runs=two_runs), 1.0 - i / 10) for i, c in enumerate(["PICK", "pick", "Pick"])]
     kept, dropped = apply_guards(same, CFG)
-    assert len(kept) == CFG.tag_bucket_cap and any("tag_bucket_cap" in why for _, why in dropped)
+    assert len(kept) == CFG.retrieval.tag_bucket_cap and any("tag_bucket_cap" in why for _, why in dropped)
 
 
 def test_per_run_cap_applies_to_single_run_lessons_only() -> None:
     single = [_scored(lesson(f"a{i}", f"w{i}", f"c{i}", tag=f"t{i}", runs=["r0"]), 1 - i / 10) for i in range(5)]
     kept, _ = apply_guards(single, CFG)
-    assert len(kept) == CFG.per_run_cap
+    assert len(kept) == CFG.retrieval.per_run_cap
     corroborated = [_scored(lesson(f"b{i}", f"w{i}", f"c{i}", tag=f"t{i}", runs=["r0", "r9"]), 1 - i / 10) for i in range(5)]
     kept, _ = apply_guards(corroborated, CFG)
     assert len(kept) == 5

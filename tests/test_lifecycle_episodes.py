@@ -70,7 +70,7 @@ def test_avoidance_ttl_counts_down_per_run_expires_and_renews_when_seen_again() 
     assert expired.ttl_episodes == 0 and plan.expired == ["av"]
     assert not episode_recallable(expired, now=2.0, config=CFG)
     renewed = plan_episode_writes([ep("av2", "avoidance", summary=avoid.summary)], [expired], CFG, now=3.0).folded["av"]
-    assert renewed.ttl_episodes == CFG.avoidance_ttl_episodes and renewed.count == 2
+    assert renewed.ttl_episodes == CFG.lifecycle.avoidance_ttl_episodes and renewed.count == 2
     assert episode_recallable(renewed, now=3.0, config=CFG)
 
 
@@ -92,7 +92,7 @@ def test_an_avoidances_ttl_is_aged_by_the_runs_after_the_one_that_last_saw_it() 
 
 def test_strength_decays_slower_for_significant_episodes_and_faded_ones_are_not_recalled() -> None:
     ordinary, significant = ep("o", significance=0.0), ep("s", significance=1.0)
-    half = CFG.episode_half_life_hours * HOUR
+    half = CFG.lifecycle.episode_half_life_hours * HOUR
     assert episode_strength(ordinary, half, CFG) == pytest.approx(0.5)
     assert episode_strength(significant, half, CFG) == pytest.approx(0.5 ** (1 / 5))  # 5x slower by default
     # below 0.1 after log2(10) = 3.32 half-lives: ordinary fades, significant is still recalled
@@ -114,13 +114,13 @@ def test_end_run_merges_repeated_episodes_instead_of_writing_new_ones(tmp_path: 
     assert eps[0].run_ids == ["r0", "r1"]
     mem.close()
     for snapshot in (True, False):  # a reopened memory folds the same sighting, from its snapshot or from Chroma
-        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(snapshot=snapshot))
+        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(storage={"snapshot": snapshot}))
         assert again.episodes() == eps
         again.close()
 
 
 def test_end_run_ages_an_avoidance_by_the_runs_after_it_without_rewriting_it(tmp_path: Path) -> None:
-    cfg = MemoryConfig(avoidance_ttl_episodes=2, warm_lessons=False)
+    cfg = MemoryConfig(lifecycle={"avoidance_ttl_episodes": 2}, storage={"warm_lessons": False})
     mem = LearningMemory.open(tmp_path, namespace=NS, config=cfg)
     task = TaskSpec(task_id="g01", goal="people over 30", tool="gridtool", family="filter_select")
     bad = [Step(index=i, action=f"from people where age > {30 + i}", tool="gridtool",

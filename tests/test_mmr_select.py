@@ -133,7 +133,7 @@ def test_difficulty_explicit_wins_and_is_clipped() -> None:
 
 def test_difficulty_derived_from_stalls_and_failures() -> None:
     assert difficulty(WorkingContext()) == 0.0
-    stalled = difficulty(WorkingContext(stalls=DEFAULT_CONFIG.stall_steps))
+    stalled = difficulty(WorkingContext(stalls=DEFAULT_CONFIG.capture.stall_steps))
     assert stalled == pytest.approx(1 - np.exp(-1))
     assert budget(stalled) == 5
     assert budget(difficulty(WorkingContext(stalls=3, recent_failures=2))) == 7
@@ -173,7 +173,7 @@ def test_guards_enforce_per_run_cap() -> None:
     assert ids(kept) == ["l0", "l1", "l2"]
     assert [d for d, _ in dropped] == ["l3", "l4", "e"]
     assert all(why == "per_run_cap:r1" for _, why in dropped)
-    kept, _ = apply_guards(items, MemoryConfig(per_run_cap=10))
+    kept, _ = apply_guards(items, MemoryConfig(retrieval={"per_run_cap": 10}))
     assert len(kept) == 6
 
 
@@ -210,7 +210,7 @@ def test_guards_keep_reasons_and_do_not_mutate_input() -> None:
 def test_guards_custom_bucket_and_run_functions() -> None:
     items = [lesson_item(i, 1.0 - n / 10) for n, i in enumerate("abc")]
     kept, dropped = apply_guards(
-        items, run_of=lambda _: "same", bucket_of=lambda _: None, config=MemoryConfig(per_run_cap=1)
+        items, run_of=lambda _: "same", bucket_of=lambda _: None, config=MemoryConfig(retrieval={"per_run_cap": 1})
     )
     assert ids(kept) == ["a"] and len(dropped) == 2
 
@@ -277,7 +277,7 @@ def candidate_sets(draw: st.DrawFn) -> tuple[list[ScoredItem], np.ndarray | None
 @settings(max_examples=150, deadline=None)
 def test_select_equals_select_reference(case: tuple[list[ScoredItem], np.ndarray | None, int], lam: float) -> None:
     items, vectors, k = case
-    cfg = MemoryConfig(mmr_lambda=lam)
+    cfg = MemoryConfig(retrieval={"mmr_lambda": lam})
     fast = select(items, vectors=vectors, k=k, config=cfg)
     ref = select_reference(items, vectors=vectors, k=k, config=cfg)
     assert ids(fast) == ids(ref)
@@ -285,7 +285,7 @@ def test_select_equals_select_reference(case: tuple[list[ScoredItem], np.ndarray
     assert len(fast) <= k
     assert all(not isinstance(i.item, Lesson) or i.item.retrievable for i in fast)
     buckets = [i.item.tags[0] for i in fast if isinstance(i.item, Lesson) and i.item.tags]
-    assert all(buckets.count(b) <= cfg.tag_bucket_cap for b in buckets)
+    assert all(buckets.count(b) <= cfg.retrieval.tag_bucket_cap for b in buckets)
 
 
 @given(candidate_sets(), st.integers(0, 4), st.integers(1, 3), st.integers(1, 3))
@@ -295,7 +295,7 @@ def test_guard_positions_equal_the_reference(
 ) -> None:
     items = case[0]
     items = items + items[:repeats]  # repeated ids: the best-scored copy stays
-    cfg = MemoryConfig(tag_bucket_cap=bucket_cap, per_run_cap=run_cap)
+    cfg = MemoryConfig(retrieval={"tag_bucket_cap": bucket_cap, "per_run_cap": run_cap})
     for run_of, bucket_of in ((default_run_of, default_bucket_of), (lambda it: None, lambda it: it.kind)):
         assert _guard_positions(items, cfg, run_of, bucket_of) == _guard_positions_reference(items, cfg, run_of, bucket_of)
 

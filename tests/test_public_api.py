@@ -57,13 +57,27 @@ PINNED = Path(__file__).with_name("public_api.txt")
 deliberately with ``python tests/test_public_api.py --update`` when a change is intended."""
 
 
+def _collapsed(text: str, opening: str) -> str:
+    """``text`` with every ``opening...)`` call, nested parentheses included, written ``opening...)``."""
+    out, at = [], 0
+    while (start := text.find(opening, at)) >= 0:
+        depth, end = 0, start + len(opening) - 1
+        for end in range(start + len(opening) - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        out.append(text[at:start] + opening + "...)")
+        at = end + 1
+    return "".join(out) + text[at:]
+
+
 def _signature(obj: object) -> str:
     """The signature as text; a config default shows as ``MemoryConfig(...)`` (its fields are pinned by name elsewhere)."""
     try:
         text = str(inspect.signature(obj))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return "(...)"
-    text = re.sub(r"MemoryConfig\([^()]*\)", "MemoryConfig(...)", text)
+    text = _collapsed(text, "MemoryConfig(")
     # A bound's number as written: pydantic shows ``Ge(ge=0)`` or ``Ge(ge=0.0)`` for one field depending on
     # what was imported first, so ``0.0`` and ``0`` are one bound here.
     return re.sub(r"\b(ge|gt|le|lt)=(-?\d+)\.0\)", r"\1=\2)", text)

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from langmem_plus import InvalidNamespace, MemoryConfig
 from langmem_plus.capture import detect_failure
-from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, SCAN_CEILING_CHARS
+from langmem_plus.config import DEFAULT_CONFIG, ERROR_TEXT_CEILING_CHARS, SCAN_CEILING_CHARS
 from langmem_plus.records import ErrorEvent, Feedback, Step, validate_namespace
 
 
@@ -66,23 +66,24 @@ def test_namespace_string_becomes_one_part_tuple() -> None:
 
 def test_config_defaults_match_design_and_budget() -> None:
     cfg = MemoryConfig()
-    assert (cfg.candidates_k, cfg.mmr_lambda, cfg.recency_tau_hours) == (20, 0.4, 72.0)
-    assert math.isclose(cfg.w_fingerprint + cfg.w_tags + cfg.w_text + cfg.w_reliability + cfg.w_recency, 1.0)
+    assert (cfg.retrieval.candidates_k, cfg.retrieval.mmr_lambda, cfg.retrieval.recency_tau_hours) == (20, 0.4, 72.0)
+    assert math.isclose(cfg.retrieval.w_fingerprint + cfg.retrieval.w_tags + cfg.retrieval.w_text + cfg.retrieval.w_reliability + cfg.retrieval.w_recency, 1.0)
     assert [cfg.budget_for(d) for d in (0.0, 0.3, 0.31, 0.7, 0.71, 1.0)] == [3, 3, 5, 5, 7, 7]
 
 
 def test_config_rejects_inconsistent_numbers_and_unknown_fields() -> None:
     with pytest.raises(ValidationError):
-        MemoryConfig(difficulty_easy_max=0.9, difficulty_medium_max=0.5)
+        MemoryConfig(retrieval={"difficulty_easy_max": 0.9, "difficulty_medium_max": 0.5})
     with pytest.raises(ValidationError):
         MemoryConfig(mmr_lamda=0.3)  # a typo is an error, not silently ignored
     with pytest.raises(ValidationError):
-        MemoryConfig().model_copy(update={}).__class__(candidates_k=0)
+        MemoryConfig(retrieval={"candidates_k": 0})
 
 
 def test_every_config_field_is_documented() -> None:
-    missing = [n for n, f in MemoryConfig.model_fields.items() if not f.description]
-    assert missing == []
+    sections = [type(getattr(MemoryConfig(), name)) for name in MemoryConfig.model_fields]
+    missing = [f"{s.__name__}.{n}" for s in sections for n, f in s.model_fields.items() if not f.description]
+    assert sections and missing == []
 
 
 def test_scored_item_id_of_each_kind() -> None:
@@ -100,3 +101,30 @@ def test_scored_item_id_of_each_kind() -> None:
     got = [ScoredItem.model_construct(kind=k, item=i, score=0.0).item_id
            for k, i in (("lesson", lesson), ("lesson", special), ("episode", episode), ("skill", skill))]
     assert got == ["l1", "l2", "e1", "s1"]
+
+
+def test_the_config_is_nested_by_concern_and_the_flat_keywords_still_work_with_a_warning() -> None:
+    import warnings
+
+    from langmem_plus.config import SECTION_OF, SECTIONS
+
+    nested = MemoryConfig(retrieval={"mmr_lambda": 0.5}, context={"max_context_tokens": 99})
+    assert (nested.retrieval.mmr_lambda, nested.context.max_context_tokens) == (0.5, 99)
+    assert set(SECTION_OF.values()) == set(SECTIONS) and len(SECTION_OF) > 100
+    with pytest.warns(DeprecationWarning, match="mmr_lambda -> retrieval.mmr_lambda"):
+        flat = MemoryConfig(mmr_lambda=0.5, max_context_tokens=99)
+    assert flat == nested
+    with pytest.warns(DeprecationWarning):
+        assert flat.mmr_lambda == 0.5  # a flat read, through its section
+    with pytest.warns(DeprecationWarning):
+        copied = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 99, "mmr_lambda": 0.5})
+    assert copied == nested == DEFAULT_CONFIG.replace(retrieval={"mmr_lambda": 0.5}, context={"max_context_tokens": 99})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert DEFAULT_CONFIG.replace(storage={"snapshot": False}).storage.snapshot is False  # no warning
+    with pytest.raises(ValidationError):
+        DEFAULT_CONFIG.replace(retrieval={"mmr_lambda": 2.0})  # bounds are checked in the section
+    with pytest.raises(ValidationError):
+        MemoryConfig(retrieval={"no_such_field": 1})
+    with pytest.raises(AttributeError):
+        DEFAULT_CONFIG.no_such_field  # noqa: B018

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import MemoryConfig, nest
 from langmem_plus.learning.hints import HINTS_HEADER
 from langmem_plus.memory import LearningMemory
 from langmem_plus.records import (
@@ -27,7 +27,7 @@ GOAL = "list the names of people older than 40 sorted by age"
 
 
 def _mem(tmp_path: Path, **cfg: object) -> LearningMemory:
-    return LearningMemory.open(tmp_path / "s", namespace=NS, config=MemoryConfig(**cfg), clock=lambda: 1_000.0)  # type: ignore[arg-type]
+    return LearningMemory.open(tmp_path / "s", namespace=NS, config=MemoryConfig(**nest(cfg)), clock=lambda: 1_000.0)  # type: ignore[arg-type]
 
 
 def _lesson(i: str, wrong: str, correct: str, fp: str, tool: str = "gridtool") -> Lesson:
@@ -62,7 +62,7 @@ def test_episodes_come_beside_lessons_with_their_own_score_and_one_reminder(tmp_
     assert "e_far" not in by_id  # below episode_min_cos
     # episode_budget = 0: no plain episode, the reminder is still the +1.
     mem2 = LearningMemory(
-        store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(episode_budget=0), clock=mem.clock
+        store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(retrieval={"episode_budget": 0}), clock=mem.clock
     )
     ids = [c.item_id for c in mem2.retrieve_pre_run(task)]
     assert "e_ok" not in ids and "e_avoid" in ids
@@ -99,18 +99,18 @@ def test_tokens_are_reported_and_capped(tmp_path: Path) -> None:
     full = mem.retrieve_on_error(event)
     result = mem.last_retrieval
     assert result is not None and len(full) == 3 and result.tokens > 0
-    assert result.tokens <= mem.config.max_context_tokens
+    assert result.tokens <= mem.config.context.max_context_tokens
     record = [r for r in mem.audit.read() if r["kind"] == "retrieval"][-1]
     assert record["tokens"] == result.tokens
     header = count_tokens(HINTS_HEADER).n
     # Room for the header and one compressed hint (instant memory compresses before it leaves a hint out).
     one_line = header + (result.tokens - header) // 3
-    capped_mem = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(max_context_tokens=one_line))
+    capped_mem = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(context={"max_context_tokens": one_line}))
     capped = capped_mem.retrieve_on_error(event)
     assert 0 < len(capped) < len(full)
     assert capped_mem.last_retrieval is not None and capped_mem.last_retrieval.tokens <= one_line
     assert any(why.startswith("token_cap:") for _, why in capped_mem.last_retrieval.dropped)
-    none_mem = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(max_context_tokens=0))
+    none_mem = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(context={"max_context_tokens": 0}))
     assert none_mem.retrieve_on_error(event) == []
 
 
@@ -123,7 +123,7 @@ def test_failing_action_finds_the_fix_behind_a_new_fingerprint(tmp_path: Path) -
     ])
     chosen = mem.retrieve_on_error(_event("fp_never_seen", "load t.csv | zorbify name"))
     assert chosen and chosen[0].item_id == "fix"
-    assert "source:action" in chosen[0].reasons and chosen[0].components["fingerprint_match"] == mem.config.action_match_credit
+    assert "source:action" in chosen[0].reasons and chosen[0].components["fingerprint_match"] == mem.config.retrieval.action_match_credit
     others = {c.item_id: c for c in mem.last_retrieval.candidates} if mem.last_retrieval else {}
     assert others["other"].components["fingerprint_match"] == 0.0  # its WRONG is not in the action
 
@@ -157,6 +157,6 @@ def test_the_audit_record_lists_the_candidates_as_retrieved(tmp_path: Path) -> N
     record = [r for r in mem.audit.read() if r["kind"] == "retrieval"][-1]
     assert record["candidates"] == [
         {"id": c.item_id, "score": round(c.score, 4), "components": dict(c.components)}
-        for c in result.candidates[: mem.config.candidates_k]
+        for c in result.candidates[: mem.config.retrieval.candidates_k]
     ]
     assert record["chosen"] == [c.item_id for c in chosen] and len(record["candidates"]) == 4

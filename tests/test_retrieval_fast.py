@@ -184,7 +184,7 @@ def test_sparse_ppr_with_rtol_is_within_the_conjugate_gradients_bound(n: int, se
 def test_graph_step_rtol_keeps_the_ranking_on_small_graphs() -> None:
     """The default ``pagerank_rtol`` on the test graphs: the scores move by less than 1e-5 and the top lessons are
     the exact solve's, in order, wherever the exact scores differ by more than that."""
-    rtol = DEFAULT_CONFIG.pagerank_rtol
+    rtol = DEFAULT_CONFIG.retrieval.pagerank_rtol
     for seed in range(4):
         g = LessonGraph.from_records(_lessons(300, seed), links=_links(300, seed, 80))
         seeds = {fp_node("f1"): 1.0, tag_node(TAGS[seed]): 0.5, tool_node("a"): 0.25}
@@ -242,7 +242,7 @@ def test_sparse_ppr_needs_few_sparse_products(monkeypatch: pytest.MonkeyPatch) -
     assert fast == pytest.approx(slow, abs=1e-4)
     assert fast_calls * 3 < calls
     calls = 0
-    loose = sparse_ppr(n, rows, cols, w, p, 0.85, rtol=DEFAULT_CONFIG.pagerank_rtol)
+    loose = sparse_ppr(n, rows, cols, w, p, 0.85, rtol=DEFAULT_CONFIG.retrieval.pagerank_rtol)
     assert loose == pytest.approx(fast, abs=1e-4)
     assert calls < fast_calls  # the graph step's stop: fewer products, no check
 
@@ -330,7 +330,7 @@ def _items(draw_seed: int, n: int) -> list[ScoredItem]:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 100_000), st.integers(0, 14), st.integers(1, 3), st.integers(1, 3))
 def test_guards_equal_reference(seed: int, n: int, bucket_cap: int, run_cap: int) -> None:
-    cfg = MemoryConfig(tag_bucket_cap=bucket_cap, per_run_cap=run_cap)
+    cfg = MemoryConfig(retrieval={"tag_bucket_cap": bucket_cap, "per_run_cap": run_cap})
     items = _items(seed, n)
     kept, dropped = apply_guards(items, cfg)
     ref_kept, ref_dropped = apply_guards_reference(items, cfg)
@@ -345,7 +345,7 @@ def test_guard_positions_and_reasons_equal_the_reference_loop(seed: int, n: int,
     link) keep the same positions with the same reasons as ``_guard_positions_reference``."""
     from langmem_plus.retrieval import select as select_mod
 
-    cfg = MemoryConfig(tag_bucket_cap=cap, per_run_cap=cap)
+    cfg = MemoryConfig(retrieval={"tag_bucket_cap": cap, "per_run_cap": cap})
     items = _items(seed, n)
     rng = random.Random(seed)
     items = [  # untagged lessons have no bucket; some candidates carry no conflict link at all

@@ -68,7 +68,7 @@ def test_error_graph_k_bounds_the_graph_candidates_on_error_only(synthetic: tupl
     """``error_graph_k``: on error the graph source adds its best ``k`` lessons (the PageRank's top, in order);
     before a run it still adds ``candidates_k``."""
     root, queries = synthetic
-    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(error_graph_k=k))
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(retrieval={"error_graph_k": k}))
     seen: list[tuple[int | None, int]] = []
     graph_top = mem.engine.sources.graph_top
 
@@ -172,8 +172,8 @@ def test_vector_cache_is_bounded_and_returns_the_same_rows(tmp_path: Path) -> No
             for i in range(6)
         ]
         mem.write("lessons", lessons)
-        small = VectorCache(mem.store, mem.config.embedding_dim, capacity=3)
-        unbounded = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
+        small = VectorCache(mem.store, mem.config.storage.embedding_dim, capacity=3)
+        unbounded = VectorCache(mem.store, mem.config.storage.embedding_dim, capacity=100)
         for cache in (small, unbounded):
             first = cache.relevance(lessons[:4])
             again = cache.relevance(lessons[2:])
@@ -201,8 +201,8 @@ def test_content_rows_are_kept_by_text_and_equal_embedding_each_lesson(tmp_path:
             Lesson(id=f"l{i}", namespace=NS, rule_text=f"WRONG: w{i % 3} -> CORRECT: C{i}", wrong=f"w{i % 3}", correct=f"C{i}")
             for i in range(6)
         ] + [Lesson(id="plain", namespace=NS, rule_text="Quote the path (seen twice)")]
-        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=100)
-        emb = HashingEmbeddings(dim=mem.config.embedding_dim)
+        cache = VectorCache(mem.store, mem.config.storage.embedding_dim, capacity=100)
+        emb = HashingEmbeddings(dim=mem.config.storage.embedding_dim)
         rows = cache.content(lessons)
         assert np.array_equal(rows, np.vstack([emb.embed_array([rule_core(l)])[0] for l in lessons]))
         assert sorted(cache._content) == ["Quote the path", "w0", "w1", "w2"]
@@ -219,14 +219,14 @@ def test_vector_cache_keeps_the_snapshot_rows_it_reads(tmp_path: Path) -> None:
     try:
         lessons = [Lesson(id=f"l{i}", namespace=NS, rule_text=f"rule {i}") for i in range(5)]
         mem.write("lessons", lessons)
-        rows = {l.id: np.full(mem.config.embedding_dim, float(i), dtype=np.float32) for i, l in enumerate(lessons)}
+        rows = {l.id: np.full(mem.config.storage.embedding_dim, float(i), dtype=np.float32) for i, l in enumerate(lessons)}
         asked: list[list[str]] = []
 
         def known(ids: list[str]) -> dict[str, np.ndarray]:
             asked.append(list(ids))
             return {i: rows[i] for i in ids if i != "l4"}  # l4: not in the snapshot, read from Chroma
 
-        cache = VectorCache(mem.store, mem.config.embedding_dim, capacity=3, known=known)
+        cache = VectorCache(mem.store, mem.config.storage.embedding_dim, capacity=3, known=known)
         first = cache.relevance_here(lessons[:3])
         assert first is not None and np.array_equal(first, np.vstack([rows[l.id] for l in lessons[:3]]))
         again = cache.relevance_here(lessons[:3])
@@ -247,7 +247,7 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
     from langmem_plus.config import MemoryConfig
 
     root, queries = synthetic
-    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(warm_lessons=False))
+    mem = LearningMemory.open(root, namespace=NS, clock=lambda: NOW, config=MemoryConfig(storage={"warm_lessons": False}))
     try:
         assert mem.lessons.parsed_count() == 0
         found = 0
@@ -260,7 +260,7 @@ def test_action_candidates_and_tool_filter_from_the_index_equal_reading_the_less
                 for i in mem.graph.lessons_for_action(action)
                 if mem.lessons[i].retrievable and rewrite_applies(mem.lessons[i], [action])
             )
-            assert fast == [i for _, i in ref[: mem.config.candidates_k]]
+            assert fast == [i for _, i in ref[: mem.config.retrieval.candidates_k]]
             # tool_only (the engine's): this tool's lessons (and unscoped ones) only, the rest never checked; what
             # ``error_sources`` keeps of the full list
             mine = mem.engine.sources.action(action, tool, tool_only=True)

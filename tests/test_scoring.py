@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig, config_value
 from langmem_plus.records import Episode, Lesson, WorkingContext
 from langmem_plus.retrieval.query import build_query
 from langmem_plus.retrieval.scoring import (
@@ -104,17 +104,17 @@ def test_cosine_is_symmetric_and_bounded(a: list[float], b: list[float]) -> None
 
 def test_lesson_weights_sum_to_one_and_match_design() -> None:
     cfg = DEFAULT_CONFIG
-    weights = [getattr(cfg, f) for f in LESSON_WEIGHTS.values()]
+    weights = [config_value(cfg, f) for f in LESSON_WEIGHTS.values()]
     assert weights == [0.40, 0.25, 0.20, 0.10, 0.05]
     assert sum(weights) == pytest.approx(1.0)
     assert lesson_score({k: 1.0 for k in LESSON_WEIGHTS}) == pytest.approx(1.0)
-    assert [getattr(cfg, f) for f in EPISODE_WEIGHTS.values()] == [1.0, 0.5, 0.3, 0.2]
+    assert [config_value(cfg, f) for f in EPISODE_WEIGHTS.values()] == [1.0, 0.5, 0.3, 0.2]
 
 
 def test_lesson_score_is_the_weighted_sum() -> None:
     comps = {"fingerprint_match": 1.0, "tag_overlap": 0.5, "text_similarity": 0.25, "reliability": 0.8, "recency": 0.4}
     assert lesson_score(comps) == pytest.approx(0.40 + 0.125 + 0.05 + 0.08 + 0.02)
-    custom = MemoryConfig(w_fingerprint=0.0)
+    custom = MemoryConfig(retrieval={"w_fingerprint": 0.0})
     assert lesson_score(comps, custom) == pytest.approx(0.125 + 0.05 + 0.08 + 0.02)
 
 

@@ -101,7 +101,7 @@ def _lesson(lid: str, wrong: str, correct: str, status: str = "candidate", **sta
 
 
 def test_a_promoted_lesson_whose_latest_evidence_turned_is_demoted() -> None:
-    window = [0.9] * 10 + [-1.0] * DEFAULT_CONFIG.demote_window
+    window = [0.9] * 10 + [-1.0] * DEFAULT_CONFIG.lifecycle.demote_window
     turned = _lesson("l", "a", "b", "promoted", evidence_runs=len(window), utility_window=window, helped=10, harmed=5)
     status, reason = decide_status(turned, runs_since_activation=0)
     assert status == "suppressed" and "evidence turned" in reason

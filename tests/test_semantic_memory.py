@@ -66,7 +66,7 @@ def test_seed_handle_contradiction_three_arms() -> None:
 def test_margin_is_the_config_field() -> None:
     positions = {"a": [ev("x", "observed")], "b": [ev("y", "reported", 1.0)]}  # 0.95 vs 0.7
     assert settle(positions)["a"][0] == "contested"
-    assert settle(positions, MemoryConfig(semantic_contradiction_margin=0.2))["a"][0] == "held"
+    assert settle(positions, MemoryConfig(semantic={"semantic_contradiction_margin": 0.2}))["a"][0] == "held"
 
 
 @settings(max_examples=60, deadline=None)
@@ -214,7 +214,7 @@ def test_token_entities_keep_case_and_scope(memory: LearningMemory) -> None:
 
 def test_query_by_meaning_with_one_hop_expansion(memory: LearningMemory) -> None:
     sem = memory.semantic()
-    cfg = MemoryConfig(semantic_candidates_factor=1)
+    cfg = MemoryConfig(semantic={"semantic_candidates_factor": 1})
     sem = SemanticMemory(memory.store, config=cfg)
     hit = sem.learn(("fridge", "contains", "milk"))
     neighbour = sem.learn(("fridge", "located_in", "kitchen"))
@@ -224,7 +224,7 @@ def test_query_by_meaning_with_one_hop_expansion(memory: LearningMemory) -> None
     expanded = sem.query("fridge contains milk", limit=2)
     assert [h.fact.id for h in expanded] == [hit.id, neighbour.id]
     assert expanded[1].hop == 1 and expanded[1].via == hit.id
-    assert expanded[1].relevance >= cfg.semantic_hop_decay * expanded[0].relevance - 1e-6
+    assert expanded[1].relevance >= cfg.semantic.semantic_hop_decay * expanded[0].relevance - 1e-6
 
 
 def test_query_ranks_by_relevance_times_confidence(memory: LearningMemory) -> None:
@@ -335,7 +335,7 @@ def test_facts_from_the_real_gridtool_learning_loop(tmp_path: Path) -> None:
 def test_the_end_of_run_hook_can_be_turned_off(tmp_path: Path) -> None:
     from langmem_plus.demo import run_demo
 
-    run_demo(runs=1, store=tmp_path / "s", namespace=NS, config=MemoryConfig(semantic_from_runs=False))
+    run_demo(runs=1, store=tmp_path / "s", namespace=NS, config=MemoryConfig(semantic={"semantic_from_runs": False}))
     with LearningMemory.open(tmp_path / "s", namespace=NS) as mem:
         assert mem.lessons_by_status()["promoted"] + mem.lessons_by_status()["candidate"] > 0
         assert len(mem.semantic()) == 0
@@ -446,9 +446,9 @@ def test_a_retrieval_shows_a_relevant_fact_as_quoted_data_within_the_budget(tmp_
     assert [f.item.text for f in facts] == ["fridge contains block of cheese"]  # the relevant one, fact_budget = 1
     block = mem.render(items)
     assert 'Known: fridge contains block of cheese' in block and "red bicycle" not in block
-    assert mem.last_retrieval is not None and mem.last_retrieval.tokens <= mem.config.max_context_tokens
+    assert mem.last_retrieval is not None and mem.last_retrieval.tokens <= mem.config.context.max_context_tokens
     mem.close()
-    off = LearningMemory.open(tmp_path / "store", namespace=NS, config=MemoryConfig(fact_budget=0))
+    off = LearningMemory.open(tmp_path / "store", namespace=NS, config=MemoryConfig(retrieval={"fact_budget": 0}))
     assert not [i for i in off.retrieve_pre_run(_fact_task()) if i.kind == "fact"]
     off.close()
 
@@ -485,7 +485,7 @@ def test_end_run_reads_a_text_game_runs_observations_into_facts_when_asked(tmp_p
     off.end_run(run_id="r1", task=task, steps=steps, events=[])
     assert not off.semantic().facts()  # off by default
     off.close()
-    on = LearningMemory.open(tmp_path / "on", namespace=NS, config=MemoryConfig(semantic_from_observations=True))
+    on = LearningMemory.open(tmp_path / "on", namespace=NS, config=MemoryConfig(semantic={"semantic_from_observations": True}))
     on.end_run(run_id="r1", task=task, steps=steps, events=[])
     found = {f.text: f for f in on.semantic().facts()}
     assert "fridge contains block of cheese" in found

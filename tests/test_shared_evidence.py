@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from langmem_plus import LearningMemory
 from langmem_plus.bench.reliability import round_processes
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import MemoryConfig, nest
 from langmem_plus.learning.ledger import LESSON_FOLD, Ledger, LogKey, fold_all
 from langmem_plus.learning.lifecycle import add_members
 from langmem_plus.records import (
@@ -39,7 +39,7 @@ from langmem_plus.records import (
 )
 
 TASK = TaskSpec(task_id="t1", goal="list adults", tool="gridtool", family="f")
-CFG = MemoryConfig(promote_min_runs=2, suppress_min_activations=2, archive_unused_runs=3, warm_lessons=False)
+CFG = MemoryConfig(lifecycle={"promote_min_runs": 2, "suppress_min_activations": 2, "archive_unused_runs": 3}, storage={"warm_lessons": False})
 LESSON_IDS = ["l1", "l2", "l3"]
 
 
@@ -65,7 +65,7 @@ def _end(mem: LearningMemory, run_id: str, lid: str, shown: int, fixed: bool) ->
 
 
 def _open(url: str, ns: tuple[str, ...], root: Path, name: str, **cfg: Any) -> LearningMemory:
-    return LearningMemory.open(url=url, namespace=ns, audit_dir=root / name, config=CFG.model_copy(update=cfg))
+    return LearningMemory.open(url=url, namespace=ns, audit_dir=root / name, config=CFG.replace(**nest(cfg)))
 
 
 def _co_weight(mem: LearningMemory, a: str, b: str) -> float:

@@ -84,7 +84,7 @@ def test_matching_by_template_overlap_or_cosine() -> None:
     assert [s.id for s, _ in got] == ["h"]
     assert match_skills("warm it up", [heat, rows], CFG) == []
     emb = HashingEmbeddings(dim=256)
-    loose = CFG.model_copy(update={"skill_match_min_overlap": 1.0, "skill_match_cosine": 0.3})
+    loose = CFG.replace(lifecycle={"skill_match_min_overlap": 1.0, "skill_match_cosine": 0.3})
     by_cos = match_skills("heat solution to 70 degree", [heat, rows], loose, embed=emb.embed_documents)
     assert [s.id for s, _ in by_cos] == ["h"]  # overlap alone is below 1.0 here; the cosine matched
 
@@ -133,6 +133,6 @@ def test_memory_stores_a_skill_after_three_solves_and_updates_it(tmp_path: Path)
     assert skill.stats.executions == 5 and skill.stats.failures == 1
     mem.close()
     for snapshot in (True, False):  # reopened, from the snapshot or from Chroma, the same fold
-        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(snapshot=snapshot))
+        again = LearningMemory.open(tmp_path, namespace=NS, config=MemoryConfig(storage={"snapshot": snapshot}))
         assert list(again.skills.values()) == [skill]
         again.close()

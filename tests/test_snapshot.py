@@ -19,8 +19,8 @@ from langmem_plus.records import Lesson, Link
 from langmem_plus.store.snapshot import RecordTable, snapshot_dir
 
 NS = ("demo", "gridtool")
-NO_SNAPSHOT = MemoryConfig(snapshot=False)
-LAZY = MemoryConfig(warm_lessons=False)
+NO_SNAPSHOT = MemoryConfig(storage={"snapshot": False})
+LAZY = MemoryConfig(storage={"warm_lessons": False})
 """No background parse, so the tests can see what an open itself parsed."""
 
 
@@ -250,7 +250,7 @@ def test_memory_warms_after_an_open_from_the_snapshot(demo_store: Path) -> None:
     mem = LearningMemory.open(demo_store, namespace=NS)
     assert mem.wait_warm(timeout=30) and mem.lessons.parsed_count() == len(mem.lessons) > 0
     mem.close()
-    cold = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(warm_lessons=False))
+    cold = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(storage={"warm_lessons": False}))
     assert cold.wait_warm(timeout=0) and cold.lessons.parsed_count() == 0
     cold.close()
 
@@ -438,7 +438,7 @@ def test_record_table_keeps_at_most_keep_parsed_and_reparses_the_dropped() -> No
 
 def test_an_open_parses_at_most_parsed_lessons_max(demo_store: Path) -> None:
     """The warm parse after an open stops at the bound, and every lesson still reads as a full read gives it."""
-    mem = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(parsed_lessons_max=3))
+    mem = LearningMemory.open(demo_store, namespace=NS, config=MemoryConfig(storage={"parsed_lessons_max": 3}))
     assert mem.wait_warm(timeout=30) and mem.lessons.parsed_count() == 3 < len(mem.lessons)
     full = _from_chroma(demo_store)
     assert {i: l.model_dump() for i, l in mem.lessons.items()} == full[1]

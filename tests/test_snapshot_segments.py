@@ -26,11 +26,11 @@ from langmem_plus.store.segments import place_records
 from langmem_plus.store.snapshot import LessonVectors, SnapshotDir, snapshot_dir
 
 NS = ("seg", "ments")
-LAZY = MemoryConfig(warm_lessons=False, snapshot_rebase_share=0.0)
+LAZY = MemoryConfig(storage={"warm_lessons": False, "snapshot_rebase_share": 0.0})
 """Every close rebases (the journal is never short enough to keep)."""
-COPY_ALL = MemoryConfig(warm_lessons=False, snapshot_rebase_share=0.0, snapshot_segment_live_min=2.0)
+COPY_ALL = MemoryConfig(storage={"warm_lessons": False, "snapshot_rebase_share": 0.0, "snapshot_segment_live_min": 2.0})
 """Every record copied into the base's own file: what format 4 wrote."""
-NO_SNAPSHOT = MemoryConfig(snapshot=False)
+NO_SNAPSHOT = MemoryConfig(storage={"snapshot": False})
 
 
 _state = memory_state
@@ -99,7 +99,7 @@ def test_pointed_base_reopens_as_the_copied_one_and_as_chroma(pair: tuple[Path, 
 def test_segments_stay_few_and_dead_ones_are_copied(tmp_path: Path) -> None:
     """Many rounds of rewrites: the base never names more than ``snapshot_segments_max`` other files, the folder
     holds no file the base does not name, and mostly-dead journals are copied rather than kept."""
-    config = MemoryConfig(warm_lessons=False, snapshot_rebase_share=0.0, snapshot_segments_max=2)
+    config = MemoryConfig(storage={"warm_lessons": False, "snapshot_rebase_share": 0.0, "snapshot_segments_max": 2})
     lessons = synthetic_lessons(30, NS, seed=8)
     mem = LearningMemory.open(tmp_path, namespace=NS, config=config)
     mem.add_lessons(lessons)

@@ -124,7 +124,7 @@ def test_k_beyond_the_difficulty_budget_returns_exactly_k(memory: LearningMemory
 
 
 def test_without_k_the_memory_budget_applies(memory: LearningMemory) -> None:
-    assert len(LessonRetriever(memory=memory).invoke(QUERY)) == memory.config.budget_easy
+    assert len(LessonRetriever(memory=memory).invoke(QUERY)) == memory.config.retrieval.budget_easy
     assert LessonRetriever(memory=memory, k=0).invoke(QUERY) == []
 
 

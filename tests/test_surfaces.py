@@ -148,7 +148,7 @@ def test_cli_lessons_and_inspect(tmp_path: Path) -> None:
 def test_faded_episodes_are_not_recalled_but_stay_stored(tmp_path: Path) -> None:
     _learned(tmp_path).close()
     # A budget with room for episodes beside the lessons (in instant memory they rank below likely-needed fixes).
-    mem = LearningMemory.open(tmp_path / "s", namespace=("demo", "gridtool"), config=MemoryConfig(max_context_tokens=800))
+    mem = LearningMemory.open(tmp_path / "s", namespace=("demo", "gridtool"), config=MemoryConfig(context={"max_context_tokens": 800}))
     task = make_env("gridtool").tasks()[0]
     stored = mem.store.count("episodes")
     assert stored > 0

@@ -82,7 +82,7 @@ def test_recurring_fingerprints_in_run_or_across_runs() -> None:
     assert list(recurring_fingerprints(evs, {})) == ["fp_cmd"]
     assert recurring_fingerprints(evs[:1], {}) == {}
     assert list(recurring_fingerprints(evs[:1], {"fp_cmd": 1})) == ["fp_cmd"]
-    assert recurring_fingerprints(evs[:1], {"fp_cmd": 1}, MemoryConfig(min_occurrences=3)) == {}
+    assert recurring_fingerprints(evs[:1], {"fp_cmd": 1}, MemoryConfig(lifecycle={"min_occurrences": 3})) == {}
 
 
 # --------------------------------------------------------------------------- rewrite lessons
@@ -131,7 +131,7 @@ def test_non_recurring_fingerprint_needs_a_verified_fix() -> None:
     s0 = fail(0, "filter age > 30 | select name", "unknown command 'filter' at stage 1")
     steps = [s0, ok(1, "keep age > 30 | select name")]
     # DESIGN §6 as written: a failure seen once is not yet a lesson
-    strict = DEFAULT_CONFIG.model_copy(update={"verified_fix_lessons": False})
+    strict = DEFAULT_CONFIG.replace(lifecycle={"verified_fix_lessons": False})
     assert synth("r1", steps, [event("r1", s0)], config=strict) == []
     assert len(synth("r1", steps, [event("r1", s0)], prior={"fp_cmd": 1}, config=strict)) == 1
     # default: the next retry verifiably got past it, so it is a candidate rewrite lesson at once

@@ -160,7 +160,7 @@ def test_a_way_out_not_taken_from_here_outranks_looking_around_once_moving_is_kn
     assert ex.act(task, [moved, looked, back, again], []).action == "move east"  # south was taken from here already
     with_task_thing = ["move south", "move east", "examine chair", "take cookbook"]  # the goal names the cookbook
     arrived = _room_step(0, "move north", "kitchen", "hall", with_task_thing)
-    eager = TextGameExecutor(seed=0, config=DEFAULT_CONFIG.model_copy(update={"text_explore_bonus": 5.0}))
+    eager = TextGameExecutor(seed=0, config=DEFAULT_CONFIG.replace(textgames={"text_explore_bonus": 5.0}))
     assert eager.act(task, [arrived], []).action == "take cookbook"  # a room is left once nothing the task names is left in it
     assert eager.act(task, [moved], []).action in {"move south", "move east"}
 
@@ -470,12 +470,12 @@ def test_bench_env_context_tokens_reach_the_langmem_plus_design() -> None:
 
     design = make_design("langmem_plus", 480)
     try:
-        assert design.memory.config.max_context_tokens == 480  # type: ignore[attr-defined]
+        assert design.memory.config.context.max_context_tokens == 480  # type: ignore[attr-defined]
     finally:
         design.close()
     default = make_design("langmem_plus")
     try:
-        assert default.memory.config.max_context_tokens == DEFAULT_CONFIG.max_context_tokens  # type: ignore[attr-defined]
+        assert default.memory.config.context.max_context_tokens == DEFAULT_CONFIG.context.max_context_tokens  # type: ignore[attr-defined]
     finally:
         default.close()
 

@@ -10,7 +10,7 @@ import pytest
 from langmem_plus.bench.designs import Context, run_episode
 from langmem_plus.bench.designs.base import tool_errors
 from langmem_plus.bench.designs.baselines import LangmemPlus
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig, nest
 from langmem_plus.envs.registry import make_env
 from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.memory import LearningMemory, Trajectory
@@ -96,8 +96,8 @@ def test_sheet_fill_adds_the_rest_of_the_tool_beyond_k_proven_first() -> None:
     extra = sheet_fill(items, chosen, tool="gridtool")
     assert [c.item_id for c in extra] == ["proven", "eq"]
     assert all(any("tool sheet rank" in r for r in c.reasons) for c in extra)
-    assert sheet_fill(items, chosen, tool="gridtool", config=MemoryConfig(pre_run_sheet_max=1))[0].item_id == "proven"
-    assert sheet_fill(items, chosen, tool="gridtool", config=MemoryConfig(pre_run_sheet_max=0)) == []
+    assert sheet_fill(items, chosen, tool="gridtool", config=MemoryConfig(context={"pre_run_sheet_max": 1}))[0].item_id == "proven"
+    assert sheet_fill(items, chosen, tool="gridtool", config=MemoryConfig(context={"pre_run_sheet_max": 0})) == []
     assert sheet_fill(items, chosen, tool=None) == []
 
 
@@ -110,7 +110,7 @@ def test_sheet_fill_keeps_the_guards_of_the_whole_context() -> None:
     extra = sheet_fill(items, [], tool="gridtool")
     got = [c.item_id for c in extra]
     assert "lose" not in got and "win" in got
-    assert sum(1 for i in got if i.startswith("b")) == DEFAULT_CONFIG.tag_bucket_cap
+    assert sum(1 for i in got if i.startswith("b")) == DEFAULT_CONFIG.retrieval.tag_bucket_cap
 
 
 # --------------------------------------------------------------------------- engine
@@ -120,7 +120,7 @@ GOAL = "How many orders are paid?"
 
 
 def _mem(tmp_path: Path, name: str = "s", **cfg: object) -> LearningMemory:
-    return LearningMemory.open(tmp_path / name, namespace=NS, config=MemoryConfig(**cfg), clock=lambda: 1_000.0)  # type: ignore[arg-type]
+    return LearningMemory.open(tmp_path / name, namespace=NS, config=MemoryConfig(**nest(cfg)), clock=lambda: 1_000.0)  # type: ignore[arg-type]
 
 
 def _tool_lessons() -> list[Lesson]:
@@ -137,15 +137,15 @@ def test_pre_run_shows_the_tool_sheet_past_k_and_under_the_token_cap(tmp_path: P
     lessons = [c.item_id for c in chosen if c.kind == "lesson"]
     assert len(lessons) > result.budget  # K' is a floor, not the ceiling
     assert set(lessons) == {l.id for l in _tool_lessons()}
-    assert result.tokens <= mem.config.max_context_tokens
+    assert result.tokens <= mem.config.context.max_context_tokens
     record = [r for r in mem.audit.read() if r["kind"] == "retrieval"][-1]
     assert record["chosen"] == [c.item_id for c in chosen] and record["tokens"] == result.tokens
     # The sheet off: K' only, as DESIGN §5.6 reads.
-    off = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(pre_run_sheet_max=0))
+    off = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(context={"pre_run_sheet_max": 0}))
     assert len([c for c in off.retrieve_pre_run(task) if c.kind == "lesson"]) == result.budget
     # A tight token cap: the sheet spends only what is left, and says what it dropped. (Instant memory
     # compresses the least relevant lines first, so nine rewrites fit 150 tokens: 100 is tight.)
-    tight = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(max_context_tokens=100))
+    tight = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(context={"max_context_tokens": 100}))
     few = tight.retrieve_pre_run(task)
     assert tight.last_retrieval is not None and tight.last_retrieval.tokens <= 100
     assert result.budget <= len(few) < len(chosen)

@@ -124,7 +124,7 @@ def test_rules_are_ranked_by_measured_utility_within_the_budget() -> None:
     roomy = listing([rare, often], runs=runs)
     assert [h.source_id for h in roomy(task([]), read(COOKS))] == ["often", "rare"]
     # a budget with room for the header and one line keeps the rule that mattered in more runs
-    tight = listing([rare, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
+    tight = listing([rare, often], runs=runs, config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 24}))
     assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
 
 
@@ -159,7 +159,7 @@ def test_avoidances_are_ranked_by_need_alone_within_the_budget() -> None:
     lucky = rule("lucky", wrong="cook <X> in stove", runs=["r0"])  # one; shown in runs that passed
     assert rule_utility(often, runs)[0] > rule_utility(lucky, runs)[0]
     assert sum(rule_utility(often, runs)) < sum(rule_utility(lucky, runs))  # its gain would rank it last
-    tight = listing([lucky, often], runs=runs, config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 24}))
+    tight = listing([lucky, often], runs=runs, config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 24}))
     assert [h.source_id for h in tight(task([]), read(COOKS))] == ["often"]
 
 
@@ -205,7 +205,7 @@ def test_the_guard_holds_an_avoidance_until_the_agent_proposes_the_action_it_sta
 def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something_else() -> None:
     rules = [rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     for guard in ("all", "avoidances"):
-        deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.model_copy(update={"text_guard": guard}))
+        deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.replace(textgames={"text_guard": guard}))
         shown = [h.text for h in deliver(task([]), read(COOKS))]
         assert shown == ([] if guard == "all" else ["Prefer `cook red apple in oven`"])
         assert deliver.check(task([]), read(COOKS), "cook red apple in oven") == []  # follows memory already
@@ -283,7 +283,7 @@ def test_avoidances_alike_come_together_at_a_proposal_in_one_line_and_each_is_re
 def test_alike_avoidances_the_budget_leaves_out_of_an_answer_stay_held_for_their_own_proposal() -> None:
     verbs = ["chop", "slice", "dice", "mince", "grate", "peel", "crush", "mash"]
     rules = [rule(v, wrong=f"{v} <X>", when=[f"!{v} <X>"]) for v in verbs]
-    deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 40}))
+    deliver = StepDelivery(rules, runs=[], config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 40}))
     history = taken([*(f"{v} milk" for v in verbs), "look"], "look", CUT_RECIPE)
     deliver(task([]), history)
     first = {h.text for h in deliver.check(task([]), history, "slice milk")}
@@ -334,7 +334,7 @@ def test_an_avoidance_from_before_the_run_waits_for_a_proposal_it_quotes() -> No
     assert deliver.check(task(door), history, "close door to north") == []  # shown once
     later = [*history, Step(index=1, action="look", observation="A kitchen.", info={"valid_actions": door})]
     assert [h.source_id for h in deliver(task(door), later)] == ["ep-door"] and len(deliver.lines) == 1  # kept, paid
-    off = StepDelivery([], runs=[], config=DEFAULT_CONFIG.model_copy(update={"text_guard": "off"}), avoidances=[_closed_door()])
+    off = StepDelivery([], runs=[], config=DEFAULT_CONFIG.replace(textgames={"text_guard": "off"}), avoidances=[_closed_door()])
     off(task(door), history)
     assert off.check(task(door), history, "close door to north") == []  # no guard: the caller lists it before the run
 
@@ -351,7 +351,7 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
     from langmem_plus.bench.designs.baselines import LangmemPlus
 
     for guard, listed in (("all", False), ("off", True)):
-        design = LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"text_guard": guard}), delivery="triggered")
+        design = LangmemPlus(config=DEFAULT_CONFIG.replace(textgames={"text_guard": guard}), delivery="triggered")
         try:
             monkeypatch.setattr(design.memory, "retrieve_pre_run", lambda *a, **k: [_procedure(), _closed_door()])
             ctx = design.general_retrieve(task(["close door to north"]), run_id="run-1")
@@ -364,7 +364,7 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
             assert all(h.precondition is None for h in ctx.hints)  # a compact line shows none
         finally:
             design.close()
-    tight = LangmemPlus(config=DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 35}), delivery="triggered")
+    tight = LangmemPlus(config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 35}), delivery="triggered")
     try:  # a block with room for the procedure only: the avoidance it would not show is neither held nor in force
         monkeypatch.setattr(tight.memory, "retrieve_pre_run", lambda *a, **k: [_procedure(), _closed_door()])
         ctx = tight.general_retrieve(task(["close door to north"]), run_id="run-2")
@@ -1009,7 +1009,7 @@ def test_a_text_rule_is_judged_by_what_the_step_it_shaped_did_to_the_game(
     pays for the game its step lost."""
     from langmem_plus.bench.designs.baselines import LangmemPlus
 
-    design = LangmemPlus(delivery="triggered", config=DEFAULT_CONFIG.model_copy(update={"outcome_from_progress": progress}))
+    design = LangmemPlus(delivery="triggered", config=DEFAULT_CONFIG.replace(lifecycle={"outcome_from_progress": progress}))
     try:
         for run_id, task_id, actions in [
             ("c2", "train-18", ["read cookbook", "take yellow potato", "cook yellow potato in oven"]),

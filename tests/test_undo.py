@@ -85,9 +85,9 @@ def test_delivery_avoids_taking_back_a_step_once_enough_runs_recorded_the_pair()
     warned = {TextGameExecutor(seed=s).act(task, opened, hints).action for s in range(8)}
     assert "close fridge" not in warned and "close door" in warned  # never opened: closing it takes nothing back
     assert listing([], _runs(1))(task, opened) == []  # one run is not evidence enough (``min_occurrences``)
-    assert listing([], _runs(2), MemoryConfig(text_rules_off=frozenset({"undo"})))(task, opened) == []  # switched off
+    assert listing([], _runs(2), MemoryConfig(textgames={"text_rules_off": frozenset({"undo"})}))(task, opened) == []  # switched off
     with pytest.raises(InvalidArgument, match="unknown delivery rule"):
-        listing([], _runs(2), MemoryConfig(text_rules_off=frozenset({"undoo"})))
+        listing([], _runs(2), MemoryConfig(textgames={"text_rules_off": frozenset({"undoo"})}))
     recommended = Lesson(id="p", namespace=("ns",), rule_text="p", correct="close <X>", applies_when=["<X>"],
                          scope=LessonScope(tool="game"), provenance=Provenance(run_ids=["r0", "r1"]))
     assert not any(h.text.startswith("Avoid") for h in listing([recommended], _runs(2))(task, opened))
@@ -153,5 +153,5 @@ def test_an_inference_never_takes_the_budget_from_a_rule_memory_stored() -> None
                     info={"valid_actions": valid})]
     roomy = listing([fatal, oven], _runs(2))(task, history)
     assert {h.text for h in roomy} == {"Avoid `cook red apple in stove`", "Avoid `close <X>`"}
-    tight = DEFAULT_CONFIG.model_copy(update={"max_context_tokens": 30})  # the header and one line
+    tight = DEFAULT_CONFIG.replace(context={"max_context_tokens": 30})  # the header and one line
     assert [h.text for h in listing([fatal, oven], _runs(2), tight)(task, history)] == ["Avoid `cook red apple in stove`"]

@@ -118,9 +118,9 @@ def test_record_outcome_updates_a_copy() -> None:
 
 
 def test_record_outcome_bounds_window_and_rejects_nan() -> None:
-    les = with_outcomes(lesson(), [0.1] * (DEFAULT_CONFIG.utility_window + 5))
-    assert len(les.stats.utility_window) == DEFAULT_CONFIG.utility_window
-    assert les.stats.evidence_runs == DEFAULT_CONFIG.utility_window + 5
+    les = with_outcomes(lesson(), [0.1] * (DEFAULT_CONFIG.lifecycle.utility_window + 5))
+    assert len(les.stats.utility_window) == DEFAULT_CONFIG.lifecycle.utility_window
+    assert les.stats.evidence_runs == DEFAULT_CONFIG.lifecycle.utility_window + 5
     assert len(record_outcome(les, 0.0, passed=True, now=NOW, window=3).stats.utility_window) == 3
     with pytest.raises(ValueError):
         record_outcome(les, float("nan"), passed=True, now=NOW)
@@ -151,7 +151,7 @@ def test_suppress_at_three_activations_with_mean_zero() -> None:
 
 
 def test_promoted_lesson_falling_to_zero_is_suppressed() -> None:
-    cfg = MemoryConfig(promote_min_runs=2, suppress_min_activations=5)
+    cfg = MemoryConfig(lifecycle={"promote_min_runs": 2, "suppress_min_activations": 5})
     les = with_outcomes(lesson(status="promoted"), [0.1, -0.3])
     assert decide_status(les, cfg, runs_since_activation=0)[0] == "suppressed"
     assert decide_status(les.model_copy(update={"status": "candidate"}), cfg, runs_since_activation=0)[0] == "candidate"

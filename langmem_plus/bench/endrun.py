@@ -216,7 +216,7 @@ def bench_size(n: int, *, runs: int = RUNS, reference_runs: int = REFERENCE_RUNS
         open_s = time.perf_counter() - started
         mem.wait_warm()
         _log(f"{n}: close {close_s:.2f}s, open {open_s:.2f}s")
-        indexed, scan = mem.config, MemoryConfig(**{**mem.config.model_dump(), "end_run_indexes": False})
+        indexed, scan = mem.config, mem.config.replace(lifecycle={"end_run_indexes": False})
         first_s, _ = _timed_end_run(mem, synth.queries[:EVENTS_PER_RUN], "first", clock)
         ours: list[tuple[float, float]] = []
         ref: list[tuple[float, float]] = []

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.textgames.delivery import SWITCHABLE_RULES
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
@@ -149,7 +149,7 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
 
 
 def rules_config(without: Collection[str] = ()) -> dict[str, Any]:
-    """The config fields that switch the named delivery rules off (``textgames.delivery.SWITCHABLE_RULES``, and
+    """The config sections that switch the named delivery rules off (``textgames.delivery.SWITCHABLE_RULES``, and
     ``guard``: rule 10, ``text_guard="off"``).
 
     Raises:
@@ -161,7 +161,7 @@ def rules_config(without: Collection[str] = ()) -> dict[str, Any]:
     fields: dict[str, Any] = {"text_rules_off": frozenset(without) - {"guard"}}
     if "guard" in without:
         fields["text_guard"] = "off"
-    return fields
+    return {"textgames": fields}
 
 
 def rules_in_force(without: Collection[str] = ()) -> list[str]:
@@ -175,9 +175,9 @@ def make_design(name: str, context_tokens: int | None = None, delivery: str = DE
     ``delivery`` how text rules reach the executor (``pre_run`` or ``triggered``) and ``without`` the delivery rules
     switched off (``rules_config``)."""
     if name == "langmem_plus":
-        fields = {**({"max_context_tokens": context_tokens} if context_tokens is not None else {}),
-                  **(rules_config(without) if without else {})}
-        config = MemoryConfig(**{**DEFAULT_CONFIG.model_dump(), **fields}) if fields else None
+        sections = {**({"context": {"max_context_tokens": context_tokens}} if context_tokens is not None else {}),
+                    **(rules_config(without) if without else {})}
+        config = DEFAULT_CONFIG.replace(**sections) if sections else None
         return LangmemPlus(config=config, delivery=delivery)
     return TEXT_DESIGNS[name]()
 

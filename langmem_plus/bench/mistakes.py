@@ -85,7 +85,7 @@ def mistake_signature(goal: str, steps: Sequence[Step], config: MemoryConfig = D
     verbs = offered_verbs(ordered) if verbs is None else verbs
     directives = directive_verbs(verbs, [lines]) if directives is None else directives
     pattern, bindings = abstract_action(step.action, lines, goal, config)
-    conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
+    conds = conditions_for(bindings, lines, config.textgames.text_rule_max_conditions) if bindings else []
     conds = relevant_conditions(pattern, conds, verbs, directives)
     undirected_when = undirected(pattern, bindings, directing_lines(goal, lines), directives)
     if undirected_when is not None:

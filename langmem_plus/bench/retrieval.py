@@ -144,7 +144,7 @@ def _bench_in(
     open_chroma_s: float | None = None
     if chroma_open:  # after the resident-memory reading: this open's garbage would inflate it
         started = time.perf_counter()
-        LearningMemory.open(root, namespace=ns, config=MemoryConfig(snapshot=False)).store.close()
+        LearningMemory.open(root, namespace=ns, config=MemoryConfig(storage={"snapshot": False})).store.close()
         open_chroma_s = round(time.perf_counter() - started, 2)
         _log(f"{n}: opened from Chroma alone (no snapshot) in {open_chroma_s:.1f}s")
     started = time.perf_counter()
@@ -389,7 +389,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [
             bench_size(
                 n, queries=args.queries, seed=args.seed, warmup=args.warmup, store=args.store, chroma_open=args.chroma_open,
-                config=MemoryConfig(hnsw_ef_construction=args.hnsw_ef_construction) if args.hnsw_ef_construction else None,
+                config=MemoryConfig(storage={"hnsw_ef_construction": args.hnsw_ef_construction}) if args.hnsw_ef_construction else None,
             )
             for n in args.lessons
         ]

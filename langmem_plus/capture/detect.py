@@ -108,10 +108,10 @@ def detect_failure(
 
     Channels, in order: ``hard`` (``hard_failure``), ``constraint``
     (``constraint_failure``, tagged ``constraint_failed``), then ``no_progress``:
-    either the run has gone ``config.stall_steps`` steps without progress (emitted
+    either the run has gone ``config.capture.stall_steps`` steps without progress (emitted
     when the stall length reaches a multiple of ``stall_steps``, so once per
     threshold, not on every later step; tagged ``no_progress``), or the step
-    repeats an action from the last ``config.repeat_window`` steps and lands in
+    repeats an action from the last ``config.capture.repeat_window`` steps and lands in
     the same state (tagged ``state_stall``). A docs lookup (``info["kind"] ==
     "docs"``) is never a failure and does not count toward a stall.
 
@@ -150,8 +150,8 @@ def detect_failure(
     elif feedback.constraint_failure:
         channel, reason = "constraint", "constraint_failed"
     else:
-        stalled = streak > 0 and streak % config.stall_steps == 0
-        repeated = streak > 0 and _repeats(step, prior, config.repeat_window)
+        stalled = streak > 0 and streak % config.capture.stall_steps == 0
+        repeated = streak > 0 and _repeats(step, prior, config.capture.repeat_window)
         if not (stalled or repeated):
             return None
         channel, reason = "no_progress", "state_stall" if repeated else "no_progress"
@@ -167,7 +167,7 @@ def detect_failure(
         state_before=step.state_before,
         state_after=step.state_after,
         failure_reason=reason,
-        scan_chars=config.error_text_scan_chars,
+        scan_chars=config.capture.error_text_scan_chars,
     )
     fp_id = fingerprint_id(fp)
     return ErrorEvent(
@@ -177,10 +177,10 @@ def detect_failure(
         step=step.index,
         fingerprint=fp,
         fingerprint_id=fp_id,
-        tags=extract_tags(text, step.action, context, scan_chars=config.error_text_scan_chars),
+        tags=extract_tags(text, step.action, context, scan_chars=config.capture.error_text_scan_chars),
         channel=channel,
-        action=clean_text(step.action, config.error_text_max_chars),
-        error_text=clean_text(text, config.error_text_max_chars),
+        action=clean_text(step.action, config.capture.error_text_max_chars),
+        error_text=clean_text(text, config.capture.error_text_max_chars),
         tool=step.tool or (task.tool if task else None),
         domain=task.domain if task else None,
         task=task.task_id if task else None,

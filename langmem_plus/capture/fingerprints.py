@@ -343,7 +343,7 @@ def fingerprint(
     state_before: Mapping[str, Any] | None = None,
     state_after: Mapping[str, Any] | None = None,
     failure_reason: str | None = None,
-    scan_chars: int = DEFAULT_CONFIG.error_text_scan_chars,
+    scan_chars: int = DEFAULT_CONFIG.capture.error_text_scan_chars,
 ) -> str:
     """Normalise a failure into a stable, literal-free string (DESIGN §3).
 

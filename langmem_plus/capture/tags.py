@@ -245,7 +245,7 @@ def extract_tags(
     action: str | None = None,
     context: Mapping[str, Any] | None = None,
     *,
-    scan_chars: int = DEFAULT_CONFIG.error_text_scan_chars,
+    scan_chars: int = DEFAULT_CONFIG.capture.error_text_scan_chars,
 ) -> list[str]:
     """Map a failure's structure onto ``TAG_VOCABULARY`` (DESIGN §3).
 

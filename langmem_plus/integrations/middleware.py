@@ -183,11 +183,11 @@ class _Call:
         return exception_step(self.index, self.tool, self.action, exc, self.tool_call_id, self.args)
 
     def context(self, event: ErrorEvent) -> WorkingContext:
-        recent = self.history[-self.memory.config.repeat_window :]
+        recent = self.history[-self.memory.config.capture.repeat_window :]
         return WorkingContext(
             goal=self.task.goal,
             context=event.tool or "",
-            last_fail=event.error_text[: self.memory.config.context_text_chars],
+            last_fail=event.error_text[: self.memory.config.capture.context_text_chars],
             recent_failures=1 + sum(1 for s in recent if s.feedback.failed),
         )
 
@@ -311,7 +311,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.memory_from_context(runtime) if self.memory_from_context is not None else self.memory
 
     def _budget(self, memory: LearningMemory) -> int | None:
-        return memory.config.agent_context_tokens if self.budget_tokens is DEFAULT else self.budget_tokens
+        return memory.config.context.agent_context_tokens if self.budget_tokens is DEFAULT else self.budget_tokens
 
     def _task(self, state: Mapping[str, Any], runtime: Any) -> TaskSpec:
         if callable(self.goal):
@@ -546,7 +546,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return call, request, self._guarded(call)
 
     def _guard_mode(self, memory: LearningMemory) -> str:
-        return memory.config.tool_guard if self.guard is DEFAULT else str(self.guard)
+        return memory.config.retrieval.tool_guard if self.guard is DEFAULT else str(self.guard)
 
     def _held(self, call: _Call) -> list[Held]:
         """What the call guard holds against the call; nothing when it is off, for a lookup tool, or when the same
@@ -567,7 +567,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _stopped(self, call: _Call, held: list[Held]) -> Command[Any]:
         """The answer to a call memory stops: a tool message with the lessons, the answer recorded, the lessons activated."""
-        shown = held[: call.memory.config.guard_max_lessons]
+        shown = held[: call.memory.config.retrieval.guard_max_lessons]
         ids = [h.lesson.id for h in shown]
         message = ToolMessage(content=guard_text(shown), tool_call_id=call.tool_call_id, name=call.tool,
                               status="error", artifact={"guarded": call.action, "lessons": ids})

@@ -112,7 +112,7 @@ def consolidate(
         if fp is not None and fp not in covered and ep.consolidated_into is None:
             clusters.setdefault(fp, []).append(ep)
     for fp, eps in sorted(clusters.items()):
-        if sum(max(e.count, 1) for e in eps) < config.consolidate_min_episodes:
+        if sum(max(e.count, 1) for e in eps) < config.lifecycle.consolidate_min_episodes:
             continue
         lesson = _avoid_lesson(fp, eps, tool=tool, config=config, now=now)
         out.lessons[lesson.id] = lesson
@@ -137,7 +137,7 @@ def _avoid_lesson(fp: str, eps: Sequence[Episode], *, tool: str | None, config: 
         created_at=now,
         updated_at=now,
     )
-    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)})
+    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.lifecycle.simhash_bits)})
 
 
 __all__ = ["Consolidation", "consolidate"]

@@ -165,7 +165,7 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-def lesson_simhash(lesson: Lesson, bits: int = DEFAULT_CONFIG.simhash_bits) -> str:
+def lesson_simhash(lesson: Lesson, bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> str:
     """Hex SimHash of a lesson's normalised rule text plus its sorted triggers (DESIGN §6)."""
     return format(_rule_hash(lesson.rule_text, tuple(sorted(lesson.triggers)), bits), f"0{(bits + 3) // 4}x")
 
@@ -178,7 +178,7 @@ def _rule_hash(rule_text: str, triggers: tuple[str, ...], bits: int) -> int:
     return simhash(" ".join([normalize_rule(rule_text), *triggers]), bits)
 
 
-def lesson_hashes(lessons: Sequence[Lesson], bits: int = DEFAULT_CONFIG.simhash_bits) -> list[int]:
+def lesson_hashes(lessons: Sequence[Lesson], bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> list[int]:
     """Each lesson's SimHash as dedup reads it: the stored ``simhash``, else computed (``simhash_many``).
 
     Equal to the hash ``find_duplicate`` uses for each lesson; the index of a store
@@ -237,7 +237,7 @@ def find_duplicate(
     bits, then the oldest) wins. ``hash_of`` gives an existing lesson's hash when the
     caller has it indexed (the same value ``lesson_hashes`` computes).
     """
-    bits = config.simhash_bits
+    bits = config.lifecycle.simhash_bits
     hash_of = hash_of or functools.partial(_hash_of, bits=bits)
     mine = _hash_of(lesson, bits)
     triggers = set(lesson.triggers)
@@ -252,7 +252,7 @@ def find_duplicate(
         # The cheap tests first: most of a large store shares no trigger and is many bits away.
         sharing = not triggers.isdisjoint(other.triggers)
         same_rule = sharing and (_norm(other.wrong), _norm(other.correct)) == rule
-        near = dist <= config.dedup_max_hamming and not _fields_disagree(lesson, other)
+        near = dist <= config.lifecycle.dedup_max_hamming and not _fields_disagree(lesson, other)
         variant = sharing and (subsumes(lesson, other) or subsumes(other, lesson))
         if (same_rule or near or variant) and (best is None or (dist, other.created_at) < best[:2]):
             best = (dist, other.created_at, other)
@@ -277,7 +277,7 @@ def subsumes(general: Lesson, literal: Lesson) -> bool:
     return out is not None and normalize_rule(out) == normalize_rule(literal.correct)
 
 
-def generalised(kept: Lesson, general: Lesson, bits: int = DEFAULT_CONFIG.simhash_bits) -> Lesson:
+def generalised(kept: Lesson, general: Lesson, bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> Lesson:
     """``kept`` (a merge, evidence and ids together) stating ``general``'s rule: its forms and rule text."""
     out = kept.model_copy(update={"wrong": general.wrong, "correct": general.correct, "rule_text": general.rule_text})
     return out.model_copy(update={"simhash": lesson_simhash(out, bits)})
@@ -315,8 +315,8 @@ def merge(
     other: Lesson,
     now: float,
     *,
-    bits: int = DEFAULT_CONFIG.simhash_bits,
-    window: int = DEFAULT_CONFIG.utility_window,
+    bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits,
+    window: int = DEFAULT_CONFIG.lifecycle.utility_window,
 ) -> Lesson:
     """Merge two duplicate lessons into one (DESIGN §6).
 

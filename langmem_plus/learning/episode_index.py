@@ -304,7 +304,7 @@ def plan_indexed_writes(
     added: dict[str, int] = {}
     """The run's new ids, in the order first sighted (after every stored one in the pool)."""
     seen: set[str] = set()
-    bits = config.simhash_bits
+    bits = config.lifecycle.simhash_bits
 
     def pool(i: str) -> Episode:
         return changed[i] if i in changed else known(i)
@@ -331,7 +331,7 @@ def plan_indexed_writes(
             if other.kind != ep.kind or tuple(other.namespace) != ns:
                 continue
             dist = hamming(mine, episode_hash(other, bits))
-            if dist <= config.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
+            if dist <= config.lifecycle.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
                 best = (dist, other.created_at, other)
         return None if best is None else best[2]
 

@@ -82,7 +82,7 @@ def goal_template(goal: str) -> str:
     return _NUMBER.sub("<num>", _QUOTED.sub("<str>", " ".join(goal.split())))
 
 
-def episode_simhash(goal: str, summary: str, bits: int = DEFAULT_CONFIG.simhash_bits) -> int:
+def episode_simhash(goal: str, summary: str, bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> int:
     """SimHash of goal_signature + summary for episode dedup (DESIGN §6), on normalised text:
     lowercase, literals replaced (``goal_template``), so the same procedure with other
     values or other casing lands within a few bits.
@@ -131,7 +131,7 @@ def _episode(
             "subgoal_template": task.family or goal_template(task.goal),
             "context": task.tool or "",
             "summary": summary,
-            "simhash": format(episode_simhash(task.goal, summary, config.simhash_bits), "x"),
+            "simhash": format(episode_simhash(task.goal, summary, config.lifecycle.simhash_bits), "x"),
             "run_id": run_id,
             "created_at": now,
             "last_seen_at": now,
@@ -219,7 +219,7 @@ def episodes_from_run(
             )
         )
     else:
-        for progress, step in _nearmiss_steps(commands, config.nearmiss_cap, config.nearmiss_min_progress):
+        for progress, step in _nearmiss_steps(commands, config.lifecycle.nearmiss_cap, config.lifecycle.nearmiss_min_progress):
             upto = [s for s in commands if s.index <= step.index and (s is step or not s.feedback.failed)]
             actions = [s.action for s in upto]
             out.append(
@@ -237,7 +237,7 @@ def episodes_from_run(
     for ev in events:
         groups.setdefault(ev.fingerprint_id, []).append(ev)
     for fp_id, evs in groups.items():
-        if len(evs) < config.avoidance_min_repeats or (enumerated and evs[0].channel == "no_progress"):
+        if len(evs) < config.lifecycle.avoidance_min_repeats or (enumerated and evs[0].channel == "no_progress"):
             continue
         actions = list(dict.fromkeys(ev.action for ev in evs if ev.action))
         pattern = action_pattern(actions[0]) if actions else evs[0].channel
@@ -250,7 +250,7 @@ def episodes_from_run(
                 obs_seq=[_cut(evs[0].error_text, OBS_MAX_CHARS)],
                 state_fingerprint=[f"fp:{fp_id}"],
                 avoid_tags=list(dict.fromkeys(t for ev in evs for t in ev.tags)),
-                ttl_episodes=config.avoidance_ttl_episodes,
+                ttl_episodes=config.lifecycle.avoidance_ttl_episodes,
                 success_weight=AVOIDANCE_WEIGHT,
             )
         )
@@ -285,7 +285,7 @@ def episode_strength(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CON
     """
     dt_hours = max(0.0, now - ep.last_seen_at) / HOUR
     sig = min(1.0, max(0.0, ep.significance))
-    half_life = config.episode_half_life_hours * (1.0 + config.episode_significance_slowdown * sig)
+    half_life = config.lifecycle.episode_half_life_hours * (1.0 + config.lifecycle.episode_significance_slowdown * sig)
     return max(0.0, ep.strength) * 0.5 ** (dt_hours / half_life)
 
 
@@ -299,7 +299,7 @@ def episode_recallable(ep: Episode, now: float, config: MemoryConfig = DEFAULT_C
     """
     if ep.retired is not None or (ep.ttl_episodes is not None and ep.ttl_episodes <= 0):
         return False
-    return episode_strength(ep, now, config) >= config.episode_recall_min_strength
+    return episode_strength(ep, now, config) >= config.lifecycle.episode_recall_min_strength
 
 
 # --------------------------------------------------------------------------- write policy
@@ -369,7 +369,7 @@ def apply_episode_evidence(ep: Episode, ev: EpisodeEvidence, config: MemoryConfi
         elif ep.kind == "nearmiss":
             update["success_weight"] = max(ep.success_weight, ev.success_weight)
         else:
-            update["ttl_episodes"] = config.avoidance_ttl_episodes
+            update["ttl_episodes"] = config.lifecycle.avoidance_ttl_episodes
     return ep.model_copy(update=update) if update else ep
 
 
@@ -433,15 +433,15 @@ def add_sighting(out: EpisodeWrites, kept: Episode, ev: EpisodeEvidence) -> None
 
 
 def _find_duplicate(ep: Episode, pool: Sequence[Episode], config: MemoryConfig) -> Episode | None:
-    mine = episode_hash(ep, config.simhash_bits)
+    mine = episode_hash(ep, config.lifecycle.simhash_bits)
     best: tuple[int, float, Episode] | None = None
     for other in pool:
         if other.kind != ep.kind or tuple(other.namespace) != tuple(ep.namespace):
             continue
         if other.episode_id == ep.episode_id:
             return other
-        dist = hamming(mine, episode_hash(other, config.simhash_bits))
-        if dist <= config.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
+        dist = hamming(mine, episode_hash(other, config.lifecycle.simhash_bits))
+        if dist <= config.lifecycle.episode_dedup_max_hamming and (best is None or (dist, other.created_at) < best[:2]):
             best = (dist, other.created_at, other)
     return None if best is None else best[2]
 
@@ -451,7 +451,7 @@ def write_new(ep: Episode, out: EpisodeWrites, same: Sequence[Episode] | None, s
     """Steps 3 and 4 of ``plan_episode_writes`` for a new episode that duplicates none: ``same`` are the near-misses
     its (template, context) holds when it is a near-miss (None otherwise), ``stored`` the ids already stored, and
     ``sight(kept, ep)`` records ``ep`` as a sighting of ``kept``."""
-    if same is not None and len(same) >= config.nearmiss_cap:
+    if same is not None and len(same) >= config.lifecycle.nearmiss_cap:
         out.capped.append(ep.episode_id)
         if not same:  # cap 0: near-misses are off
             return

@@ -22,7 +22,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from langmem_plus._text import stable_hash
-from langmem_plus.config import MemoryConfig
+from langmem_plus.config import MemoryConfig, config_value
 from langmem_plus.learning.dedup import lesson_hashes
 from langmem_plus.learning.utility import decide_status
 from langmem_plus.records import Lesson
@@ -61,10 +61,10 @@ def sweep_due(lesson: Lesson, config: MemoryConfig) -> int | None:
         return None  # the sweep skips them
     if decide_status(lesson, config, runs_since_activation=0)[0] != lesson.status:
         return DUE_NOW
-    if decide_status(lesson, config, runs_since_activation=config.archive_unused_runs)[0] == lesson.status:
+    if decide_status(lesson, config, runs_since_activation=config.lifecycle.archive_unused_runs)[0] == lesson.status:
         return None
     last = lesson.stats.last_activated_run_seq
-    return (last if last is not None else lesson.stats.created_run_seq) + config.archive_unused_runs
+    return (last if last is not None else lesson.stats.created_run_seq) + config.lifecycle.archive_unused_runs
 
 
 INDEX_FIELDS = (
@@ -83,12 +83,12 @@ INDEX_FIELDS = (
 
 def index_key(config: MemoryConfig) -> str:
     """Names the figures ``index_entries`` computes under ``config``: a saved index is reused only under the same key."""
-    return stable_hash("lesson-index-1", *(f"{f}={getattr(config, f)!r}" for f in INDEX_FIELDS))
+    return stable_hash("lesson-index-1", *(f"{f}={config_value(config, f)!r}" for f in INDEX_FIELDS))
 
 
 def index_entries(lessons: Sequence[Lesson], config: MemoryConfig) -> list[tuple[str, int, int | None]]:
     """(status, SimHash, due run) of each lesson, as ``LessonIndex.put`` takes them (hashes in one batch)."""
-    hashes = lesson_hashes(lessons, config.simhash_bits)
+    hashes = lesson_hashes(lessons, config.lifecycle.simhash_bits)
     return [(lesson.status, h, sweep_due(lesson, config)) for lesson, h in zip(lessons, hashes)]
 
 
@@ -137,7 +137,7 @@ class IndexedPool:
     """
 
     def __init__(self, existing: Mapping[str, Lesson], lookup: LessonLookup, config: MemoryConfig) -> None:
-        self._existing, self._lookup, self._bits = existing, lookup, config.simhash_bits
+        self._existing, self._lookup, self._bits = existing, lookup, config.lifecycle.simhash_bits
         self._local: dict[str, Lesson] = {}
         self._added: list[str] = []
         """Ids new to the pool, in the order they joined it."""

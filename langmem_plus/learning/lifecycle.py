@@ -68,12 +68,12 @@ def run_outcome(
         FailureNote(
             fp=e.fingerprint_id,
             step=e.step,
-            action=clean_text(e.action, config.failure_note_chars),
-            error=clean_text(e.error_text, config.failure_note_chars),
+            action=clean_text(e.action, config.lifecycle.failure_note_chars),
+            error=clean_text(e.error_text, config.lifecycle.failure_note_chars),
             applied=[str(i) for i in by_index[e.step].info.get("applied_hints", [])] if e.step in by_index else [],
             rewritten=[str(i) for i in by_index[e.step].info.get("rewritten_by", [])] if e.step in by_index else [],
         )
-        for e in events[: config.failures_kept_per_run]
+        for e in events[: config.lifecycle.failures_kept_per_run]
     ]
     counts = Counter(e.fingerprint_id for e in events)
     seen: set[str] = set()
@@ -133,12 +133,12 @@ def integrate_candidates(
         base = pool.get(cand.id) or find_duplicate(cand, pool.dup_pool(cand), config, hash_of=pool.hash_of)
         if base is not None:
             kept = (
-                merge(base, cand, now, bits=config.simhash_bits, window=config.utility_window)
+                merge(base, cand, now, bits=config.lifecycle.simhash_bits, window=config.lifecycle.utility_window)
                 if base.id != cand.id
                 else _refresh(base, cand, now)
             )
             if subsumes(cand, base):  # the same rule over more values: the general form is the one kept
-                kept = generalised(kept, cand, config.simhash_bits)
+                kept = generalised(kept, cand, config.lifecycle.simhash_bits)
             pool.put(kept)
             out.upserts[kept.id] = kept
             out.merged.append((kept.id, cand.id))
@@ -326,7 +326,7 @@ def apply_evidence(
     if ev.shown:
         lesson = _mark_shown(lesson, ev.shown, ev.run_seq, ev.at)
         if ev.utility is not None:
-            lesson = record_outcome(lesson, ev.utility, passed=ev.passed, now=ev.at, window=config.utility_window)
+            lesson = record_outcome(lesson, ev.utility, passed=ev.passed, now=ev.at, window=config.lifecycle.utility_window)
             if ev.baseline_pass is not None:
                 stats = lesson.stats.model_copy(update={"pass_rate_baseline": ev.baseline_pass})
                 lesson = lesson.model_copy(update={"stats": stats})
@@ -462,7 +462,7 @@ def apply_conflict_losses(
         if lesson is None or not lesson.retrievable or n <= 0:
             continue
         winners = sorted(r for r in lesson.conflicts_with if out.utilities.get(r, 0.0) > 0)
-        if config.conflict_loss_needs_winner_help:
+        if config.lifecycle.conflict_loss_needs_winner_help:
             if not winners:
                 continue
             n = 1

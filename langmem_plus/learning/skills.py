@@ -172,7 +172,7 @@ def synthesize_skill(
     """
     wins = [e for e in successes if e.kind == "success"]
     solved = sum(max(e.count, 1) for e in wins)
-    if not wins or solved < config.skill_min_successes:
+    if not wins or solved < config.lifecycle.skill_min_successes:
         return None
     first = wins[0]
     template, context = first.subgoal_template, first.context
@@ -189,7 +189,7 @@ def synthesize_skill(
         name=re.sub(r"\W+", "_", template.lower()).strip("_")[:60] or "skill",
         goal_templates=goals,
         preconds=_intersection([e.preconds_satisfied for e in wins]),
-        steps=_steps(wins, config.skill_max_steps),
+        steps=_steps(wins, config.lifecycle.skill_max_steps),
         effects=effects,
         failure_modes=modes[-FAILURE_MODES_KEPT:],
         stats=stats,
@@ -211,7 +211,7 @@ def record_skill_outcome(
         >>> record_skill_outcome(s, passed=False, failure_mode="timeout").stats.success_rate
         0.9
     """
-    alpha = config.skill_ema_alpha
+    alpha = config.lifecycle.skill_ema_alpha
     st = skill.stats
     stats = SkillStats(
         executions=st.executions + 1,
@@ -272,7 +272,7 @@ def match_skills(
                 v = vecs[t]
                 denom = float(np.linalg.norm(q) * np.linalg.norm(v))
                 cos = max(cos, float(q @ v) / denom if denom else 0.0)
-        if overlap >= config.skill_match_min_overlap or cos > config.skill_match_cosine:
+        if overlap >= config.lifecycle.skill_match_min_overlap or cos > config.lifecycle.skill_match_cosine:
             out.append((skill, max(overlap, cos)))
     return sorted(out, key=lambda sc: (-sc[1], sc[0].id))
 

@@ -83,7 +83,7 @@ def recurring_fingerprints(
     groups: dict[str, list[ErrorEvent]] = {}
     for ev in events:
         groups.setdefault(ev.fingerprint_id, []).append(ev)
-    need = config.min_occurrences
+    need = config.lifecycle.min_occurrences
     return {fp: evs for fp, evs in groups.items() if len(evs) >= need or prior_runs_seen.get(fp, 0) + 1 >= need}
 
 
@@ -128,8 +128,8 @@ def _fix_after(
     failed: Step,
     steps: Sequence[Step],
     hint_text: str,
-    min_similarity: float = DEFAULT_CONFIG.pair_min_similarity,
-    lookahead: int = DEFAULT_CONFIG.fix_lookahead,
+    min_similarity: float = DEFAULT_CONFIG.lifecycle.pair_min_similarity,
+    lookahead: int = DEFAULT_CONFIG.lifecycle.fix_lookahead,
 ) -> tuple[str, str] | None:
     """The rule from ``failed`` to the next retry that got past its failure, if there is one.
 
@@ -264,7 +264,7 @@ def candidate_lesson(
         created_at=now,
         updated_at=now,
     )
-    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.simhash_bits)})
+    return lesson.model_copy(update={"simhash": lesson_simhash(lesson, config.lifecycle.simhash_bits)})
 
 
 def _lesson(
@@ -344,7 +344,7 @@ def synthesize_offline(
         groups.setdefault(ev.fingerprint_id, []).append(ev)
     for fp_id, fp_events in groups.items():
         is_recurring = fp_id in recurring
-        if not is_recurring and not config.verified_fix_lessons:
+        if not is_recurring and not config.lifecycle.verified_fix_lessons:
             continue
         when = _short(fp_events[0].fingerprint)
         rules: dict[tuple[str, str], list[ErrorEvent]] = {}
@@ -352,7 +352,7 @@ def synthesize_offline(
             failed = by_index.get(ev.step)
             if failed is None:
                 continue
-            rule = _fix_after(failed, ordered, ev.error_text, config.pair_min_similarity, config.fix_lookahead)
+            rule = _fix_after(failed, ordered, ev.error_text, config.lifecycle.pair_min_similarity, config.lifecycle.fix_lookahead)
             if rule is not None:
                 rules.setdefault(rule, []).append(ev)
         for (wrong, correct), source in rules.items():

@@ -107,18 +107,18 @@ def utility(
         0.825
     """
     if referee_gain is None:
-        base = config.utility_w_errors * error_reduction + config.utility_w_steps * step_gain
+        base = config.lifecycle.utility_w_errors * error_reduction + config.lifecycle.utility_w_steps * step_gain
     else:
         base = (
-            config.utility_w_errors_ref * error_reduction
-            + config.utility_w_steps_ref * step_gain
-            + config.utility_w_referee_ref * _clip1(referee_gain)
+            config.lifecycle.utility_w_errors_ref * error_reduction
+            + config.lifecycle.utility_w_steps_ref * step_gain
+            + config.lifecycle.utility_w_referee_ref * _clip1(referee_gain)
         )
     if outcome is None:
         return base
     if outcome < 0:  # a wrong result outweighs any error the lesson silenced on the way
         return _clip1(outcome)
-    w = config.utility_w_outcome
+    w = config.lifecycle.utility_w_outcome
     return (1.0 - w) * base + w * _clip1(outcome)
 
 
@@ -192,7 +192,7 @@ class LessonEvidence:
 def _pass_rate_ok(ev: LessonEvidence, config: MemoryConfig) -> bool:
     if ev.pass_rate_with is None or ev.pass_rate_baseline is None:
         return True
-    return ev.pass_rate_baseline - ev.pass_rate_with <= config.promote_max_pass_drop + PASS_RATE_TOLERANCE
+    return ev.pass_rate_baseline - ev.pass_rate_with <= config.lifecycle.promote_max_pass_drop + PASS_RATE_TOLERANCE
 
 
 def decide_status(
@@ -238,36 +238,36 @@ def decide_status(
     nums = ev.describe()
     if lesson.status in ("suppressed", "archived"):
         return lesson.status, f"unchanged: already {lesson.status} ({nums})"
-    if ev.conflict_losses >= config.conflict_losses_to_suppress:
+    if ev.conflict_losses >= config.lifecycle.conflict_losses_to_suppress:
         return "suppressed", f"suppress: lost its conflict cluster {ev.conflict_losses} times ({nums})"
     mu = ev.mean_utility
-    if mu is not None and mu <= config.suppress_max_utility:
-        if ev.evidence_runs >= config.suppress_min_activations:
-            return "suppressed", f"suppress: mean utility <= {config.suppress_max_utility} ({nums})"
+    if mu is not None and mu <= config.lifecycle.suppress_max_utility:
+        if ev.evidence_runs >= config.lifecycle.suppress_min_activations:
+            return "suppressed", f"suppress: mean utility <= {config.lifecycle.suppress_max_utility} ({nums})"
         if lesson.status == "promoted":
-            limit = config.suppress_max_utility
+            limit = config.lifecycle.suppress_max_utility
             return "suppressed", f"suppress: promoted lesson fell to mean utility <= {limit} ({nums})"
-        if ev.helped == 0 and ev.runs_activated >= config.suppress_min_activations:
-            shown = config.suppress_min_activations
-            why = f"shown in >= {shown} runs, never helped, mean utility <= {config.suppress_max_utility}"
+        if ev.helped == 0 and ev.runs_activated >= config.lifecycle.suppress_min_activations:
+            shown = config.lifecycle.suppress_min_activations
+            why = f"shown in >= {shown} runs, never helped, mean utility <= {config.lifecycle.suppress_max_utility}"
             return "suppressed", f"suppress: {why} ({nums})"
-    recent = lesson.stats.utility_window[-config.demote_window:]
-    if lesson.status == "promoted" and recent and fmean(recent) <= config.suppress_max_utility:
-        limit, n = config.suppress_max_utility, len(recent)
+    recent = lesson.stats.utility_window[-config.lifecycle.demote_window:]
+    if lesson.status == "promoted" and recent and fmean(recent) <= config.lifecycle.suppress_max_utility:
+        limit, n = config.lifecycle.suppress_max_utility, len(recent)
         return "suppressed", f"suppress: promoted lesson's evidence turned: its last {n} utilities mean <= {limit} ({nums})"
     if (
         lesson.status == "candidate"
         and mu is not None
-        and ev.evidence_runs >= config.promote_min_runs
-        and mu >= config.promote_min_utility
+        and ev.evidence_runs >= config.lifecycle.promote_min_runs
+        and mu >= config.lifecycle.promote_min_utility
     ):
         if _pass_rate_ok(ev, config):
-            need = f"mean utility >= {config.promote_min_utility} over >= {config.promote_min_runs} runs"
+            need = f"mean utility >= {config.lifecycle.promote_min_utility} over >= {config.lifecycle.promote_min_runs} runs"
             return "promoted", f"promote: {need} ({nums})"
-        reason = f"unchanged: pass rate more than {config.promote_max_pass_drop} under baseline ({nums})"
+        reason = f"unchanged: pass rate more than {config.lifecycle.promote_max_pass_drop} under baseline ({nums})"
         return lesson.status, reason
-    if ev.reliability <= config.archive_max_reliability and runs_since_activation >= config.archive_unused_runs:
-        why = f"reliability <= {config.archive_max_reliability}, unused {runs_since_activation} runs"
+    if ev.reliability <= config.lifecycle.archive_max_reliability and runs_since_activation >= config.lifecycle.archive_unused_runs:
+        why = f"reliability <= {config.lifecycle.archive_max_reliability}, unused {runs_since_activation} runs"
         return "archived", f"archive: {why} ({nums})"
     return lesson.status, f"unchanged ({nums})"
 
@@ -295,7 +295,7 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
     out = lesson.model_copy(deep=True)
     s = out.stats
     n_before = s.evidence_runs
-    keep = DEFAULT_CONFIG.utility_window if window is None else window
+    keep = DEFAULT_CONFIG.lifecycle.utility_window if window is None else window
     s.utility_window = [*s.utility_window, u][-max(keep, 1) :]
     s.evidence_runs = n_before + 1
     s.helped += int(u > 0)

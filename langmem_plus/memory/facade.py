@@ -154,7 +154,7 @@ class LearningMemory:
         self._warm_stop = threading.Event()
         self._warmer: threading.Thread | None = None
         lessons = self.view.lessons
-        if from_snapshot and config.warm_lessons and (lessons.parsed_count() < len(lessons) or len(self.view.episodes)):
+        if from_snapshot and config.storage.warm_lessons and (lessons.parsed_count() < len(lessons) or len(self.view.episodes)):
             self._warmer = threading.Thread(target=self._warm, name="langmem-plus-warm", daemon=True)
             self._warmer.start()
         self._pending_losses: dict[str, Counter[str]] = {}
@@ -220,15 +220,15 @@ class LearningMemory:
         """
         ns = validate_namespace(namespace)
         cfg = config or DEFAULT_CONFIG
-        emb = make_embeddings(embeddings, dim=cfg.embedding_dim)
+        emb = make_embeddings(embeddings, dim=cfg.storage.embedding_dim)
         root = Path(path) if path is not None else Path(DEFAULT_PATH)
         with gc_paused():
             store = ChromaStore.open(path=None if url else root, url=url, namespace=ns, embeddings=emb, config=cfg)
             local = Path(audit_dir) if audit_dir else root
             audit = AuditLog(audit_path(local, ns), ns, clock=clock)
             snapshot = SnapshotDir(
-                snapshot_dir(local, ns), segment_live_min=cfg.snapshot_segment_live_min, segments_max=cfg.snapshot_segments_max
-            ) if cfg.snapshot else None
+                snapshot_dir(local, ns), segment_live_min=cfg.storage.snapshot_segment_live_min, segments_max=cfg.storage.snapshot_segments_max
+            ) if cfg.storage.snapshot else None
             try:
                 return cls(store=store, audit=audit, namespace=ns, config=cfg, llm=llm, clock=clock, snapshot=snapshot)
             except BaseException:
@@ -263,7 +263,7 @@ class LearningMemory:
         """Fold a long snapshot journal into a new base (``snapshot_rebase_share``), then release the store client."""
         self._warm_stop.set()
         self.wait_warm(timeout=5.0)
-        self.sync.rebase_if_long(self.config.snapshot_rebase_share)
+        self.sync.rebase_if_long(self.config.storage.snapshot_rebase_share)
         self.engine.close()  # the retrieval worker thread, before the client it calls
         self.audit.close()  # writes the deferred retrieval records
         self.store.close()
@@ -341,7 +341,7 @@ class LearningMemory:
         needed them, within ``max_context_tokens``.
         """
         with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
-            if run_id is not None and self.clock() - self.sync.refreshed_at >= self.config.shared_refresh_s:
+            if run_id is not None and self.clock() - self.sync.refreshed_at >= self.config.lifecycle.shared_refresh_s:
                 self.sync.refresh()  # a run starts: see what other writers learned
             result = self._pre_run(task, context, now=now, k=k)
         return self._after_retrieval("pre_run", result, run_id=run_id)
@@ -357,7 +357,7 @@ class LearningMemory:
         ctx = context or WorkingContext(goal=task.goal, context=task.tool or task.domain or "")
         if ctx.difficulty is None:
             ctx = ctx.model_copy(update={"difficulty": self._pre_run_difficulty(task, context_runs, known)})
-        runs = [r for r in self.runs if r.tool == task.tool][-self.config.instant_habit_runs :]
+        runs = [r for r in self.runs if r.tool == task.tool][-self.config.context.instant_habit_runs :]
         return self.engine.pre_run(
             task,
             ctx,
@@ -374,7 +374,7 @@ class LearningMemory:
         """How likely a task with ``goal`` is to call each of ``tools`` (name -> description), from the words of the
         descriptions and of the goals of past runs that called each tool (``retrieval.tool_scope``)."""
         with self._lock:
-            runs = [r for r in self.view.runs if r.goal and r.tools][-self.config.tool_scope_runs:]
+            runs = [r for r in self.view.runs if r.goal and r.tools][-self.config.retrieval.tool_scope_runs:]
         docs = {t: words(f"{t} {desc or ''}") for t, desc in tools.items()}
         return tool_scores(words(goal), docs, [(words(r.goal), r.tools) for r in runs])
 
@@ -388,8 +388,8 @@ class LearningMemory:
         cfg = self.config
         scores = self.tool_scores(task.goal, tools)
         items: dict[str, ScoredItem] = {}
-        for tool in likely_tools(scores, min_score=cfg.tool_scope_min_score, max_tools=cfg.tool_scope_max_tools,
-                                 ratio=cfg.tool_scope_ratio):
+        for tool in likely_tools(scores, min_score=cfg.retrieval.tool_scope_min_score, max_tools=cfg.retrieval.tool_scope_max_tools,
+                                 ratio=cfg.retrieval.tool_scope_ratio):
             for item in self.retrieve_pre_run(task.model_copy(update={"tool": tool}), run_id=run_id):
                 if item.kind != "episode":  # a past call for another question, literally: its lessons carry what transfers
                     items.setdefault(item.item_id, item)
@@ -409,7 +409,7 @@ class LearningMemory:
         ``k``: as in ``retrieve_pre_run``.
         """
         now = self.clock() if now is None else now
-        ctx = context or WorkingContext(last_fail=event.error_text[: self.config.context_text_chars], context=event.tool or "")
+        ctx = context or WorkingContext(last_fail=event.error_text[: self.config.capture.context_text_chars], context=event.tool or "")
         with self._lock:  # see retrieve_pre_run
             result = self.engine.on_error(event, ctx, now=now, limit=k)
         return self._after_retrieval("on_error", result, run_id=run_id or event.run_id)
@@ -426,10 +426,10 @@ class LearningMemory:
                 "retrieval",
                 moment=moment,
                 run_id=run_id,
-                query=result.query[: self.config.query_error_chars],
+                query=result.query[: self.config.capture.query_error_chars],
                 difficulty=result.difficulty,
                 budget=result.budget,
-                candidates=Later(_candidate_rows, result.candidates[: self.config.candidates_k]),
+                candidates=Later(_candidate_rows, result.candidates[: self.config.retrieval.candidates_k]),
                 chosen=[c.item_id for c in result.chosen],
                 dropped=list(result.dropped),
                 tokens=result.tokens,
@@ -505,7 +505,7 @@ class LearningMemory:
                 activated=sorted(activated),
                 applied=outcome.applied,
                 extras={plugin.name: plugin.run_extras(task, steps)} if plugin is not None else {},
-                goal=(task.goal or "")[: self.config.run_goal_chars],
+                goal=(task.goal or "")[: self.config.lifecycle.run_goal_chars],
                 tools=list(dict.fromkeys(s.tool for s in steps if s.tool and s.info.get("kind") != "docs")),
                 ts=now,
             )
@@ -526,7 +526,7 @@ class LearningMemory:
                 # A referee's score reaches utility as its gain over comparable runs (DESIGN §6); runtime signals
                 # alone are no judgement. What followed from each lesson's calls is its outcome.
                 referee_score=verdict.score if verdict is not None and verdict.source != "signals" else None,
-                outcomes=step_outcomes(steps, verdict, progress=self.config.outcome_from_progress),
+                outcomes=step_outcomes(steps, verdict, progress=self.config.lifecycle.outcome_from_progress),
                 applied=applied_in_run(steps),
                 config=self.config,
                 now=now,
@@ -558,7 +558,7 @@ class LearningMemory:
                     existing=ChainMap(judged.updated, content, self.lessons), config=self.config, now=now,
                     tool_extras=lambda key: self.view.tool_extras(task.tool, name, key),
                     tool_rules=self.view.tool_text_rules(task.tool, [judged.updated, content])
-                    if self.config.end_run_indexes else None)))
+                    if self.config.lifecycle.end_run_indexes else None)))
             with self.sync.write_group() as evidence:  # one generation token for the run's writes
                 self._write_lessons({i: self.view.as_record(l) for i, l in content.items()})
                 evidence.extend(judged.evidence.values())
@@ -692,7 +692,7 @@ class LearningMemory:
                     f"lesson {lesson.id} belongs to namespace {lesson.namespace}, not {self.namespace}"
                 )
         with self._lock:
-            changed = link_imported(with_simhash(lessons, self.config.simhash_bits), self.view)
+            changed = link_imported(with_simhash(lessons, self.config.lifecycle.simhash_bits), self.view)
             self._write_lessons(changed)
             linked: set[frozenset[str]] = set()
             for lesson in lessons:
@@ -720,7 +720,7 @@ class LearningMemory:
 
     def _lookup(self) -> StoreLookup | None:
         """The indexes ``end_run`` reads (``end_run_indexes``), or None to scan every lesson."""
-        if not self.config.end_run_indexes or self.view.index is None:
+        if not self.config.lifecycle.end_run_indexes or self.view.index is None:
             return None
         return StoreLookup(self.view.index, self.graph)
 
@@ -755,8 +755,8 @@ class LearningMemory:
         """Earlier runs of this task, else of its family on the same tool: its failure context."""
         same_task = [r for r in self.runs if r.task_id == task.task_id]
         if same_task:
-            return same_task[-self.config.recent_runs:]
-        return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-self.config.recent_runs:]
+            return same_task[-self.config.lifecycle.recent_runs:]
+        return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-self.config.lifecycle.recent_runs:]
 
     def _pre_run_difficulty(self, task: TaskSpec, context_runs: list[RunRecord], known: set[str]) -> float:
         """Difficulty before a run (DESIGN §5.6): the task's pitfalls, else the tool's failure rate.
@@ -767,8 +767,8 @@ class LearningMemory:
         """
         if context_runs:
             pitfalls = len(known) + len(context_runs[-1].failures)
-            return 1.0 - math.exp(-pitfalls / self.config.pitfall_scale)
-        recent = [r for r in self.runs if r.tool == task.tool][-self.config.recent_runs:]
+            return 1.0 - math.exp(-pitfalls / self.config.retrieval.pitfall_scale)
+        recent = [r for r in self.runs if r.tool == task.tool][-self.config.lifecycle.recent_runs:]
         if not recent:
             return 0.0
         return sum(1 for r in recent if r.tool_errors > 0 or not r.passed) / len(recent)
@@ -809,7 +809,7 @@ class LearningMemory:
     def render(self, items: Sequence[ScoredItem]) -> str:
         """Hints for ``items`` as a quoted data block for a model prompt, assembled in instant memory
         within ``max_context_tokens`` (``retrieval.context.assemble``)."""
-        return assemble(items, budget=self.config.max_context_tokens, config=self.config, now=self.clock()).text
+        return assemble(items, budget=self.config.context.max_context_tokens, config=self.config, now=self.clock()).text
 
     # ------------------------------------------------------------------ two-interface abstraction
     def general_update(self, recorder: Trajectory, *, retrieved_as: str | None = None) -> RunReport:
@@ -972,27 +972,27 @@ class LearningMemory:
         elif not self.store.has_records("facts"):
             return []
         cfg = self.config
-        hits = self.semantic().query(query, cfg.fact_budget + len(taken), vector=vector)
+        hits = self.semantic().query(query, cfg.retrieval.fact_budget + len(taken), vector=vector)
         shown = {f"lesson:{i}" for i in taken}
         hits = [h for h in hits if not h.fact.sources or not all(e.source in shown for e in h.fact.sources)]
         return [
             ScoredItem(kind="fact", item=h.fact, score=h.score, components={"cos": h.relevance, "confidence": h.fact.confidence},
                        reasons=[f"source:facts:hop{h.hop}"])
-            for h in hits if h.relevance >= cfg.fact_min_cos
+            for h in hits if h.relevance >= cfg.retrieval.fact_min_cos
         ]
 
     def _semantic_from_run(self, run_id: str, judged: Judgement) -> None:
         """Facts stated by the lessons a run verified (promoted, or helped): ``SemanticMemory.learn_from_lessons``."""
         promoted = {t.lesson_id for t in judged.transitions if t.new == "promoted"}
-        ids = promoted | {i for i, u in judged.utilities.items() if u > self.config.semantic_lesson_min_utility}
+        ids = promoted | {i for i, u in judged.utilities.items() if u > self.config.semantic.semantic_lesson_min_utility}
         lessons = [self.lessons[i] for i in sorted(ids) if i in self.lessons]
-        if self.config.semantic_from_runs and lessons:
+        if self.config.semantic.semantic_from_runs and lessons:
             self.semantic().learn_from_lessons(lessons, promoted=promoted, utilities=judged.utilities, run_id=run_id)
 
     def _semantic_from_observations(self, run_id: str, steps: Sequence[Step], claimed: bool) -> None:
         """Facts the observations of a run a plugin claims state (a game describing its world), in step order
         (``semantic_from_observations``)."""
-        if not self.config.semantic_from_observations or not claimed:
+        if not self.config.semantic.semantic_from_observations or not claimed:
             return
         facts = self.semantic()
         for step in steps:

@@ -62,7 +62,7 @@ def write_episodes(
     common = _Consolidating(lessons=view.lessons, template=template, context=task.tool or "", passed=run.passed,
                             failure_mode=events[0].fingerprint if events else None, tool=task.tool, config=config,
                             now=now, covered=lookup.covered() if lookup is not None else None)
-    plan_and_consolidate = _indexed if config.end_run_indexes else _scanned
+    plan_and_consolidate = _indexed if config.lifecycle.end_run_indexes else _scanned
     plan, cons, stored_record = plan_and_consolidate(view, config, episodes, run=run, now=now, common=common)
     writes = {**plan.upserts, **cons.episodes}
     if writes:

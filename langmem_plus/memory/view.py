@@ -84,9 +84,9 @@ class MemoryView:
         self.namespace, self.config = namespace, config
         self.lesson_vectors = LessonVectors()
         self.vectors = VectorCache(
-            store, config.embedding_dim, capacity=config.vector_cache_size, known=lambda ids: self.lesson_vectors.get_many(ids)
+            store, config.storage.embedding_dim, capacity=config.retrieval.vector_cache_size, known=lambda ids: self.lesson_vectors.get_many(ids)
         )
-        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace, keep_parsed=config.parsed_lessons_max)
+        self.lessons: RecordTable[Lesson] = RecordTable(Lesson, namespace, keep_parsed=config.storage.parsed_lessons_max)
         """Lessons by id (folds of their evidence); parsed from the snapshot on first use."""
         self.links: RecordTable[Link] = RecordTable(Link, namespace)
         self.skills: RecordTable[Skill] = RecordTable(Skill, namespace)
@@ -104,7 +104,7 @@ class MemoryView:
         """How many runs each fingerprint appeared in."""
         self.extras: dict[tuple[str, str, str], set[str]] = {}
         """Per (tool, plugin, key), the union of the string lists its runs' ``RunRecord.extras`` keep there."""
-        self.graph = LessonGraph(rewrite_slack=config.graph_rewrite_slack)
+        self.graph = LessonGraph(rewrite_slack=config.storage.graph_rewrite_slack)
         self.call_forms: dict[str, ToolForms] = {}
         """Per tool, its lessons' WRONG forms for the call guard: built on a tool's first check, kept in step by every
         lesson written, emptied when the lessons are reloaded."""
@@ -133,7 +133,7 @@ class MemoryView:
         self.index = None  # built from the lessons read here
         self.call_forms = {}
         self.set_ledgers({})
-        self.lessons = RecordTable(Lesson, ns, keep_parsed=self.config.parsed_lessons_max)
+        self.lessons = RecordTable(Lesson, ns, keep_parsed=self.config.storage.parsed_lessons_max)
         self.links, self.skills = RecordTable(Link, ns), RecordTable(Skill, ns)
         for lesson in stored(store, "lessons", Lesson):
             self.lessons[lesson.id] = lesson
@@ -143,7 +143,7 @@ class MemoryView:
             self.skills[skill.id] = skill
         self.load_episodes(store)
         self.graph = LessonGraph.from_records(
-            self.lessons.values(), self.skills.values(), self.links.values(), rewrite_slack=self.config.graph_rewrite_slack
+            self.lessons.values(), self.skills.values(), self.links.values(), rewrite_slack=self.config.storage.graph_rewrite_slack
         )
         self.set_runs(stored(store, "runs", RunRecord))
 
@@ -162,7 +162,7 @@ class MemoryView:
             ValueError, KeyError, TypeError: the snapshot is damaged (the caller reads from Chroma instead).
         """
         ns = self.namespace
-        keep = self.config.parsed_lessons_max
+        keep = self.config.storage.parsed_lessons_max
         self.call_forms = {}
         self.lessons = RecordTable(Lesson, ns, loaded.records["lessons"], loaded.raw, keep_parsed=keep)
         self.links = RecordTable(Link, ns, loaded.records["links"], loaded.raw)
@@ -174,7 +174,7 @@ class MemoryView:
         self.set_runs(r for r in runs if tuple(r.namespace) == ns)
         self.graph = LessonGraph.from_state(
             loaded.graph_data, loaded.graph_names, loaded.graph_arrays, lesson_source=self.lessons.get,
-            rewrite_slack=self.config.graph_rewrite_slack,
+            rewrite_slack=self.config.storage.graph_rewrite_slack,
         )
         order = loaded.lesson_order()
         self.lesson_vectors = LessonVectors(loaded.vector_ids, loaded.vectors, order if loaded.vectors_follow_lessons else None)
@@ -226,7 +226,7 @@ class MemoryView:
     # ------------------------------------------------------------------ the lesson index
     def new_index(self) -> LessonIndex:
         cfg = self.config
-        return LessonIndex(bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands)
+        return LessonIndex(bits=cfg.lifecycle.simhash_bits, max_distance=cfg.lifecycle.dedup_max_hamming, bands=cfg.lifecycle.dedup_simhash_bands)
 
     def build_index(self) -> LessonIndex:
         """The lesson index computed from every lesson (an open from Chroma, or a snapshot without one)."""
@@ -252,7 +252,7 @@ class MemoryView:
         cfg = self.config
         try:
             return LessonIndex.from_arrays(
-                ids, arrays, bits=cfg.simhash_bits, max_distance=cfg.dedup_max_hamming, bands=cfg.dedup_simhash_bands,
+                ids, arrays, bits=cfg.lifecycle.simhash_bits, max_distance=cfg.lifecycle.dedup_max_hamming, bands=cfg.lifecycle.dedup_simhash_bands,
                 rows=order,
             )
         except (ValueError, KeyError) as exc:
@@ -450,8 +450,8 @@ class MemoryView:
         own read would change the table under the lock's holder.
         """
         cfg = self.config
-        index = EpisodeIndex(bits=cfg.simhash_bits, max_distance=cfg.episode_dedup_max_hamming,
-                             bands=cfg.dedup_simhash_bands, min_cluster=cfg.consolidate_min_episodes)
+        index = EpisodeIndex(bits=cfg.lifecycle.simhash_bits, max_distance=cfg.lifecycle.episode_dedup_max_hamming,
+                             bands=cfg.lifecycle.dedup_simhash_bands, min_cluster=cfg.lifecycle.consolidate_min_episodes)
         for n, key in enumerate(list(self.episodes)):  # the table's order
             if stop is not None and n % 256 == 0 and stop.is_set():
                 return None
@@ -486,7 +486,7 @@ class MemoryView:
         ttl, seen = self.indexed_episodes().ttl_of(episode_id)
         sightings = [ev.run_seq for ev in self.episode_ledger.evidence(episode_id) if ev.count > 0]
         if sightings:
-            ttl, seen = self.config.avoidance_ttl_episodes, max([seen or 0, *sightings])
+            ttl, seen = self.config.lifecycle.avoidance_ttl_episodes, max([seen or 0, *sightings])
         if ttl is not None and seen is not None:
             ttl = max(0, ttl - self.runs_after(seen, excluding=excluding_run))
         return ttl is None or ttl <= 0
@@ -498,7 +498,7 @@ class MemoryView:
 
     def lessons_by_status(self) -> dict[str, int]:
         """Lesson counts per status (every status present, zero included): kept by the lesson index."""
-        if self.config.end_run_indexes and self.index is not None:
+        if self.config.lifecycle.end_run_indexes and self.index is not None:
             return self.index.counts()
         counts = Counter(l.status for l in self.lessons.values())
         return {s: counts.get(s, 0) for s in LESSON_STATUSES}

@@ -91,8 +91,8 @@ def evidence_strength(evidence: Evidence, config: MemoryConfig = DEFAULT_CONFIG)
         >>> evidence_strength(Evidence(kind="reported", source="user", level=1.0))
         0.7
     """
-    base = dict(config.semantic_evidence_base).get(evidence.kind, UNLISTED_KIND_STRENGTH)
-    slope = dict(config.semantic_evidence_slope).get(evidence.kind, 0.0)
+    base = dict(config.semantic.semantic_evidence_base).get(evidence.kind, UNLISTED_KIND_STRENGTH)
+    slope = dict(config.semantic.semantic_evidence_slope).get(evidence.kind, 0.0)
     return min(1.0, max(0.0, round(base + slope * evidence.level, 12)))
 
 
@@ -194,7 +194,7 @@ def settle(
             out[fid] = _alone(positions[fid], config)  # unknown or retracted: its support is not positive
     if not live:
         return out
-    margin = config.semantic_contradiction_margin
+    margin = config.semantic.semantic_contradiction_margin
     best = max(live, key=lambda fid: (live[fid], fid))
     runner_up = max((net for fid, net in live.items() if fid != best), default=-math.inf)
     if live[best] > runner_up + margin:

@@ -261,7 +261,7 @@ class CognitiveMemory:
         Raises:
             InvalidRecord: as ``add_working``.
         """
-        store: StoreName = "episodic" if check_importance(importance) >= self.config.cognitive_routing_threshold else "working"
+        store: StoreName = "episodic" if check_importance(importance) >= self.config.cognitive.cognitive_routing_threshold else "working"
         return self._add(store, "add_experience", content, importance, year, tags)
 
     def _add(self, store: StoreName, via: str, content: object, importance: object, year: object, tags: object) -> CognitiveItem:
@@ -271,9 +271,9 @@ class CognitiveMemory:
                                  seq=self._next_seq)
             working, episodic = self._working, self._episodic
             if store == "working":
-                working, evicted = _keep_newest(working + (item,), self.config.cognitive_working_capacity)
+                working, evicted = _keep_newest(working + (item,), self.config.cognitive.cognitive_working_capacity)
             else:
-                episodic, evicted = keep_best(episodic + (item,), self.config.cognitive_episodic_capacity, self.config.cognitive_decay)
+                episodic, evicted = keep_best(episodic + (item,), self.config.cognitive.cognitive_episodic_capacity, self.config.cognitive.cognitive_decay)
             self._commit(working, episodic, self._next_seq + 1)
             self._write_audit(
                 "cognitive_update", via=via, store=store, item=_item_log(item),
@@ -290,9 +290,9 @@ class CognitiveMemory:
         consolidation does not store them twice and ``retrieve`` never returns them twice.
         """
         with self._lock:
-            moving = tuple(it for it in self._working if it.importance >= self.config.cognitive_consolidation_threshold)
-            working = tuple(it for it in self._working if it.importance < self.config.cognitive_consolidation_threshold)
-            episodic, evicted = keep_best(self._episodic + moving, self.config.cognitive_episodic_capacity, self.config.cognitive_decay)
+            moving = tuple(it for it in self._working if it.importance >= self.config.cognitive.cognitive_consolidation_threshold)
+            working = tuple(it for it in self._working if it.importance < self.config.cognitive.cognitive_consolidation_threshold)
+            episodic, evicted = keep_best(self._episodic + moving, self.config.cognitive.cognitive_episodic_capacity, self.config.cognitive.cognitive_decay)
             if moving:
                 self._commit(working, episodic, self._next_seq)
             self._write_audit(
@@ -334,7 +334,7 @@ class CognitiveMemory:
         return self._retrieve(top_k, current_year, tool=None)
 
     def _retrieve(self, top_k: int | _Default, current_year: object, *, tool: str | None) -> list[Recalled]:
-        k = self.config.cognitive_top_k if isinstance(top_k, _Default) else top_k
+        k = self.config.cognitive.cognitive_top_k if isinstance(top_k, _Default) else top_k
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
             raise InvalidArgument(f"top_k must be an int >= 0, got {top_k!r}")
         year = check_year(current_year, "current_year", InvalidArgument)
@@ -342,7 +342,7 @@ class CognitiveMemory:
             working, episodic = self._working, self._episodic
             out = [Recalled(it, "working", None) for it in order_working(working)][: int(k)]
             room = int(k) - len(out)
-            out += [Recalled(it, "episodic", s) for it, s in rank_episodic(episodic, year, self.config.cognitive_decay)[:room]]
+            out += [Recalled(it, "episodic", s) for it, s in rank_episodic(episodic, year, self.config.cognitive.cognitive_decay)[:room]]
             self._write_audit(
                 "cognitive_retrieval", tool=tool, parameters={"top_k": int(k), "current_year": year},
                 results=[r.item.content for r in out], result_count=len(out),
@@ -385,8 +385,8 @@ class CognitiveMemory:
         if isinstance(next_seq, bool) or not isinstance(next_seq, int):
             raise InvalidRecord(f"next_seq must be an int, got {next_seq!r}")
         cfg = mem.config
-        mem._working = _keep_newest(working, cfg.cognitive_working_capacity)[0]
-        mem._episodic = keep_best(episodic, cfg.cognitive_episodic_capacity, cfg.cognitive_decay)[0]
+        mem._working = _keep_newest(working, cfg.cognitive.cognitive_working_capacity)[0]
+        mem._episodic = keep_best(episodic, cfg.cognitive.cognitive_episodic_capacity, cfg.cognitive.cognitive_decay)[0]
         mem._next_seq = max([next_seq, *(s + 1 for s in seqs)])
         return mem
 

@@ -58,10 +58,10 @@ def render_recalled(agent_id: str, recalled: list[Recalled]) -> str:
 def _args_schema(memory: CognitiveMemory) -> type[BaseModel]:
     """The tool's arguments, with ``top_k`` bounded by the memory's config (seed 004 §8.1)."""
     cfg = memory.config
-    default_k = min(max(cfg.cognitive_top_k, 1), cfg.cognitive_max_top_k)
+    default_k = min(max(cfg.cognitive.cognitive_top_k, 1), cfg.cognitive.cognitive_max_top_k)
     return create_model(
         "RetrieveMemoryArgs",
-        top_k=(int, Field(default_k, ge=1, le=cfg.cognitive_max_top_k, description="How many memories to return.")),
+        top_k=(int, Field(default_k, ge=1, le=cfg.cognitive.cognitive_max_top_k, description="How many memories to return.")),
         current_year=(int, Field(0, description="The current simulation year; older episodic memories weigh less.")),
     )
 

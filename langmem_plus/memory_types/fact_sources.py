@@ -72,7 +72,7 @@ def lesson_evidence(
     """
     if promoted:
         return Evidence(kind="observed", source=f"lesson:{lesson.id}", detail=lesson.rule_text, level=1.0, run_id=run_id)
-    if utility is not None and utility > config.semantic_lesson_min_utility:
+    if utility is not None and utility > config.semantic.semantic_lesson_min_utility:
         return Evidence(
             kind="inferred", source=f"lesson:{lesson.id}", detail=lesson.rule_text,
             level=min(1.0, max(0.0, utility)), run_id=run_id,

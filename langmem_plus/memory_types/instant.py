@@ -132,22 +132,22 @@ class EvictLowest:
 class CompressLowest:
     """Make room by compressing the lowest-priority uncompressed item to ``target_ratio`` of its tokens."""
 
-    target_ratio: float = DEFAULT_CONFIG.instant_compress_ratio
+    target_ratio: float = DEFAULT_CONFIG.context.instant_compress_ratio
 
 
 @dataclass(frozen=True)
 class SummarizeBatch:
     """Make room by summarizing the ``batch_size`` lowest items into one of about ``target_tokens``."""
 
-    batch_size: int = DEFAULT_CONFIG.instant_batch_size
-    target_tokens: int = DEFAULT_CONFIG.instant_batch_tokens
+    batch_size: int = DEFAULT_CONFIG.context.instant_batch_size
+    target_tokens: int = DEFAULT_CONFIG.context.instant_batch_tokens
 
 
 @dataclass(frozen=True)
 class Hierarchical:
     """Make room by cutting the lowest item that has details to its lines of depth <= ``keep_depth``."""
 
-    keep_depth: int = DEFAULT_CONFIG.instant_keep_depth
+    keep_depth: int = DEFAULT_CONFIG.context.instant_keep_depth
 
 
 CompressionStrategy = Union[EvictLowest, CompressLowest, SummarizeBatch, Hierarchical]
@@ -320,7 +320,7 @@ class InstantMemory:
     """Token-bounded working context with decay, refresh, compression and export (seed 002).
 
     Args:
-        capacity: Token capacity; ``config.instant_capacity_tokens`` when None.
+        capacity: Token capacity; ``config.context.instant_capacity_tokens`` when None.
         config: Supplies decay rate, eviction threshold, refresh boost and strategy defaults.
         strategy: How room is made when full (default ``EvictLowest``).
         summarizer: Used by compression; default an ``LLMSummarizer`` over ``llm`` when given,
@@ -342,7 +342,7 @@ class InstantMemory:
         now: float = 0.0,
         tokenizer: str | None = None,
     ) -> None:
-        self.capacity = config.instant_capacity_tokens if capacity is None else int(capacity)
+        self.capacity = config.context.instant_capacity_tokens if capacity is None else int(capacity)
         if self.capacity < 0:
             raise InvalidRecord(f"capacity must be >= 0 tokens, got {capacity}")
         self.config = config
@@ -443,8 +443,8 @@ class InstantMemory:
         """
         item = self.get(item_id)
         t = self._at(now)
-        current = decayed_priority(item.anchor, self.config.instant_decay_rate, t - item.last_refreshed)
-        boosted = min(1.0, current + (self.config.instant_refresh_boost if boost is None else max(0.0, boost)))
+        current = decayed_priority(item.anchor, self.config.context.instant_decay_rate, t - item.last_refreshed)
+        boosted = min(1.0, current + (self.config.context.instant_refresh_boost if boost is None else max(0.0, boost)))
         self._items[item_id] = replace(item, anchor=boosted, priority=boosted, last_refreshed=t)
         self.stats.refreshed += 1
 
@@ -453,8 +453,8 @@ class InstantMemory:
         t = self._at(now)
         gone = []
         for item in list(self._items.values()):
-            p = decayed_priority(item.anchor, self.config.instant_decay_rate, t - item.last_refreshed)
-            if p < self.config.instant_eviction_threshold:
+            p = decayed_priority(item.anchor, self.config.context.instant_decay_rate, t - item.last_refreshed)
+            if p < self.config.context.instant_eviction_threshold:
                 del self._items[item.id]
                 gone.append(item.id)
             elif p != item.priority:  # within one assembly nothing decays: the item stays as it is

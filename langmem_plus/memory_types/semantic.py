@@ -467,7 +467,7 @@ class SemanticMemory:
             return []
         wanted = frozenset(states)
         vector = list(vector) if vector is not None else self.store.embed_query(text)
-        k = min(len(self._facts), limit * self.config.semantic_candidates_factor)
+        k = min(len(self._facts), limit * self.config.semantic.semantic_candidates_factor)
         hits: dict[str, FactHit] = {}
         for fid, cos in self.store.query_ids("facts", vector, n=k):
             if fid in self._facts:
@@ -477,13 +477,13 @@ class SemanticMemory:
         kept = [
             h for h in hits.values()
             if h.fact.state in wanted and h.relevance > 0.0
-            and (h.fact.confidence > self.config.semantic_min_confidence or h.fact.state in ("contested", "retracted"))
+            and (h.fact.confidence > self.config.semantic.semantic_min_confidence or h.fact.state in ("contested", "retracted"))
         ]
         kept.sort(key=lambda h: (-h.score, h.hop, h.fact.id))
         return kept[:limit]
 
     def _hit(self, fact: Fact, relevance: float, hop: int, via: str | None) -> FactHit:
-        score = relevance * max(fact.confidence, self.config.semantic_confidence_floor)
+        score = relevance * max(fact.confidence, self.config.semantic.semantic_confidence_floor)
         return FactHit(fact=fact, relevance=relevance, score=score, hop=hop, via=via)
 
     def _expand(self, hits: dict[str, FactHit], vector: np.ndarray) -> None:
@@ -492,7 +492,7 @@ class SemanticMemory:
         for hit in list(hits.values()):
             for node in (hit.fact.subject_id, hit.fact.object_id):
                 for fid in self._incident(node):
-                    share = self.config.semantic_hop_decay * hit.relevance
+                    share = self.config.semantic.semantic_hop_decay * hit.relevance
                     if fid not in hits and share > reached.get(fid, (-np.inf, ""))[0]:
                         reached[fid] = (share, hit.fact.id)
         if not reached:

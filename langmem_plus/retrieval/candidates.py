@@ -49,14 +49,14 @@ class CandidateSources:
         """The top ``k`` lessons (default ``candidates_k``) of a personalized PageRank from ``seeds`` on a bounded
         neighbourhood, and its time."""
         cfg = self.config
-        k = cfg.candidates_k if k is None else k
+        k = cfg.retrieval.candidates_k if k is None else k
         seeds = {node: w for node, w in seeds.items() if node in self.graph}
         if not seeds or k <= 0:
             return GraphTop({}, 0.0)
         started = time.perf_counter()
         top = self.graph.personalized_pagerank(
-            seeds, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes, alpha=cfg.pagerank_alpha, top=k,
-            rtol=cfg.pagerank_rtol,
+            seeds, hops=cfg.retrieval.graph_hops, max_nodes=cfg.retrieval.graph_max_nodes, alpha=cfg.retrieval.pagerank_alpha, top=k,
+            rtol=cfg.retrieval.pagerank_rtol,
         )
         return GraphTop(top, (time.perf_counter() - started) * 1000.0)
 
@@ -87,7 +87,7 @@ class CandidateSources:
                 continue
             if any(matcher.pattern_hits(*pattern)):
                 found.append((other, i))
-        return [i for _, i in sorted(found)[: self.config.candidates_k]]
+        return [i for _, i in sorted(found)[: self.config.retrieval.candidates_k]]
 
     def retrievable(self, ids: Iterable[str]) -> list[Lesson]:
         """The retrievable lessons among ``ids``, in order; the graph's statuses drop the others unparsed."""
@@ -105,9 +105,9 @@ class CandidateSources:
         cfg = self.config
         out: list[ScoredItem] = []
         for kind in ("episodes", "skills"):
-            if cfg.episode_candidates_k <= 0 or not self.store.has_records(kind):
+            if cfg.retrieval.episode_candidates_k <= 0 or not self.store.has_records(kind):
                 continue
-            for rec, sim in self.store.query(kind, embedding=qvec, n=cfg.episode_candidates_k):
+            for rec, sim in self.store.query(kind, embedding=qvec, n=cfg.retrieval.episode_candidates_k):
                 if isinstance(rec, Episode):
                     if self.episode_view is not None:
                         rec = self.episode_view(rec)
@@ -133,10 +133,10 @@ class CandidateSources:
 
     def error_seeds(self, event: ErrorEvent) -> dict[str, float]:
         """PageRank seeds of an error: its fingerprint, its tags and its tool."""
-        seeds = {f"fp:{event.fingerprint_id}": self.config.graph_seed_weight_fp}
-        seeds.update({f"tag:{t}": self.config.graph_seed_weight_tag for t in event.tags})
+        seeds = {f"fp:{event.fingerprint_id}": self.config.retrieval.graph_seed_weight_fp}
+        seeds.update({f"tag:{t}": self.config.retrieval.graph_seed_weight_tag for t in event.tags})
         if event.tool:
-            seeds[f"tool:{event.tool}"] = self.config.graph_seed_weight_scope
+            seeds[f"tool:{event.tool}"] = self.config.retrieval.graph_seed_weight_scope
         return seeds
 
     def error_sources(

@@ -117,8 +117,8 @@ def default_relevance(item: ScoredItem, config: MemoryConfig = DEFAULT_CONFIG) -
     if item.kind == "lesson":
         return _clip01(item.score)
     if item.kind == "fact":
-        return _clip01(config.instant_support_weight * item.components.get("confidence", 0.0))
-    return _clip01(config.instant_support_weight * item.components.get("cos", 0.0))
+        return _clip01(config.context.instant_support_weight * item.components.get("confidence", 0.0))
+    return _clip01(config.context.instant_support_weight * item.components.get("cos", 0.0))
 
 
 def habit_rate(lesson: Lesson, runs: Sequence[RunRecord], matchers: Sequence[ActionMatcher] | None = None) -> float:
@@ -198,7 +198,7 @@ def assemble(
     unique: dict[str, ScoredItem] = {}
     for it in items:
         unique.setdefault(it.item_id, it)
-    mem = InstantMemory(max(0, budget), config=config, strategy=CompressLowest(config.instant_compress_ratio), now=now)
+    mem = InstantMemory(max(0, budget), config=config, strategy=CompressLowest(config.context.instant_compress_ratio), now=now)
     head = mem.tokens_of(header)
     mem.capacity = max(0, budget - head - 1)  # the header and its newline come first
     for it in unique.values():

@@ -111,7 +111,7 @@ class RetrievalEngine:
         """Where candidates come from (``retrieval.candidates``)."""
         self._worker = Worker("langmem-plus-retrieval")
 
-        self.overlap: bool | None = config.overlap_store_calls
+        self.overlap: bool | None = config.retrieval.overlap_store_calls
         """Whether the fast path runs its Chroma calls on the worker thread; None: timed choice."""
         self._strategy = StrategyTimer()
         self.facts: Callable[[list[float], str, set[str]], list[ScoredItem]] | None = None
@@ -204,15 +204,15 @@ class RetrievalEngine:
         chosen, dropped = select_with_drops(items, vectors=None, k=k, config=cfg, vectors_of=self._content_rows)
         support = self.sources.support(qvec, goal, now)
         chosen += choose_support(support, cfg, taken={c.item_id for c in chosen})
-        if self.facts is not None and cfg.fact_budget > 0:
-            chosen += self.facts(qvec, query, {c.item_id for c in chosen})[: cfg.fact_budget]
+        if self.facts is not None and cfg.retrieval.fact_budget > 0:
+            chosen += self.facts(qvec, query, {c.item_id for c in chosen})[: cfg.retrieval.fact_budget]
         if limit is not None:
             dropped += [(c.item_id, f"limit:{limit}") for c in chosen[limit:]]
             chosen = chosen[:limit]
         if more is not None:
             chosen += more(chosen)
         block = self._cap(chosen, relevance, now)
-        dropped += [(c.item_id, f"token_cap:{cfg.max_context_tokens}") for c in block.dropped]
+        dropped += [(c.item_id, f"token_cap:{cfg.context.max_context_tokens}") for c in block.dropped]
         return Retrieval(
             chosen=block.shown, candidates=items + support, dropped=dropped, query=query, difficulty=d, budget=k,
             tokens=block.tokens, tokens_exact=block.exact, graph_ms=graph_ms, text=block.text,
@@ -223,7 +223,7 @@ class RetrievalEngine:
 
     def _cap(self, chosen: list[ScoredItem], relevance: Relevance | None, now: float) -> Assembled:
         """The chosen items through instant memory: they compete for ``max_context_tokens`` by relevance."""
-        return assemble(chosen, budget=self.config.max_context_tokens, config=self.config, relevance=relevance, now=now)
+        return assemble(chosen, budget=self.config.context.max_context_tokens, config=self.config, relevance=relevance, now=now)
 
     # ------------------------------------------------------------------ moments
     def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None) -> Retrieval:
@@ -247,21 +247,21 @@ class RetrievalEngine:
         self, event: ErrorEvent, ctx: WorkingContext, *, now: float, overlap: bool, limit: int | None = None
     ) -> Retrieval:
         cfg = self.config
-        query = _error_query(event, ctx, self.config.query_error_chars)
+        query = _error_query(event, ctx, self.config.capture.query_error_chars)
         qvec = self.store.embed_query(query)
         src = self.sources
-        pending = self._submit(overlap, src.vector, qvec, cfg.candidates_k)
+        pending = self._submit(overlap, src.vector, qvec, cfg.retrieval.candidates_k)
         matcher = ActionMatcher([event.action] if event.action else [])
         exact = self.graph.lessons_for_fingerprint(event.fingerprint_id)
         action = src.action(event.action, event.tool, matcher, tool_only=True) if event.action else []
-        graph = src.graph_top(src.error_seeds(event), cfg.error_graph_k)
+        graph = src.graph_top(src.error_seeds(event), cfg.retrieval.error_graph_k)
         vec = pending.result()
         sources = src.error_sources(event, exact, action, vec, graph.scores)
         items = self._score_fast(
             sources, qvec, vec, fingerprint_ids={event.fingerprint_id}, tags=event.tags, now=now, matcher=matcher,
             overlap=overlap,
         )
-        goal = ctx.goal or event.error_text[: self.config.context_text_chars]
+        goal = ctx.goal or event.error_text[: self.config.capture.context_text_chars]
         return self._finish(items, ctx, query, qvec=qvec, goal=goal, now=now, limit=limit, graph_ms=graph.ms)
 
     def pre_run(
@@ -291,15 +291,15 @@ class RetrievalEngine:
         query = build_query(ctx)
         qvec = self.store.embed_query(query)
         vec = {
-            i: s for i, s in src.vector(qvec, 2 * cfg.candidates_k).items() if src.in_scope(i, task)
+            i: s for i, s in src.vector(qvec, 2 * cfg.retrieval.candidates_k).items() if src.in_scope(i, task)
         }
-        vec = dict(sorted(vec.items(), key=lambda kv: -kv[1])[: cfg.candidates_k])
+        vec = dict(sorted(vec.items(), key=lambda kv: -kv[1])[: cfg.retrieval.candidates_k])
         exact: set[str] = set()
         for fp in sorted(recent_fingerprints):
             exact |= self.graph.lessons_for_fingerprint(fp)
-        seeds = {f"fp:{fp}": cfg.graph_seed_weight_fp for fp in sorted(recent_fingerprints)}
+        seeds = {f"fp:{fp}": cfg.retrieval.graph_seed_weight_fp for fp in sorted(recent_fingerprints)}
         for node in (f"task:{task.task_id}", f"tool:{task.tool}", f"domain:{task.domain}"):
-            seeds[node] = self.config.graph_seed_weight_scope
+            seeds[node] = self.config.retrieval.graph_seed_weight_scope
         top = src.graph_top(seeds)
         graph = {i: s for i, s in top.scores.items() if src.in_scope(i, task)}
         sources = src.merge(

@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig, config_value
 from langmem_plus.records import Lesson, ScoredItem
 from langmem_plus.retrieval.scoring import LESSON_WEIGHTS, SECONDS_PER_HOUR, recency
 from langmem_plus.forms import parse_form
@@ -112,7 +112,7 @@ def _unit(value: float) -> float:
 
 def _recency_scale(config: MemoryConfig) -> float:
     """``recency_tau_hours`` in seconds, refused as ``scoring.recency`` refuses it (its ValueError)."""
-    tau = config.recency_tau_hours
+    tau = config.retrieval.recency_tau_hours
     if tau <= 0 or not math.isfinite(tau):
         recency(0.0, tau)  # raises the reference's ValueError
     return tau * SECONDS_PER_HOUR
@@ -160,7 +160,7 @@ def lesson_components_fast(
 
 def lesson_scores(components: Sequence[dict[str, float]], config: MemoryConfig = DEFAULT_CONFIG) -> list[float]:
     """``scoring.lesson_score`` of each components dict: the same products, summed in the same order."""
-    weights = [(key, float(getattr(config, field))) for key, field in LESSON_WEIGHTS.items()]
+    weights = [(key, float(config_value(config, field))) for key, field in LESSON_WEIGHTS.items()]
     # ``sum`` as in the reference, so the additions (and any compensation ``sum`` applies) are the same.
     return [sum(w * float(comps.get(key, 0.0)) for key, w in weights) for comps in components]
 
@@ -187,7 +187,7 @@ def lesson_rows_fast(
     lesson's fields are read once (the three passes read them again, ~20 lessons cold in the caches each time).
     """
     fps = set(fingerprint_ids)
-    miss, credit_if_action = config.rewrite_miss_factor, config.action_match_credit
+    miss, credit_if_action = config.retrieval.rewrite_miss_factor, config.retrieval.action_match_credit
     if tuple(LESSON_WEIGHTS) != _FUSED_KEYS:
         composed = lesson_components_fast(
             lessons, fingerprint_ids=fps, tags=tags, text_similarity=text_similarity, now=now, config=config
@@ -200,7 +200,7 @@ def lesson_rows_fast(
         return composed, lesson_scores(composed, config)
     query_tags = set(tags)
     scale = _recency_scale(config)
-    w_fp, w_tags, w_text, w_rel, w_rec = (float(getattr(config, LESSON_WEIGHTS[k])) for k in _FUSED_KEYS)
+    w_fp, w_tags, w_text, w_rel, w_rec = (float(config_value(config, LESSON_WEIGHTS[k])) for k in _FUSED_KEYS)
     exp, n_query = math.exp, len(query_tags)
     comps: list[dict[str, float]] = []
     scores: list[float] = []

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langmem_plus._text import word_set
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
+from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig, config_value
 from langmem_plus.records import Episode, Lesson
 from langmem_plus.rewrite import apply_rewrite
 
@@ -159,12 +159,12 @@ def lesson_components(
         "tag_overlap": jaccard(lesson.tags, tags),
         "text_similarity": _clip(_finite_or(text_similarity, 0.0), 0.0, 1.0),
         "reliability": _clip(_finite_or(lesson.reliability, 0.0), 0.0, 1.0),
-        "recency": recency(now - last, config.recency_tau_hours),
+        "recency": recency(now - last, config.retrieval.recency_tau_hours),
     }
 
 
 def _weighted(components: Mapping[str, float], weights: Mapping[str, str], config: MemoryConfig) -> float:
-    return sum(float(getattr(config, field)) * float(components.get(key, 0.0)) for key, field in weights.items())
+    return sum(float(config_value(config, field)) * float(components.get(key, 0.0)) for key, field in weights.items())
 
 
 def lesson_score(components: Mapping[str, float], config: MemoryConfig = DEFAULT_CONFIG) -> float:
@@ -200,7 +200,7 @@ def episode_components(
         "cos": _clip(_finite_or(cos, 0.0), -1.0, 1.0),
         "goal_overlap": goal_overlap(goal, episode.goal_signature),
         "success_prior": math.log1p(max(0.0, _finite_or(episode.success_weight, 0.0))),
-        "recency": recency(now - episode.last_seen_at, config.recency_tau_hours),
+        "recency": recency(now - episode.last_seen_at, config.retrieval.recency_tau_hours),
     }
 
 

@@ -65,7 +65,7 @@ def difficulty(ctx: WorkingContext, config: MemoryConfig = DEFAULT_CONFIG) -> fl
     """
     if ctx.difficulty is not None and math.isfinite(ctx.difficulty):
         return min(1.0, max(0.0, float(ctx.difficulty)))
-    trouble = max(ctx.stalls, 0) / config.stall_steps + max(ctx.recent_failures, 0) / config.repeat_window
+    trouble = max(ctx.stalls, 0) / config.capture.stall_steps + max(ctx.recent_failures, 0) / config.capture.repeat_window
     return 1.0 - math.exp(-trouble)
 
 
@@ -190,7 +190,7 @@ def _guard_positions(
             linked = linked or bool(it.conflicts_with)
         live.append(i)
     winners = _conflict_winners(items, live) if linked else {}  # no link, no cluster of two
-    bucket_cap, run_cap = config.tag_bucket_cap, config.per_run_cap
+    bucket_cap, run_cap = config.retrieval.tag_bucket_cap, config.retrieval.per_run_cap
     per_bucket: dict[str, int] = {}
     per_run: dict[str, int] = {}
     kept: list[tuple[int, str]] = []
@@ -258,19 +258,19 @@ def _guard_positions_reference(
             dropped.append((item.item_id, f"conflict_loss:{items[winners[i]].item_id}"))
             continue
         bucket, run = bucket_of(item), run_of(item)
-        if bucket is not None and per_bucket[bucket] >= config.tag_bucket_cap:
+        if bucket is not None and per_bucket[bucket] >= config.retrieval.tag_bucket_cap:
             dropped.append((item.item_id, f"tag_bucket_cap:{bucket}"))
             continue
-        if run is not None and per_run[run] >= config.per_run_cap:
+        if run is not None and per_run[run] >= config.retrieval.per_run_cap:
             dropped.append((item.item_id, f"per_run_cap:{run}"))
             continue
         parts = ["guards:passed"]
         if bucket is not None:
             per_bucket[bucket] += 1
-            parts.append(f"bucket {bucket} {per_bucket[bucket]}/{config.tag_bucket_cap}")
+            parts.append(f"bucket {bucket} {per_bucket[bucket]}/{config.retrieval.tag_bucket_cap}")
         if run is not None:
             per_run[run] += 1
-            parts.append(f"run {run} {per_run[run]}/{config.per_run_cap}")
+            parts.append(f"run {run} {per_run[run]}/{config.retrieval.per_run_cap}")
         if i in winners:
             parts.append("won conflict cluster")
         kept.append((i, ", ".join(parts)))
@@ -364,7 +364,7 @@ def _select(
     else:
         # No vectors: identity similarity, so MMR's diversity term is 0 and score order is kept.
         sim = np.eye(len(positions)) if matrix is None else similarity_matrix(matrix[positions])
-    picks = selector([items[i].score for i in positions], sim, k, config.mmr_lambda)
+    picks = selector([items[i].score for i in positions], sim, k, config.retrieval.mmr_lambda)
     out = []
     for rank, p in enumerate(picks, start=1):
         i, why = kept[p]
@@ -487,7 +487,7 @@ def sheet_fill(
     candidates (vector neighbours in scope, graph neighbours of the task's tool and
     domain, fingerprint matches) that pass the guards and are ``sheet_eligible`` for
     ``tool`` follow, most proven first (``sheet_prior``), then by score, at most
-    ``config.pre_run_sheet_max``. The caller caps the whole list at ``max_context_tokens``
+    ``config.context.pre_run_sheet_max``. The caller caps the whole list at ``max_context_tokens``
     in this order, so the sheet only spends what the budget leaves.
 
     Args:
@@ -501,7 +501,7 @@ def sheet_fill(
     Returns:
         The extra lessons in sheet order, each a copy with its reasons.
     """
-    if tool is None or config.pre_run_sheet_max <= 0:
+    if tool is None or config.context.pre_run_sheet_max <= 0:
         return []
     kept, _ = _guard_positions(items, config, run_of, bucket_of)  # guards hold for chosen + sheet together
     taken = {c.item_id for c in chosen}
@@ -520,7 +520,7 @@ def sheet_fill(
     pool.sort(key=key)  # stable: ties keep score order
     return [
         _with_reason(items[i], f"{why}; tool sheet rank {r}")
-        for r, (i, why) in enumerate(pool[: config.pre_run_sheet_max], start=1)
+        for r, (i, why) in enumerate(pool[: config.context.pre_run_sheet_max], start=1)
     ]
 
 

@@ -54,7 +54,7 @@ def recallable(item: ScoredItem, config: MemoryConfig = DEFAULT_CONFIG) -> bool:
     it = item.item
     if isinstance(it, (Episode, Skill)) and it.retired is not None:
         return False
-    return not isinstance(it, Episode) or it.strength >= config.episode_recall_min_strength
+    return not isinstance(it, Episode) or it.strength >= config.lifecycle.episode_recall_min_strength
 
 
 def choose_support(
@@ -82,14 +82,14 @@ def choose_support(
         it for it in items
         if it.kind in ("episode", "skill")
         and it.item_id not in taken
-        and it.components.get("cos", 0.0) >= config.episode_min_cos
+        and it.components.get("cos", 0.0) >= config.retrieval.episode_min_cos
         and recallable(it, config)
     ]
     plain = [it for it in relevant if not (isinstance(it.item, Episode) and it.item.kind == "avoidance")]
     plain.sort(key=lambda it: -it.score)
     chosen = [
         it.model_copy(update={"reasons": [*it.reasons, f"{it.kind} beside lessons, rank {r}"]})
-        for r, it in enumerate(plain[: config.episode_budget], start=1)
+        for r, it in enumerate(plain[: config.retrieval.episode_budget], start=1)
     ]
     reminder = avoidance_reminder(relevant, chosen)
     return chosen + ([reminder] if reminder is not None else [])

@@ -42,7 +42,7 @@ class VectorCache:
         store: ChromaStore,
         dim: int,
         *,
-        capacity: int = DEFAULT_CONFIG.vector_cache_size,
+        capacity: int = DEFAULT_CONFIG.retrieval.vector_cache_size,
         known: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
     ) -> None:
         self._store = store

@@ -288,7 +288,7 @@ class ChromaStore:
                 coll = self.client.get_or_create_collection(
                     name=self.collection_name(kind),
                     embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine", "ef_construction": self.config.hnsw_ef_construction}},
+                    configuration={"hnsw": {"space": "cosine", "ef_construction": self.config.storage.hnsw_ef_construction}},
                     metadata=self._collection_metadata(kind),
                 )
             self._collections[kind] = coll
@@ -494,7 +494,7 @@ class ChromaStore:
         text: str | None = None,
         *,
         embedding: Sequence[float] | None = None,
-        n: int = DEFAULT_CONFIG.candidates_k,
+        n: int = DEFAULT_CONFIG.retrieval.candidates_k,
         where: dict[str, Any] | None = None,
     ) -> list[tuple[BaseModel, float]]:
         """Nearest records to a text or an embedding, best first.
@@ -533,7 +533,7 @@ class ChromaStore:
                 out.append((record, 1.0 - float(dist)))
         return out
 
-    def query_ids(self, kind: str, embedding: Sequence[float], *, n: int = DEFAULT_CONFIG.candidates_k) -> list[tuple[str, float]]:
+    def query_ids(self, kind: str, embedding: Sequence[float], *, n: int = DEFAULT_CONFIG.retrieval.candidates_k) -> list[tuple[str, float]]:
         """Ids and cosine similarities of the nearest entries, best first, without decoding records.
 
         The retrieval hot path: the caller already holds the records in memory, and

@@ -134,7 +134,7 @@ class LessonGraph:
     """
 
     def __init__(
-        self, lesson_source: Callable[[str], Lesson | None] | None = None, *, rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack
+        self, lesson_source: Callable[[str], Lesson | None] | None = None, *, rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack
     ) -> None:
         self._rewrite_slack = rewrite_slack
         """``MemoryConfig.graph_rewrite_slack``: how far the saved rewrite text may outgrow the live pairs'."""
@@ -205,7 +205,7 @@ class LessonGraph:
         skills: Iterable[Skill] = (),
         links: Iterable[Link] = (),
         *,
-        rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
+        rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack,
     ) -> LessonGraph:
         """Build the graph from stored records (a full rebuild, and in tests against the live graph)."""
         g = cls(rewrite_slack=rewrite_slack)
@@ -296,7 +296,7 @@ class LessonGraph:
         arrays: Mapping[str, Any],
         lesson_source: Callable[[str], Lesson | None],
         *,
-        rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
+        rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack,
     ) -> LessonGraph:
         """The graph ``to_state`` saved (or the plain dictionaries an older snapshot saved); ``lesson_source`` gives a stored lesson by id.
 
@@ -572,8 +572,8 @@ class LessonGraph:
         self,
         seeds: Mapping[str, float],
         *,
-        hops: int = DEFAULT_CONFIG.graph_hops,
-        max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
+        hops: int = DEFAULT_CONFIG.retrieval.graph_hops,
+        max_nodes: int = DEFAULT_CONFIG.retrieval.graph_max_nodes,
         exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
     ) -> list[str]:
         """Nodes within ``hops`` of the seeds, breadth first, at most ``max_nodes``.
@@ -613,9 +613,9 @@ class LessonGraph:
         self,
         seeds: Mapping[str, float],
         *,
-        hops: int = DEFAULT_CONFIG.graph_hops,
-        max_nodes: int = DEFAULT_CONFIG.graph_max_nodes,
-        alpha: float = DEFAULT_CONFIG.pagerank_alpha,
+        hops: int = DEFAULT_CONFIG.retrieval.graph_hops,
+        max_nodes: int = DEFAULT_CONFIG.retrieval.graph_max_nodes,
+        alpha: float = DEFAULT_CONFIG.retrieval.pagerank_alpha,
         exclude_status: Iterable[str] = DEFAULT_EXCLUDED,
         top: int | None = None,
         rtol: float | None = None,

@@ -114,7 +114,7 @@ class LessonColumns:
         rewrite_offsets: np.ndarray | None = None,
         rewrite_text: str = "",
         *,
-        rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack,
+        rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack,
     ) -> None:
         self._rewrite_slack = rewrite_slack
         self._statuses, self._tools = StringCodes(statuses), StringCodes(tools)
@@ -229,7 +229,7 @@ class LessonColumns:
 
     @classmethod
     def from_arrays(
-        cls, tables: Mapping[str, Any], arrays: Mapping[str, Any], n: int, *, rewrite_slack: int = DEFAULT_CONFIG.graph_rewrite_slack
+        cls, tables: Mapping[str, Any], arrays: Mapping[str, Any], n: int, *, rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack
     ) -> LessonColumns:
         """The columns ``arrays`` saved for ``n`` nodes, checked (``rewrite_slack``: as the constructor's).
 

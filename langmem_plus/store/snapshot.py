@@ -573,8 +573,8 @@ class SnapshotDir:
         self,
         path: str | Path,
         *,
-        segment_live_min: float = DEFAULT_CONFIG.snapshot_segment_live_min,
-        segments_max: int = DEFAULT_CONFIG.snapshot_segments_max,
+        segment_live_min: float = DEFAULT_CONFIG.storage.snapshot_segment_live_min,
+        segments_max: int = DEFAULT_CONFIG.storage.snapshot_segments_max,
     ) -> None:
         self.path = Path(path)
         self.segment_live_min, self.segments_max = segment_live_min, segments_max

@@ -108,10 +108,10 @@ def rules_off(config: MemoryConfig) -> frozenset[str]:
     Raises:
         InvalidArgument: a name that is not in ``SWITCHABLE_RULES``.
     """
-    unknown = sorted(set(config.text_rules_off) - set(SWITCHABLE_RULES))
+    unknown = sorted(set(config.textgames.text_rules_off) - set(SWITCHABLE_RULES))
     if unknown:
         raise InvalidArgument(f"unknown delivery rule(s) {unknown}; choose from {', '.join(SWITCHABLE_RULES)}")
-    return frozenset(config.text_rules_off)
+    return frozenset(config.textgames.text_rules_off)
 
 
 def is_text_rule(lesson: object) -> bool:
@@ -174,7 +174,7 @@ def firings(lesson: Lesson, pattern: Pattern, view: StepView, config: MemoryConf
     """The valid actions the rule fires on at this step (module docstring, rule 1); ``unconditioned``: an avoidance
     whose situation lines are not checked (rule 5, ``situation_line``); with ``used_up`` too (its command was seen
     to use its object up), its bare placeholder needs only the thing named (``named_part``)."""
-    loose = config.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
+    loose = config.textgames.text_short_line_words if lesson.wrong else None  # an avoidance also binds what the game shows
     conditions = [c for c in lesson.applies_when or () if not (unconditioned and situation_line(c, view.goal_words))]
     negated = {s for s in map(unnamed_slot, conditions) if s is not None}
     if lesson.wrong:  # an avoidance's placeholder in a stated condition is bound by that condition (a goal role)
@@ -881,16 +881,16 @@ class StepDelivery:
         self._ruled = frozenset(head_verb(p) for _, p in parsed)
         recommended_anywhere = {head_verb(p) for l, p in parsed if not l.wrong}
         self._undo = [] if "undo" in self._off else undo_rules(
-            self.runs, self._right_somewhere | recommended_anywhere, self.config.min_occurrences)
+            self.runs, self._right_somewhere | recommended_anywhere, self.config.lifecycle.min_occurrences)
         self._consuming = frozenset() if "using_up" in self._off else consuming_verbs(
-            self.runs, self._right_somewhere, self.config.min_occurrences)
+            self.runs, self._right_somewhere, self.config.lifecycle.min_occurrences)
         self._used_up = frozenset() if "never_seen_right" in self._off else consuming_verbs(self.runs, (), 1)
 
     def _delivers(self, lesson: Lesson, pattern: Pattern, view: StepView) -> bool:
         """Whether the rule may fire here: a placeholder rule always; a literal one when taught by
         ``min_occurrences`` runs or about only what the goal names (the same for every task of a family),
         since a literal rule one run taught about other things is that task's fact, not the tool's."""
-        if pattern.slots or len(set(lesson.provenance.run_ids)) >= self.config.min_occurrences:
+        if pattern.slots or len(set(lesson.provenance.run_ids)) >= self.config.lifecycle.min_occurrences:
             return True
         return all(w in view.goal_words for w in norm(pattern.text).split()[1:])
 
@@ -933,7 +933,7 @@ class StepDelivery:
                     it, p = _attempt_kin_item(wrong)
                     fired += [(it, a) for a in firings(it.item, p, view, self.config)]  # type: ignore[arg-type]
         winners = _verdicts(fired)
-        if self.config.text_guard != "off":  # rule 10: what bears on no proposal yet waits for one
+        if self.config.textgames.text_guard != "off":  # rule 10: what bears on no proposal yet waits for one
             return self._guard(winners, fired, history)
         taken = {norm(s.action) for s in history}
         alone = any(not it.item.wrong and norm(a) not in taken for it, a in winners)  # type: ignore[union-attr]
@@ -948,7 +948,7 @@ class StepDelivery:
     def _guard(self, winners: list[tuple[ScoredItem, str]], fired: list[tuple[ScoredItem, str]], history: Sequence[Step]) -> list[Hint]:
         """Rule 10's delivery of one step: what is shown before the agent proposes; the rest is held for ``check``."""
         step = len(history)
-        lazy = self.config.text_guard == "all"
+        lazy = self.config.textgames.text_guard == "all"
         self._held_at, self._held_for, self._fires = step, history[-1] if history else None, {}
         for it, a in fired:
             self._fires.setdefault(it.item_id, set()).add(norm(a))
@@ -985,7 +985,7 @@ class StepDelivery:
         last delivered. Hints returned mean: choose again with them; each is returned once per step.
         """
         last = history[-1] if history else None
-        if self.config.text_guard == "off" or len(history) != self._held_at or last != self._held_for:
+        if self.config.textgames.text_guard == "off" or len(history) != self._held_at or last != self._held_for:
             return []
         act = norm(action)
         before = next((e for e in self._pre_held if any(p.match(action) is not None for p in e[1])), None)
@@ -1035,7 +1035,7 @@ class StepDelivery:
         if not items:
             return []
         # no short form: a rule cut to its action alone would lose the condition that keeps it from the directed case
-        block = assemble(items, budget=self.config.max_context_tokens, config=self.config, relevance=in_order(items),
+        block = assemble(items, budget=self.config.context.max_context_tokens, config=self.config, relevance=in_order(items),
                          line=line, short=line, header=self.header or TRIGGERED_HEADER)
         if line is short_line:
             for text in block.text.splitlines()[1:]:

@@ -71,7 +71,7 @@ def open_triggered(items: Sequence[ScoredItem], config: MemoryConfig = DEFAULT_C
 
     block = block_of(items)
     fitted = tuple(block.shown)
-    if config.text_guard == "off":
+    if config.textgames.text_guard == "off":
         return TriggeredStart(fitted, block, ())
     held = tuple(i for i in fitted if held_avoidance(i))
     return TriggeredStart(fitted, block_of([i for i in fitted if i not in held]), held)

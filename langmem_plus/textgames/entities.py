@@ -173,7 +173,7 @@ def goal_entity(action: str, goal: str, config: MemoryConfig = DEFAULT_CONFIG) -
     """
     head, obj = split_object(action)
     said = norm_words(goal)
-    if not obj or len(obj) > config.text_rule_max_entity_words:
+    if not obj or len(obj) > config.textgames.text_rule_max_entity_words:
         return None
     for k in range(GOAL_ROLE_WORDS, len(said) - len(obj) + 1):
         if said[k : k + len(obj)] == obj:

@@ -142,7 +142,7 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     weight: dict[str, float] = {w: 1.0 for w in goal_words}
     for obs in view.observations:
         for word in content_words(obs):
-            weight.setdefault(word, config.text_paragraph_weight)
+            weight.setdefault(word, config.textgames.text_paragraph_weight)
     reads = view.reads
     for step in reads:
         for word in content_words(step.observation):
@@ -311,7 +311,7 @@ class TextGameExecutor:
         words = phrase.split()
         if not words or all(w in goal_words or w in STOP_WORDS for w in words):
             return False
-        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.text_short_line_words)) is not None
+        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.textgames.text_short_line_words)) is not None
 
     def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
         """Whether ``pattern`` of ``rh`` bears on ``action`` in the attempt ``view`` sees (its placeholders bound to
@@ -394,9 +394,9 @@ class TextGameExecutor:
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             verb = _verb(action)
-            novel = self.config.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
+            novel = self.config.textgames.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
             if looked_through and verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
-                novel += self.config.text_explore_bonus  # a way out of here to somewhere not seen yet
+                novel += self.config.textgames.text_explore_bonus  # a way out of here to somewhere not seen yet
             scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
@@ -420,7 +420,7 @@ class TextGameExecutor:
             if rh.procedure:
                 nxt = self._following(rh, history, view, goal_words)
                 if nxt is not None and self._applies(rh, nxt, action, view, goal_words):
-                    bonus += cfg.text_sequence_bonus
+                    bonus += cfg.textgames.text_sequence_bonus
                     used.append(rh.hint.source_id)
                 continue
             matched = next((p for p in rh.patterns if self._applies(rh, p, action, view, goal_words)), None)
@@ -432,7 +432,7 @@ class TextGameExecutor:
                 avoided_in.append(conds)
             else:
                 recommended_in.append(conds)
-                bonus += cfg.text_prefer_bonus + cfg.text_condition_bonus * len(conds)
+                bonus += cfg.textgames.text_prefer_bonus + cfg.textgames.text_condition_bonus * len(conds)
         if any(avoidance_stands(a, recommended_in) for a in avoided_in):
             return None
         return bonus, tuple(dict.fromkeys(used))

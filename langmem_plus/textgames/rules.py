@@ -128,7 +128,7 @@ def abstract_action(action: str, lines: Sequence[str], goal: str, config: Memory
     i = 1
     while i < len(words):
         found = 0
-        for n in range(min(config.text_rule_max_entity_words, len(words) - i), 0, -1):
+        for n in range(min(config.textgames.text_rule_max_entity_words, len(words) - i), 0, -1):
             phrase = " ".join(words[i : i + n])
             if all(w in goal_words or w in STOP_WORDS for w in words[i : i + n]):
                 continue
@@ -325,7 +325,7 @@ def learn_text_rules(
     instrumental = instrument_kin(ordered, [str(a) for a in task.context.get("valid_actions") or []], directives) & commands
     directives |= instrumental
     for step, avoid, pattern, bindings in teach:
-        conds = conditions_for(bindings, lines, config.text_rule_max_conditions) if bindings else []
+        conds = conditions_for(bindings, lines, config.textgames.text_rule_max_conditions) if bindings else []
         conds = relevant_conditions(pattern, conds, verbs, directives)
         directed = goal_directed(step.action, goal) if avoid and not bindings else None
         unnamed = unnamed_entity(step.action, seen, goal, config) if avoid and not bindings and directed is None else None

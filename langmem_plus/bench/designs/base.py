@@ -169,7 +169,7 @@ class Fix:
     correct: str
 
 
-def error_fixes(traj: Trajectory, lookahead: int = DEFAULT_CONFIG.fix_lookahead) -> list[Fix]:
+def error_fixes(traj: Trajectory, lookahead: int = DEFAULT_CONFIG.lifecycle.fix_lookahead) -> list[Fix]:
     """Every error of ``traj`` with the action that fixed it.
 
     The fix is the first later command whose outcome is not the same failure (same fingerprint) and whose

@@ -283,7 +283,7 @@ class LangmemPlus:
         """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
         cfg = self.memory.config
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
-        start = open_triggered(items, cfg, budget=cfg.max_context_tokens)
+        start = open_triggered(items, cfg, budget=cfg.context.max_context_tokens)
         stepper = start.delivery(self.memory.text_rules(task.tool), [r for r in self.memory.runs if r.tool == task.tool], cfg)
         self._triggered[run_id] = (list(start.fitted), stepper)  # held ones are in force from the start
         while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
