@@ -115,7 +115,7 @@ class HashingEmbeddings(Embeddings):
     """Deterministic feature-hashing embeddings; offline, fast, the same in every process.
 
     Args:
-        dim: Number of dimensions (default ``MemoryConfig.embedding_dim``, 256).
+        dim: Number of dimensions (default ``MemoryConfig.storage.embedding_dim``, 256).
 
     Example:
         >>> emb = HashingEmbeddings(dim=32)

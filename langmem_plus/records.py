@@ -193,7 +193,7 @@ class ErrorEvent(_Record):
     channel: Channel
     action: str = ""
     error_text: str = ""
-    """Error text; capture cuts it to ``MemoryConfig.error_text_max_chars`` (never above the ceiling)."""
+    """Error text; capture cuts it to ``MemoryConfig.capture.error_text_max_chars`` (never above the ceiling)."""
     tool: str | None = None
     domain: str | None = None
     task: str | None = None
@@ -489,14 +489,14 @@ class RunRecord(_Record):
     tool_errors: int = 0
     fingerprint_counts: dict[str, int] = Field(default_factory=dict)
     failures: list[FailureNote] = Field(default_factory=list)
-    """The run's failures in order, at most ``MemoryConfig.failures_kept_per_run``."""
+    """The run's failures in order, at most ``MemoryConfig.lifecycle.failures_kept_per_run``."""
     activated: list[str] = Field(default_factory=list)
     applied: list[str] = Field(default_factory=list)
     """Lessons whose rewrite changed an action in the run: known to matter for this task."""
     extras: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)
     """What environment plugins keep of the run (``plugins.EnvPlugin.run_extras``), under each plugin's name."""
     goal: str = ""
-    """The task's goal (cut to ``MemoryConfig.run_goal_chars``): later tasks read which tools goals like it called."""
+    """The task's goal (cut to ``MemoryConfig.lifecycle.run_goal_chars``): later tasks read which tools goals like it called."""
     tools: list[str] = Field(default_factory=list)
     """The tools the run's steps called, in order of first call."""
     ts: float = Field(default_factory=time.time)
@@ -683,7 +683,7 @@ class Evidence(_Record):
     """One piece of support for (or against) a fact; kept forever, never overwritten."""
 
     kind: EvidenceKind = "observed"
-    """How it was obtained; sets its strength (``MemoryConfig.semantic_evidence_base``)."""
+    """How it was obtained; sets its strength (``MemoryConfig.semantic.semantic_evidence_base``)."""
     source: str
     """Where it came from: a run id, ``lesson:<id>``, ``observation``, a user name."""
     detail: str = ""

@@ -376,7 +376,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--hnsw-ef-construction", type=int, default=None,
-        help="MemoryConfig.hnsw_ef_construction of the built store (default: MemoryConfig's)",
+        help="MemoryConfig.storage.hnsw_ef_construction of the built store (default: MemoryConfig's)",
     )
 
 

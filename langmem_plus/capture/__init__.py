@@ -12,7 +12,7 @@ tool can be found for a similar failure on another.
 
 Everything here is pure and deterministic: no ``hash()``, no I/O, no clock unless
 ``detect_failure`` is called without ``now``. Cost is bounded: at most
-``MemoryConfig.error_text_scan_chars`` characters are read (head and tail), and
+``MemoryConfig.capture.error_text_scan_chars`` characters are read (head and tail), and
 every pattern is anchored so that hostile input cannot make it backtrack
 quadratically.
 

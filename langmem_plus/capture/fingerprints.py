@@ -367,7 +367,7 @@ def fingerprint(
         state_before: Structured state before the step, for transition fingerprints.
         state_after: Structured state after the step, for transition fingerprints.
         failure_reason: Why a transition failed (``"no_progress"``, ``"stuck"``, ...).
-        scan_chars: Characters of text and action read (``MemoryConfig.error_text_scan_chars``).
+        scan_chars: Characters of text and action read (``MemoryConfig.capture.error_text_scan_chars``).
 
     Returns:
         The fingerprint. The same input gives the same string in every process.

@@ -261,7 +261,7 @@ def extract_tags(
         text: Failure text; bytes and huge inputs are accepted as in ``fingerprint``.
         action: The failed action, read for its shape only, never its command name.
         context: Channel and progress information about the step.
-        scan_chars: Characters of text and action read (``MemoryConfig.error_text_scan_chars``).
+        scan_chars: Characters of text and action read (``MemoryConfig.capture.error_text_scan_chars``).
 
     Returns:
         Sorted, deduplicated tags from ``TAG_VOCABULARY``.

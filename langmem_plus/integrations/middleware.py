@@ -228,7 +228,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory_from_context: ``runtime -> LearningMemory``, e.g. a memory per user named in
             ``runtime.context``; None uses ``memory``.
         budget_tokens: Token cap on the memory block per model call; ``DEFAULT`` takes the
-            memory's ``MemoryConfig.agent_context_tokens``, None shows all retrieved lessons.
+            memory's ``MemoryConfig.context.agent_context_tokens``, None shows all retrieved lessons.
         pre_run: Retrieve lessons for the goal when the agent starts.
         on_error: Retrieve lessons when a tool call fails, for the next model call.
         end_run: Run ``memory.end_run`` when the agent ends (synthesis, utility, lifecycle).
@@ -238,7 +238,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``"pre_run"``: among the pre-run lessons, ranked with them. ``"at_step"``: as the bench delivers them
             (``textgames.delivery.StepDelivery``, ``textgames.step_rules``): at each model call the rules that
             stand after the latest tool result, on the valid actions it reported (``env_tool``), grounded on them;
-            with the guard (``MemoryConfig.text_guard``, ``"all"`` by default) a warning (and with ``"all"`` a
+            with the guard (``MemoryConfig.textgames.text_guard``, ``"all"`` by default) a warning (and with ``"all"`` a
             recommendation) waits until the model proposes what it bears on: that call is not run, its message
             gives the notes, and the model chooses again (the same call proposed again runs). So does a pre-run
             avoidance of literal actions (an avoided episode's ``close door``), until a call it quotes. Each rule
@@ -247,7 +247,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         guard: The call guard (``memory.check_call``), before every tool call: ``"answer"`` stops a call a lesson of
             its tool holds against and answers it with the lessons and the rewritten call (the model chooses again;
             the same call proposed again in the run runs), ``"rewrite"`` runs a promoted lesson's rewrite instead, ``"off"``
-            never stops a call; ``DEFAULT`` takes ``MemoryConfig.tool_guard``. Each answer is an activation.
+            never stops a call; ``DEFAULT`` takes ``MemoryConfig.retrieval.tool_guard``. Each answer is an activation.
         scope_tools: With no ``tool`` given, the pre-run lessons are those of the agent's tools the task is likely to
             call (``memory.retrieve_for_tools``: by the task against the tools' descriptions and the tools past runs of
             like tasks called), retrieved at the run's first model call, which knows the tools. False: lessons of
@@ -578,7 +578,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         })
 
     def _guarded(self, call: _Call) -> Command[Any] | None:
-        """The guard (``MemoryConfig.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
+        """The guard (``MemoryConfig.textgames.text_guard``, ``text_rules="at_step"``): when memory holds notes on the proposed
         action, the tool is not run; its message gives the notes (the next model call's system message shows them
         too) and the state records the proposal, so proposed again at this step it runs. None: run it."""
         if self._rules is None or call.docs:

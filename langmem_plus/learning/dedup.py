@@ -329,8 +329,8 @@ def merge(
         keep: The lesson the caller would keep.
         other: Its duplicate.
         now: Current time, epoch seconds; becomes ``updated_at``.
-        bits: SimHash width of the recomputed ``simhash`` (``MemoryConfig.simhash_bits``).
-        window: Utilities kept of the concatenated windows (``MemoryConfig.utility_window``).
+        bits: SimHash width of the recomputed ``simhash`` (``MemoryConfig.lifecycle.simhash_bits``).
+        window: Utilities kept of the concatenated windows (``MemoryConfig.lifecycle.utility_window``).
     """
     old, new = (other, keep) if other.created_at < keep.created_at else (keep, other)
     stats = _merge_stats(old.stats, new.stats, window)

@@ -17,7 +17,7 @@ by pigeonhole), ids by (kind, template, context), the avoidances not known to be
 and per fingerprint the unconsolidated avoidances with their summed counts.
 ``plan_indexed_writes`` is ``plan_episode_writes`` reading the index: it takes every
 decision in the order the scan would (stored order, then the run's new episodes), so the
-result is the same (tested against the scan, ``MemoryConfig.end_run_indexes=False``).
+result is the same (tested against the scan, ``MemoryConfig.lifecycle.end_run_indexes=False``).
 
 Example:
     >>> from langmem_plus.records import Episode
@@ -80,12 +80,12 @@ class EpisodeIndex:
     """SimHash bands, (kind, template, context) groups, live avoidances and fingerprint clusters of stored episodes.
 
     Args:
-        bits: SimHash width (``MemoryConfig.simhash_bits``).
-        max_distance: Dedup radius in bits (``MemoryConfig.episode_dedup_max_hamming``).
-        bands: Bands wanted (``MemoryConfig.dedup_simhash_bands``); ``plan_bands`` raises it to
+        bits: SimHash width (``MemoryConfig.lifecycle.simhash_bits``).
+        max_distance: Dedup radius in bits (``MemoryConfig.lifecycle.episode_dedup_max_hamming``).
+        bands: Bands wanted (``MemoryConfig.lifecycle.dedup_simhash_bands``); ``plan_bands`` raises it to
             ``max_distance + 1`` and returns None when no banding is exact (then ``near`` lists the kind).
         min_cluster: Summed count at which a fingerprint's avoidances consolidate
-            (``MemoryConfig.consolidate_min_episodes``).
+            (``MemoryConfig.lifecycle.consolidate_min_episodes``).
     """
 
     def __init__(self, *, bits: int, max_distance: int, bands: int, min_cluster: int) -> None:

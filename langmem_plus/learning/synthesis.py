@@ -139,7 +139,7 @@ def _fix_after(
     the identical error text, or when its error names a token the fix introduced
     (the fix itself was wrong, e.g. ``desc`` -> ``descending``): such steps are
     skipped. A step that is not a retry of the failed action (``_retry_of``: the same
-    tool, same intent by ``MemoryConfig.pair_min_similarity``), such as a lookup, is
+    tool, same intent by ``MemoryConfig.lifecycle.pair_min_similarity``), such as a lookup, is
     passed over, up to ``lookahead`` of them.
     """
     passed = 0

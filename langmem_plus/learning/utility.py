@@ -284,7 +284,7 @@ def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window
         u: The run's utility (``activation_utility``), clipped to [-1, 1].
         passed: Whether the run passed.
         now: Current time, epoch seconds.
-        window: Utilities kept; default ``MemoryConfig.utility_window``.
+        window: Utilities kept; default ``MemoryConfig.lifecycle.utility_window``.
 
     Raises:
         ValueError: When ``u`` is not a finite number.

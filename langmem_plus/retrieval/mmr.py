@@ -50,7 +50,7 @@ def mmr_select(scores: Sequence[float], similarity: npt.ArrayLike, k: int, lam: 
         scores: Relevance score of each item.
         similarity: ``n x n`` pairwise similarity (e.g. from ``similarity_matrix``).
         k: How many to pick; fewer are returned when there are fewer items.
-        lam: Relevance/diversity trade-off in [0, 1] (``MemoryConfig.mmr_lambda``).
+        lam: Relevance/diversity trade-off in [0, 1] (``MemoryConfig.retrieval.mmr_lambda``).
 
     Returns:
         Picked indices, best first.

@@ -66,7 +66,7 @@ def recency(dt_seconds: float, tau_hours: float) -> float:
     Args:
         dt_seconds: Time since the item was last active, in seconds. Negative values
             (clock skew, an item "from the future") count as 0, so recency is at most 1.
-        tau_hours: Time constant in hours (``MemoryConfig.recency_tau_hours``, 72 h).
+        tau_hours: Time constant in hours (``MemoryConfig.retrieval.recency_tau_hours``, 72 h).
 
     Returns:
         A value in (0, 1]; it halves every ``tau * ln 2`` hours.

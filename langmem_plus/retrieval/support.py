@@ -6,7 +6,7 @@ scores at most 1), so they are not mixed into the lesson MMR: ``choose_support``
 keeps the best ``episode_budget`` relevant episodes or skills beside the K' lessons,
 plus the avoidance reminder of DESIGN §5.6 (+1) when one is relevant.
 
-``cap_tokens`` then enforces ``MemoryConfig.max_context_tokens`` on the rendered
+``cap_tokens`` then enforces ``MemoryConfig.context.max_context_tokens`` on the rendered
 hints, in priority order. Both are pure; ``cap_tokens_reference`` is the obvious
 version the fast one is tested against.
 
@@ -104,7 +104,7 @@ def cap_tokens(items: Sequence[T], costs: Sequence[int], cap: int) -> tuple[list
     Args:
         items: Items, most important first.
         costs: Tokens each item adds to the context, same order.
-        cap: Token budget (``MemoryConfig.max_context_tokens``).
+        cap: Token budget (``MemoryConfig.context.max_context_tokens``).
 
     Returns:
         ``(kept, skipped, tokens used)``.

@@ -137,7 +137,7 @@ class LessonGraph:
         self, lesson_source: Callable[[str], Lesson | None] | None = None, *, rewrite_slack: int = DEFAULT_CONFIG.storage.graph_rewrite_slack
     ) -> None:
         self._rewrite_slack = rewrite_slack
-        """``MemoryConfig.graph_rewrite_slack``: how far the saved rewrite text may outgrow the live pairs'."""
+        """``MemoryConfig.storage.graph_rewrite_slack``: how far the saved rewrite text may outgrow the live pairs'."""
         self._nx: MultiDiGraph | None = None
         self._source = lesson_source
         self.adjacency = Adjacency()
@@ -634,7 +634,7 @@ class LessonGraph:
             exclude_status: Lesson statuses left out of the walk and the result.
             top: Only the ``top`` best lessons, best first (ties in neighbourhood order), chosen
                 as arrays; None: every lesson of the neighbourhood, in neighbourhood order.
-            rtol: Where the solve stops (``sparse_ppr``'s ``rtol``, e.g. ``MemoryConfig.pagerank_rtol``);
+            rtol: Where the solve stops (``sparse_ppr``'s ``rtol``, e.g. ``MemoryConfig.retrieval.pagerank_rtol``);
                 None: the exact, checked solve.
 
         Returns:

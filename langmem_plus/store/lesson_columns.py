@@ -204,7 +204,7 @@ class LessonColumns:
 
         The status table is the sorted statuses some lesson has (codes remapped to it); the
         rewrite text is the base's with the appended pairs, rebuilt from the live pairs alone
-        once replaced text outweighs the live text (``MemoryConfig.graph_rewrite_slack``).
+        once replaced text outweighs the live text (``MemoryConfig.storage.graph_rewrite_slack``).
 
         Raises:
             ValueError: a column holds a value past ``n`` nodes.

@@ -78,9 +78,9 @@ class LessonIndex:
     """Status counts, sweep due runs and SimHash bands of one namespace's lessons (see module doc).
 
     Args:
-        bits: SimHash width (``MemoryConfig.simhash_bits``).
-        max_distance: Near-duplicate threshold in bits (``MemoryConfig.dedup_max_hamming``).
-        bands: Bands wanted (``MemoryConfig.dedup_simhash_bands``); raised as ``plan_bands`` says.
+        bits: SimHash width (``MemoryConfig.lifecycle.simhash_bits``).
+        max_distance: Near-duplicate threshold in bits (``MemoryConfig.lifecycle.dedup_max_hamming``).
+        bands: Bands wanted (``MemoryConfig.lifecycle.dedup_simhash_bands``); raised as ``plan_bands`` says.
     """
 
     def __init__(self, *, bits: int, max_distance: int, bands: int) -> None:

@@ -108,7 +108,7 @@ def sparse_ppr(
     first step meets its stop rule; if the weights are not symmetric and non-negative
     (never the case for ``Adjacency``), that iteration simply carries on to the answer.
 
-    ``rtol`` (the graph step passes ``MemoryConfig.pagerank_rtol``) stops conjugate gradients
+    ``rtol`` (the graph step passes ``MemoryConfig.retrieval.pagerank_rtol``) stops conjugate gradients
     at that relative residual and returns their answer unchecked: the error of ``u`` in the
     scaled system is then at most ``rtol / (1 - alpha)`` of the right-hand side's norm. None:
     ``PPR_CG_RTOL`` and the check above (the exact answer the tests compare with references).

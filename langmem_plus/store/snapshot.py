@@ -189,7 +189,7 @@ class RecordTable(MutableMapping[str, R], Generic[R]):
 
     ``keep_parsed`` bounds the parsed records whose JSON the table holds: beyond it the
     longest-parsed is dropped and parsed again when next read (a parsed lesson takes about
-    6 KB, so a million of them would not fit beside the rest; ``MemoryConfig.parsed_lessons_max``).
+    6 KB, so a million of them would not fit beside the rest; ``MemoryConfig.storage.parsed_lessons_max``).
     A record put without its JSON (a fold of evidence) is never dropped.
 
     Example:
@@ -566,7 +566,7 @@ class SnapshotDir:
     """Reads and writes one namespace's snapshot folder.
 
     ``segment_live_min`` and ``segments_max``: when a new base copies a records segment instead of
-    pointing at it (``MemoryConfig.snapshot_segment_live_min`` / ``snapshot_segments_max``).
+    pointing at it (``MemoryConfig.storage.snapshot_segment_live_min`` / ``snapshot_segments_max``).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ in order (``docs/text-games.md`` gives each rule's reasons and measurements):
 7. **Unknown kin**: a conditional command with its last word changed is avoided where no line asks for it.
 8. **Undo**: an action that would take back what the attempt did (``extras.run_undone``) is avoided.
 9. **Kin in the attempt**: commands first offered together with an avoided directive are avoided with it.
-10. **Guard** (``MemoryConfig.text_guard``): what the agent would not need is held for its proposal (``check``).
+10. **Guard** (``MemoryConfig.textgames.text_guard``): what the agent would not need is held for its proposal (``check``).
 11. **Using up**: a command runs saw use up its object (``extras.run_consumed``) is avoided off the task's things.
 
 ``StepDelivery`` does this for one attempt and keeps what it delivered: the activations to record with the run (one
@@ -98,8 +98,8 @@ SWITCHABLE_RULES: dict[str, str] = {
     "kin_in_attempt": "9. commands first offered together with an avoided directive are avoided with it",
     "using_up": "11. a command runs saw use up its object is avoided off the task's things",
 }
-"""The delivery rules ``MemoryConfig.text_rules_off`` switches off by name (rules 1-4 are the delivery itself; rule
-10, the guard, is ``MemoryConfig.text_guard``)."""
+"""The delivery rules ``MemoryConfig.textgames.text_rules_off`` switches off by name (rules 1-4 are the delivery itself; rule
+10, the guard, is ``MemoryConfig.textgames.text_guard``)."""
 
 
 def rules_off(config: MemoryConfig) -> frozenset[str]:
@@ -847,7 +847,7 @@ class StepDelivery:
     _used_up: frozenset[str] = field(default_factory=frozenset, init=False)
     """Rule 5: commands any of the tool's runs saw use up their object (``extras.run_consumed``)."""
     _off: frozenset[str] = field(default_factory=frozenset, init=False)
-    """The rules switched off (``MemoryConfig.text_rules_off``)."""
+    """The rules switched off (``MemoryConfig.textgames.text_rules_off``)."""
     _right_somewhere: frozenset[str] = field(default_factory=frozenset, init=False)
     """Commands memory recommends over a placeholder somewhere, or that tasks' texts direct (a rule's condition line
     starts with one, or a run's text directed it) (rule 5): their avoidances keep their situations."""

@@ -2,7 +2,7 @@
 
 The bench hands a game's rules to its executor through one ``StepDelivery`` per attempt
 (``textgames.delivery``): before each step, what stands now; at a proposal, what memory held
-back that bears on it (the guard, ``MemoryConfig.text_guard``). An agent's run is the same
+back that bears on it (the guard, ``MemoryConfig.textgames.text_guard``). An agent's run is the same
 attempt seen through its state: the steps the tool calls recorded (``lm_steps``) and the
 proposals memory answered (``lm_guard``). ``StepRules`` keeps one ``StepDelivery`` per run and
 advances it as the state grows; one it does not hold (another process, a resumed thread, an
