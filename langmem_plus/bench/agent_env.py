@@ -43,10 +43,10 @@ from langmem_plus.errors import EnvError
 from langmem_plus.integrations.policy_model import PolicyChatModel
 from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.graph import env_view
-from langmem_plus.integrations.agent_run import MEMORY_TITLE, tool_report, tool_step
+from langmem_plus.integrations.agent_run import MEMORY_TITLE, reported_steps
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
 from langmem_plus.memory import Trajectory
-from langmem_plus.records import Step, TaskSpec
+from langmem_plus.records import TaskSpec
 from langmem_plus.referee import DeterministicReferee
 from langmem_plus.tokens import count_tokens
 
@@ -61,16 +61,6 @@ DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
 RECURSION_PER_STEP = 6
 """Graph steps allowed per game command, for ``recursion_limit``: a model call and a tool call each, twice over for
 the proposals the guard answers (each answered once per action and step, so re-asks are few)."""
-
-
-class _Recording(PolicyChatModel):
-    """The policy, keeping the system message of every call (the memory it was sent)."""
-
-    systems: list[str] = []
-
-    def decide(self, messages: Sequence[BaseMessage]) -> Any:
-        self.systems.append(next((message_text(m) for m in messages if isinstance(m, SystemMessage)), ""))
-        return super().decide(messages)
 
 
 def memory_tokens(systems: Sequence[str]) -> int:
@@ -93,7 +83,7 @@ def memory_tokens(systems: Sequence[str]) -> int:
 
 
 class _SystemMessages(BaseCallbackHandler):
-    """Keeps the system message of every chat-model call (the memory an outside model was sent)."""
+    """Keeps the system message of every chat-model call (the memory the agent's model was sent)."""
 
     def __init__(self) -> None:
         self.systems: list[str] = []
@@ -101,12 +91,6 @@ class _SystemMessages(BaseCallbackHandler):
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any) -> None:
         for call in messages:
             self.systems.append(next((message_text(m) for m in call if isinstance(m, SystemMessage)), ""))
-
-
-def played_steps(messages: Sequence[BaseMessage], tool: str = "act") -> list[Step]:
-    """The attempt, one step per tool result that carries a ``ToolReport``, read as the middleware reads it."""
-    results = [m for m in messages if isinstance(m, ToolMessage) and tool_report(m.artifact) is not None]
-    return [tool_step(i, m.name or tool, "", m) for i, m in enumerate(results)]
 
 
 def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any],
@@ -119,22 +103,21 @@ def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[A
     recorder = _SystemMessages()
     model: Any
     if executor == DEFAULT_AGENT_EXECUTOR:
-        model = _Recording(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps, systems=[],
-                           start_state=env_view(env, opening).get("state"))  # as the bench's executor starts
+        model = PolicyChatModel(executor=TextGameExecutor(seed=seed), task_id=task.task_id, max_steps=max_steps,
+                                start_state=env_view(env, opening).get("state"))  # as the bench's executor starts
     else:
         model = OUTSIDE_EXECUTORS[executor](seed=seed, max_steps=max_steps)
     agent = create_agent(model, [env_tool(env)], middleware=middleware)
     message = f"{opening}\n\n{VALID_ACTIONS_TITLE} {valid}" if valid else opening
     result = agent.invoke({"messages": [("user", message)]},
                           {"recursion_limit": RECURSION_PER_STEP * max_steps + 10, "callbacks": [recorder]})
-    steps = played_steps(result["messages"])
-    systems = model.systems if isinstance(model, _Recording) else recorder.systems
+    steps = reported_steps(result["messages"])
     context = {"goal": str(getattr(env, "goal", "")), "observation": opening, "valid_actions": valid.split(", ") if valid else []}
     traj = Trajectory(task=task.model_copy(update={"context": context}), steps=steps, verdict=env.evaluate(),
                       run_id=task.task_id)
     guarded = sum(1 for m in result["messages"] if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)
                   and "guarded" in m.artifact)
-    return traj, memory_tokens(systems), guarded
+    return traj, memory_tokens(recorder.systems), guarded
 
 
 def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSpec], *, mode: str, seed: int,
@@ -192,5 +175,5 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
                               "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
 
 
-__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "memory_tokens", "play", "played_steps",
+__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "memory_tokens", "play",
            "run_agent_bench", "run_agent_design"]

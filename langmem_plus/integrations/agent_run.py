@@ -39,6 +39,7 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -223,6 +224,13 @@ class ToolReport(BaseModel):
     """Read by learners (``valid_actions`` after the step, for a text game)."""
     domain: str | None = None
     """The domain the environment declares (``Env.domain``): a run whose task names none takes its plugin by it."""
+
+
+def reported_steps(messages: Sequence[BaseMessage], tool: str = "act") -> list[Step]:
+    """The steps a conversation's tool results report: one per ``ToolMessage`` that carries a ``ToolReport``, read as
+    the middleware reads it (``tool_step``; ``tool`` names a message that has no name)."""
+    results = [m for m in messages if isinstance(m, ToolMessage) and tool_report(m.artifact) is not None]
+    return [tool_step(i, m.name or tool, "", m) for i, m in enumerate(results)]
 
 
 def declared_task(task: TaskSpec, steps: Sequence[Step]) -> TaskSpec:
@@ -530,6 +538,7 @@ __all__ = [
     "as_json",
     "context_value",
     "declared_task",
+    "reported_steps",
     "error_text_of",
     "exception_step",
     "first_human_text",

@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
 from langmem_plus._llm import message_text
 from langmem_plus.executors.base import Executor
-from langmem_plus.integrations.agent_run import read_memory_block, tool_report, tool_step
+from langmem_plus.integrations.agent_run import read_memory_block, reported_steps
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE
 from langmem_plus.records import Step, TaskSpec
 
@@ -98,9 +98,8 @@ class PolicyChatModel(BaseChatModel):
 
     def steps(self, messages: Sequence[BaseMessage]) -> list[Step]:
         """The attempt so far, one step per tool result that carries a ``ToolReport`` (what the game answered), read
-        as the middleware reads it (``tool_step``)."""
-        results = [m for m in messages if isinstance(m, ToolMessage) and tool_report(m.artifact) is not None]
-        return [tool_step(i, m.name or self.tool_name, "", m) for i, m in enumerate(results)]
+        as the middleware reads it (``agent_run.reported_steps``)."""
+        return reported_steps(messages, self.tool_name)
 
 
 __all__ = ["PolicyChatModel", "split_valid_actions"]
