@@ -111,6 +111,7 @@ def test_the_config_is_nested_by_concern_and_the_flat_keywords_still_work_with_a
     nested = MemoryConfig(retrieval={"mmr_lambda": 0.5}, context={"max_context_tokens": 99})
     assert (nested.retrieval.mmr_lambda, nested.context.max_context_tokens) == (0.5, 99)
     assert set(SECTION_OF.values()) == set(SECTIONS) and len(SECTION_OF) > 100
+    assert SECTIONS == tuple(MemoryConfig.model_fields)  # every section is a field of the config, in order
     with pytest.warns(DeprecationWarning, match="mmr_lambda -> retrieval.mmr_lambda"):
         flat = MemoryConfig(mmr_lambda=0.5, max_context_tokens=99)
     assert flat == nested
