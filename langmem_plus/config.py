@@ -476,31 +476,13 @@ class StorageConfig(_Section):
 
 
 class TextGamesConfig(_Section):
-    """Text games: the text-game plugin's learning and delivery, and its executor's policy."""
+    """Text games: the text-game plugin's learning and delivery (the executor's policy is its own,
+    ``textgames.policy.ExecutorPolicy``)."""
 
-    text_prefer_bonus: float = Field(100.0, ge=0.0)
-    """``TextGameExecutor``: score added to a valid action a prefer hint matches; far above any
-    word overlap (a few words), so a remembered rule outranks a lexical guess."""
-    text_condition_bonus: float = Field(10.0, ge=0.0)
-    """``TextGameExecutor``: extra score per precondition a matching prefer hint checked, so the
-    more specific of two recommendations wins."""
-    text_sequence_bonus: float = Field(50.0, ge=0.0)
-    """``TextGameExecutor``: score added to the next step of a remembered procedure (episode or
-    skill) right after the attempt took the step before it; below a prefer hint, above word overlap."""
     text_short_line_words: int = Field(6, ge=1)
-    """``TextGameExecutor``: a placeholder binds only a phrase found in a line of an observation
+    """Delivery: a placeholder binds only a phrase found in a line of an observation
     with at most this many words (a direct statement such as a recipe step or a listed item),
     never one found only in a description of everything in a room."""
-    text_paragraph_weight: float = Field(0.2, ge=0.0, le=1.0)
-    """``TextGameExecutor``: weight of a word seen only outside the task's text (descriptions that
-    name everything in a room), relative to a word of the goal or of what the goal points at."""
-    text_new_verb_bonus: float = Field(0.1, ge=0.0)
-    """``TextGameExecutor``: score added to an action whose verb has not succeeded yet in the attempt,
-    so the agent tries each kind of command (an unexplored verb may be the one the task needs)."""
-    text_explore_bonus: float = Field(0.3, ge=0.0)
-    """``TextGameExecutor``: score added to a move not yet taken from the current location (an action
-    whose verb changed the state's ``location`` earlier in the attempt) once nothing the task's text
-    names is left to do there, so the agent leaves a room it has looked through rather than rearranging it."""
     text_guard: Literal["off", "avoidances", "all"] = "all"
     """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
     the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until
@@ -528,6 +510,31 @@ SECTIONS: tuple[str, ...] = tuple(_SECTION_MODELS)
 """The sections, in the order ``MemoryConfig`` holds them."""
 SECTION_OF: dict[str, str] = {field: name for name, model in _SECTION_MODELS.items() for field in model.model_fields}
 """Each field's section: what the flat keywords of earlier releases map to."""
+
+
+MOVED_OUT: dict[str, str] = {
+    name: f"textgames.policy.ExecutorPolicy.{name.removeprefix('text_')}"
+    for name in ("text_prefer_bonus", "text_condition_bonus", "text_sequence_bonus", "text_paragraph_weight",
+                 "text_new_verb_bonus", "text_explore_bonus")
+}
+"""Keywords of earlier releases that are no part of the memory's config any more, with where they went: the
+memory never read them (they were ``TextGameExecutor``'s policy), so they are accepted, warned of and dropped."""
+
+
+def _drop_moved(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` without the ``MOVED_OUT`` keywords, flat or in the ``textgames`` section, warning of each."""
+    out = dict(data)
+    section = out.get("textgames")
+    held = dict(section) if isinstance(section, Mapping) else None
+    moved = [k for k in out if k in MOVED_OUT] + [k for k in (held or {}) if k in MOVED_OUT]
+    if not moved:
+        return out
+    warnings.warn("executor policy is no part of MemoryConfig; ignored here, pass it to the executor: "
+                  + ", ".join(f"{k} -> {MOVED_OUT[k]}" for k in moved), DeprecationWarning, stacklevel=5)
+    out = {k: v for k, v in out.items() if k not in MOVED_OUT}
+    if held is not None:
+        out["textgames"] = {k: v for k, v in held.items() if k not in MOVED_OUT}
+    return out
 
 
 def _flat_warning(names: list[str]) -> None:
@@ -573,6 +580,7 @@ class MemoryConfig(BaseModel):
         """The flat keywords of earlier releases, moved into their sections, with a ``DeprecationWarning``."""
         if not isinstance(data, Mapping):
             return data
+        data = _drop_moved(data)
         flat = [k for k in data if k in SECTION_OF]
         if not flat:
             return data
@@ -605,8 +613,11 @@ class MemoryConfig(BaseModel):
         """
         data = self.model_dump()
         for name, fields in sections.items():
+            if name not in SECTIONS:
+                data[name] = fields  # refused or dropped by validation, with its reason
+                continue
             given = fields.model_dump() if isinstance(fields, BaseModel) else dict(fields)
-            data[name] = {**data.get(name, {}), **given} if name in SECTIONS else given
+            data[name] = {**data.get(name, {}), **given}
         return MemoryConfig.model_validate(data)
 
     def budget_for(self, difficulty: float) -> int:

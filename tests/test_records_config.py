@@ -129,3 +129,20 @@ def test_the_config_is_nested_by_concern_and_the_flat_keywords_still_work_with_a
         MemoryConfig(retrieval={"no_such_field": 1})
     with pytest.raises(AttributeError):
         DEFAULT_CONFIG.no_such_field  # noqa: B018
+
+
+def test_executor_policy_keywords_of_earlier_releases_are_accepted_warned_of_and_dropped() -> None:
+    from langmem_plus.config import SECTION_OF
+    from langmem_plus.textgames.policy import ExecutorPolicy
+
+    assert not any(name.endswith("_bonus") for name in SECTION_OF)  # no player's policy in the memory's config
+    with pytest.warns(DeprecationWarning, match=r"text_prefer_bonus -> textgames\.policy\.ExecutorPolicy\.prefer_bonus"):
+        flat = MemoryConfig(text_prefer_bonus=5.0, mmr_lambda=0.5)
+    with pytest.warns(DeprecationWarning, match="explore_bonus"):
+        sectioned = MemoryConfig(textgames={"text_explore_bonus": 1.0, "text_guard": "off"})
+    assert flat.retrieval.mmr_lambda == 0.5 and sectioned.textgames.text_guard == "off"
+    with pytest.warns(DeprecationWarning, match="sequence_bonus"):
+        assert DEFAULT_CONFIG.model_copy(update={"text_sequence_bonus": 1.0}) == DEFAULT_CONFIG
+    assert set(ExecutorPolicy.model_fields) >= {"prefer_bonus", "condition_bonus", "sequence_bonus", "explore_bonus"}
+    with pytest.raises(ValidationError):
+        ExecutorPolicy(paragraph_weight=2.0)

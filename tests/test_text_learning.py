@@ -19,6 +19,7 @@ from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.textgames.executor import Pattern, TextGameExecutor, read_hint
+from langmem_plus.textgames.policy import ExecutorPolicy
 from langmem_plus.textgames.rules import (
     abstract_action,
     conditions_for,
@@ -160,7 +161,7 @@ def test_a_way_out_not_taken_from_here_outranks_looking_around_once_moving_is_kn
     assert ex.act(task, [moved, looked, back, again], []).action == "move east"  # south was taken from here already
     with_task_thing = ["move south", "move east", "examine chair", "take cookbook"]  # the goal names the cookbook
     arrived = _room_step(0, "move north", "kitchen", "hall", with_task_thing)
-    eager = TextGameExecutor(seed=0, config=DEFAULT_CONFIG.replace(textgames={"text_explore_bonus": 5.0}))
+    eager = TextGameExecutor(seed=0, policy=ExecutorPolicy(explore_bonus=5.0))
     assert eager.act(task, [arrived], []).action == "take cookbook"  # a room is left once nothing the task names is left in it
     assert eager.act(task, [moved], []).action in {"move south", "move east"}
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.executors.base import Decision
 from langmem_plus.learning.textmatch import (
     AFTER,
@@ -60,6 +59,7 @@ from langmem_plus.learning.textmatch import (
     unnamed_slot,
 )
 from langmem_plus.textgames.rules import is_read
+from langmem_plus.textgames.policy import DEFAULT_POLICY, ExecutorPolicy
 from langmem_plus.records import Hint, Step, TaskSpec
 from langmem_plus.retrieval.rule_lines import spelt_out
 
@@ -130,8 +130,8 @@ def _reads(goal: str, history: Sequence[Step]) -> list[Step]:
     return [step for step in history if is_read(step, goal_words)]
 
 
-def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) -> dict[str, float]:
-    """Weight of each word the attempt has seen: 1 in the task's text, ``text_paragraph_weight`` elsewhere.
+def _word_weights(view: "_View", history: Sequence[Step], policy: ExecutorPolicy) -> dict[str, float]:
+    """Weight of each word the attempt has seen: 1 in the task's text, ``paragraph_weight`` elsewhere.
 
     The task's text is the goal and what the agent read in things the goal names (the
     answer to an action whose object words all occur in the goal, such as a cookbook the
@@ -142,7 +142,7 @@ def _word_weights(view: "_View", history: Sequence[Step], config: MemoryConfig) 
     weight: dict[str, float] = {w: 1.0 for w in goal_words}
     for obs in view.observations:
         for word in content_words(obs):
-            weight.setdefault(word, config.textgames.text_paragraph_weight)
+            weight.setdefault(word, policy.paragraph_weight)
     reads = view.reads
     for step in reads:
         for word in content_words(step.observation):
@@ -298,12 +298,12 @@ class TextGameExecutor:
 
     Args:
         seed: Seed of the tie-break; the same seed, task and history give the same action.
-        config: Supplies ``text_prefer_bonus``, ``text_condition_bonus``, ``text_sequence_bonus``.
+        policy: How it scores an action (``textgames.policy.ExecutorPolicy``).
     """
 
-    def __init__(self, seed: int = 0, config: MemoryConfig = DEFAULT_CONFIG) -> None:
+    def __init__(self, seed: int = 0, policy: ExecutorPolicy = DEFAULT_POLICY) -> None:
         self.seed = seed
-        self.config = config
+        self.policy = policy
 
     # ---- binding -------------------------------------------------------------
     def _named(self, phrase: str, view: _View, goal_words: set[str]) -> bool:
@@ -311,7 +311,7 @@ class TextGameExecutor:
         words = phrase.split()
         if not words or all(w in goal_words or w in STOP_WORDS for w in words):
             return False
-        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.config.textgames.text_short_line_words)) is not None
+        return re.search(r"\b" + re.escape(phrase) + r"\b", view.short_lines(self.policy.short_line_words)) is not None
 
     def _applies(self, rh: ReadHint, pattern: Pattern, action: str, view: _View, goal_words: set[str]) -> bool:
         """Whether ``pattern`` of ``rh`` bears on ``action`` in the attempt ``view`` sees (its placeholders bound to
@@ -371,7 +371,7 @@ class TextGameExecutor:
         if not options:
             return Decision(kind="done", note="no untried valid action")
         read = [r for r in (read_hint(h) for h in hints) if r is not None]
-        weight = _word_weights(view, history, self.config)
+        weight = _word_weights(view, history, self.policy)
         df: dict[str, int] = {}
         for a in view.valid:
             for w in content_words(a):
@@ -394,9 +394,9 @@ class TextGameExecutor:
             # sorted: a float sum in set order would differ between processes (hash seeds) and flip ties
             overlap = sum(weight[w] / df[w] for w in sorted(content_words(action)) if w in weight)
             verb = _verb(action)
-            novel = self.config.textgames.text_new_verb_bonus if verb and verb not in verbs_used else 0.0
+            novel = self.policy.new_verb_bonus if verb and verb not in verbs_used else 0.0
             if looked_through and verb in moving and not taken.get(action) and not any(_names_place(action, loc) for loc in visited):
-                novel += self.config.textgames.text_explore_bonus  # a way out of here to somewhere not seen yet
+                novel += self.policy.explore_bonus  # a way out of here to somewhere not seen yet
             scored.append((round(overlap + novel + bonus - taken.get(action, 0), 9), action, sources))
         if not scored:
             return Decision(kind="done", note="every untried action is avoided")
@@ -410,7 +410,7 @@ class TextGameExecutor:
         self, action: str, read: Sequence[ReadHint], view: _View, history: Sequence[Step]
     ) -> tuple[float, tuple[str, ...]] | None:
         """What the hints add to ``action``'s score and which hints did; None when it is avoided (rule 2)."""
-        cfg = self.config
+        policy = self.policy
         goal_words = content_words(view.goal)
         avoided_in: list[frozenset[str]] = []
         recommended_in: list[frozenset[str]] = []
@@ -420,7 +420,7 @@ class TextGameExecutor:
             if rh.procedure:
                 nxt = self._following(rh, history, view, goal_words)
                 if nxt is not None and self._applies(rh, nxt, action, view, goal_words):
-                    bonus += cfg.textgames.text_sequence_bonus
+                    bonus += policy.sequence_bonus
                     used.append(rh.hint.source_id)
                 continue
             matched = next((p for p in rh.patterns if self._applies(rh, p, action, view, goal_words)), None)
@@ -432,7 +432,7 @@ class TextGameExecutor:
                 avoided_in.append(conds)
             else:
                 recommended_in.append(conds)
-                bonus += cfg.textgames.text_prefer_bonus + cfg.textgames.text_condition_bonus * len(conds)
+                bonus += policy.prefer_bonus + policy.condition_bonus * len(conds)
         if any(avoidance_stands(a, recommended_in) for a in avoided_in):
             return None
         return bonus, tuple(dict.fromkeys(used))
