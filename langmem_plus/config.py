@@ -484,12 +484,15 @@ class TextGamesConfig(_Section):
     with at most this many words (a direct statement such as a recipe step or a listed item),
     never one found only in a description of everything in a room."""
     text_guard: Literal["off", "avoidances", "all"] = "all"
-    """``StepDelivery`` rule 10, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
+    """``StepDelivery``'s guard, delivery at the agent's proposal: ``"avoidances"`` holds a step's avoidances back until
     the agent proposes an action one stands on (``StepDelivery.check``); ``"all"`` holds its recommendations too, until
     the agent proposes something else; ``"off"`` lists them before it chooses. What an agent does unprompted costs no line."""
     text_rules_off: frozenset[str] = frozenset()
-    """Delivery rules switched off by name, for ablation (``textgames.delivery.SWITCHABLE_RULES``; ``bench env
+    """Delivery rules switched off by name, for ablation (``textgames.delivery_rules.SWITCHABLE_RULES``; ``bench env
     --without NAME``); an unknown name is refused when a delivery is built."""
+    text_learners_off: frozenset[str] = frozenset()
+    """Learning mechanisms switched off by name, for ablation (``textgames.learners.SWITCHABLE_LEARNERS``; ``bench env
+    --without NAME``); an unknown name is refused when a run is learned from."""
     text_rule_max_entity_words: int = Field(4, ge=1)
     """Longest phrase (in words) of an action that text-rule learning turns into a placeholder."""
     text_rule_max_conditions: int = Field(4, ge=0)

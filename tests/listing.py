@@ -1,4 +1,4 @@
-"""Test-only: ``StepDelivery`` with rule 10's guard off, so a test reads rules 1-9 off what one step lists."""
+"""Test-only: ``StepDelivery`` with the guard off, so a test reads every other rule off what one step lists."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from langmem_plus.integrations.agent_run import SHORT_TITLE, read_memory_block, 
 from langmem_plus.learning.textmatch import SAID_SO_WORDS
 from langmem_plus.records import Episode, Hint, Lesson, ScoredItem
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, read_rule_line
-from langmem_plus.textgames.delivery import short_line
+from langmem_plus.textgames.shown import short_line
 from langmem_plus.textgames.delivery_start import open_triggered
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from langmem_plus.textgames.executor import TextGameExecutor, read_hint
 from langmem_plus.learning.hints import hint_from_item
 from langmem_plus.textgames.entities import goal_directed
-from langmem_plus.textgames.rules import learn_text_rules, live_text_rules
+from langmem_plus.textgames.learn import learn_text_rules
+from langmem_plus.textgames.rules import live_text_rules
 from langmem_plus.records import Feedback, Lesson, ScoredItem, Step, TaskSpec
 from listing import listing
 

@@ -15,7 +15,6 @@ import pytest
 from fixed_executor import Fixed
 from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
-from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.envs.textgame import TextGameEnv
 from langmem_plus.executors.base import Decision
 from langmem_plus.textgames.executor import Pattern, TextGameExecutor, read_hint
@@ -24,11 +23,11 @@ from langmem_plus.textgames.rules import (
     abstract_action,
     conditions_for,
     directed_verbs,
-    learn_text_rules,
     live_text_rules,
     offered_verbs,
 )
 from langmem_plus.textgames.direct import instrument_kin
+from langmem_plus.textgames.learn import learn_text_rules
 from langmem_plus.textgames.effects import effect_of
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, Hint, Lesson, Step, TaskSpec

@@ -11,7 +11,8 @@ from langmem_plus import LearningMemory
 from langmem_plus.bench.designs.base import Context, run_episode
 from langmem_plus.textgames.executor import TextGameExecutor, read_hint
 from langmem_plus.learning.hints import hint_from_item
-from langmem_plus.textgames.rules import is_read, learn_text_rules, live_text_rules
+from langmem_plus.textgames.learn import learn_text_rules
+from langmem_plus.textgames.rules import is_read, live_text_rules
 from langmem_plus.records import Feedback, Hint, ScoredItem, Step, TaskSpec
 from langmem_plus.memory import Trajectory
 from listing import listing
@@ -176,7 +177,7 @@ def test_a_condition_that_names_another_command_leaves_the_rule_once_that_comman
     task = TaskSpec(task_id="t", goal="Check the cookbook for the recipe.", tool="game")
     seen = [Step(index=0, action="read cookbook", observation="Directions:\n  roast the red apple", info={"valid_actions": with_knife})]
     hints = listing(list(existing.values()), runs=[])(task, seen)
-    # (cooking was never seen right: it holds anywhere, shown once as its pattern, triggered rule 5)
+    # (cooking was never seen right: it holds anywhere, shown once as its pattern, never_seen_right)
     assert [h.source_id for h in hints if h.text == "Avoid `cook <X> in toaster`"] == [toaster.id]
 
 

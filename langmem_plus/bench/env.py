@@ -31,7 +31,8 @@ from typing import Any
 
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
-from langmem_plus.textgames.delivery import SWITCHABLE_RULES
+from langmem_plus.textgames.delivery_rules import SWITCHABLE_RULES
+from langmem_plus.textgames.learners import SWITCHABLE_LEARNERS
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
 from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
@@ -64,6 +65,8 @@ TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
 }
 """Design name -> factory of a fresh, empty design."""
 TEXT_DESIGN_NAMES: tuple[str, ...] = tuple(TEXT_DESIGNS)
+SWITCHABLE_NAMES: tuple[str, ...] = (*SWITCHABLE_RULES, "guard", *SWITCHABLE_LEARNERS)
+"""What ``--without`` takes: the delivery rules, the guard, and the learning mechanisms."""
 
 Progress = Callable[[str], None]
 ExecutorFactory = Callable[[int], Executor]
@@ -149,24 +152,25 @@ def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
 
 
 def rules_config(without: Collection[str] = ()) -> dict[str, Any]:
-    """The config sections that switch the named delivery rules off (``textgames.delivery.SWITCHABLE_RULES``, and
-    ``guard``: rule 10, ``text_guard="off"``).
+    """The config section that switches the named delivery rules (``textgames.delivery_rules.SWITCHABLE_RULES``, and
+    ``guard``: ``text_guard="off"``) and learning mechanisms (``textgames.learners.SWITCHABLE_LEARNERS``) off.
 
     Raises:
-        EnvError: a name that is neither.
+        EnvError: a name that is none of them.
     """
-    unknown = sorted(set(without) - set(SWITCHABLE_RULES) - {"guard"})
+    unknown = sorted(set(without) - set(SWITCHABLE_NAMES))
     if unknown:
-        raise EnvError(f"unknown rule(s) {unknown} for --without; choose from {', '.join([*SWITCHABLE_RULES, 'guard'])}")
-    fields: dict[str, Any] = {"text_rules_off": frozenset(without) - {"guard"}}
+        raise EnvError(f"unknown rule(s) {unknown} for --without; choose from {', '.join(SWITCHABLE_NAMES)}")
+    fields: dict[str, Any] = {"text_rules_off": frozenset(without) & set(SWITCHABLE_RULES),
+                              "text_learners_off": frozenset(without) & set(SWITCHABLE_LEARNERS)}
     if "guard" in without:
         fields["text_guard"] = "off"
     return {"textgames": fields}
 
 
 def rules_in_force(without: Collection[str] = ()) -> list[str]:
-    """The switchable delivery rules left on, for the bench's JSON."""
-    return [r for r in [*SWITCHABLE_RULES, "guard"] if r not in without]
+    """The switchable delivery rules and learning mechanisms left on, for the bench's JSON."""
+    return [r for r in SWITCHABLE_NAMES if r not in without]
 
 
 def make_design(name: str, context_tokens: int | None = None, delivery: str = DEFAULT_DELIVERY,
@@ -359,8 +363,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
                         help="how langmem_plus hands text rules over: at the steps they fire on (default), or all before the task")
     parser.add_argument("--without", default="", metavar="NAME[,NAME]",
-                        help=f"switch langmem_plus's delivery rules off by name, for ablation: "
-                             f"{', '.join([*SWITCHABLE_RULES, 'guard'])}")
+                        help=f"switch langmem_plus's delivery rules or learning mechanisms off by name, for ablation: "
+                             f"{', '.join(SWITCHABLE_NAMES)}")
     parser.add_argument("--agent", action="store_true",
                         help="play every game as a LangChain create_agent agent (TextGameExecutor inside a chat model, "
                              "env_tool, LearningMiddleware): designs no_memory and langmem_plus (bench.agent_env)")

@@ -12,7 +12,7 @@ from typing import Any
 
 from langmem_plus.config import MemoryConfig
 from langmem_plus.records import ScoredItem
-from langmem_plus.textgames.delivery import is_text_rule, short_line
+from langmem_plus.textgames.shown import is_text_rule, short_line
 from langmem_plus.textgames.delivery_start import TriggeredStart, open_triggered
 from langmem_plus.textgames.step_rules import StepRules, answered
 

@@ -3,7 +3,7 @@
 Some actions use a thing up: after ``eat carrot`` no valid action names the carrot any more. The game says so
 through its valid actions, in any run, won or lost, whatever the thing was: before the step other commands took
 the same thing as their whole object (``drop carrot``, ``examine carrot``); after it, none of the valid actions
-names it. A run keeps the commands it saw do this (``extras.run_consumed``), and ``textgames.delivery`` rule 11
+names it. A run keeps the commands it saw do this (``extras.run_consumed``), and ``textgames.delivery_rules.using_up``
 keeps the next attempt from using up a thing (but the goal's own words) that its task does not ask it to use so. A thing is
 what a command's object is whole, so ``put carrot in fridge`` (whose rest no other command takes) says nothing;
 and the rest of the world must still be there (the agent did not move; most other actions are still offered), so

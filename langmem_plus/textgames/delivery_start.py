@@ -3,7 +3,7 @@
 With triggered delivery (``textgames.delivery``) text rules reach the agent at the steps they fire on; everything
 else memory retrieved for the task stays before it, one short line an item (``short_line``), within a budget. An
 avoidance of literal actions among them (an avoided episode's ``close door to north``, ``held_avoidance``) waits for
-a proposal it quotes when the guard is on (rule 10), and what the block recommends is what the attempt's proposals
+a proposal it quotes when the guard is on, and what the block recommends is what the attempt's proposals
 are measured against (``endorsed_actions``, ``procedure_steps``). The bench's ``langmem_plus`` design and
 ``LearningMiddleware(text_rules="at_step")`` both open an attempt here, so an agent behind the middleware is shown
 what the bench's executor is shown.
@@ -25,15 +25,8 @@ from dataclasses import dataclass
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.retrieval.context import Assembled, assemble, in_order
 from langmem_plus.records import Hint, Lesson, RunRecord, ScoredItem
-from langmem_plus.textgames.delivery import (
-    TRIGGERED_HEADER,
-    StepDelivery,
-    endorsed_actions,
-    held_avoidance,
-    procedure_steps,
-    short_line,
-    shown_hint,
-)
+from langmem_plus.textgames.delivery import StepDelivery
+from langmem_plus.textgames.shown import TRIGGERED_HEADER, endorsed_actions, held_avoidance, procedure_steps, short_line, shown_hint
 
 
 @dataclass(frozen=True)

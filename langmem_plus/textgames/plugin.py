@@ -17,7 +17,8 @@ from langmem_plus.textgames.advisor import ADVISOR, TextGameAdvisor
 from langmem_plus.textgames.consume import consumed_commands
 from langmem_plus.textgames.episodes import key_steps
 from langmem_plus.textgames.extras import NAME, run_commands, run_consumed, run_directed, run_undone
-from langmem_plus.textgames.rules import applies_to_text_envs, directed_verbs, learn_text_rules, offered_verbs
+from langmem_plus.textgames.learn import learn_text_rules
+from langmem_plus.textgames.rules import applies_to_text_envs, directed_verbs, offered_verbs
 from langmem_plus.textgames.undo import undo_pairs
 
 DOMAIN = "text-game"
@@ -45,7 +46,7 @@ class TextGamePlugin:
         }
 
     def learn(self, given: LearnInput) -> dict[str, Lesson]:
-        """The text rules the run teaches (``rules.learn_text_rules``), read with what the tool's runs kept."""
+        """The text rules the run teaches (``learn.learn_text_rules``), read with what the tool's runs kept."""
         return learn_text_rules(
             namespace=given.namespace, run_id=given.run_id, task=given.task, steps=given.steps, existing=given.existing,
             config=given.config, now=given.now, offered_before=given.tool_extras("commands"),

@@ -8,7 +8,7 @@ two actions sharing their object (their longest common tail of words) and differ
 kept as two patterns over that object: ``("close <X>", "open <X>")``, the undo and what it undid. Other steps may
 come between them, and what they change (taking the knife the opened drawer held) does not hide the toggle.
 Nothing here knows a game's words; the pattern comes from the two actions, the evidence from the valid actions.
-``textgames.delivery`` rule 8 reads the pairs the tool's runs recorded (``extras.run_undone``).
+``textgames.delivery_rules.undo`` reads the pairs the tool's runs recorded (``extras.run_undone``).
 
 Example:
     >>> from langmem_plus.records import Step, TaskSpec

@@ -43,7 +43,8 @@ from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
-from langmem_plus.textgames.delivery import StepDelivery, is_text_rule
+from langmem_plus.textgames.delivery import StepDelivery
+from langmem_plus.textgames.shown import is_text_rule
 from langmem_plus.textgames.delivery_start import open_triggered
 
 TRAJECTORY_MIN_COSINE = 0.3

@@ -1,4 +1,4 @@
-"""Undo pairs, the efficiency channel (``textgames.undo``, ``textgames.delivery`` rule 8): a step that takes back an
+"""``textgames.delivery_rules.undo`` and what it reads (``textgames.undo``, the efficiency channel): a step that takes back an
 earlier one is learned from the valid actions a run toggled and avoided after what it would undo."""
 
 from __future__ import annotations

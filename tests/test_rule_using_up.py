@@ -1,4 +1,4 @@
-"""Consuming commands (``textgames.consume``, ``textgames.delivery`` rule 11): a command seen using up its object
+"""``textgames.delivery_rules.using_up`` and what it reads (``textgames.consume``): a command seen using up its object
 keeps the next attempt from using up a thing its task does not ask it to, before the recipe is read too."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from langmem_plus.textgames.consume import consumed_commands
 from langmem_plus.memory import Trajectory
 from langmem_plus.config import MemoryConfig
 from langmem_plus.records import Feedback, RunRecord, Step, TaskSpec
-from langmem_plus.textgames.delivery import StepDelivery, consuming_verbs
+from langmem_plus.textgames.delivery import StepDelivery
+from langmem_plus.textgames.delivery_rules.using_up import consuming_verbs
 from listing import listing
 
 GOAL = "Cook a meal. Check the cookbook for the recipe."
