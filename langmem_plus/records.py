@@ -21,6 +21,8 @@ from typing import Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from langmem_plus.conditions import Condition
+from langmem_plus.conditions import parse as parse_condition
 from langmem_plus._text import clean_text
 from langmem_plus.config import ERROR_TEXT_CEILING_CHARS, NOTE_CEILING_CHARS, SCAN_CEILING_CHARS
 from langmem_plus.errors import InvalidNamespace
@@ -280,9 +282,22 @@ class Lesson(_Record):
     updated_at: float = Field(default_factory=time.time)
     last_activated_at: float | None = None
     applies_when: list[str] | None = None
-    """A text rule's condition: lines the task's text must contain, placeholders such
-    as ``<X>`` bound as in the action pattern (``["roast <X>"]``); ``[]`` for a rule that always
-    applies. None (every older record) for a lesson that is not a text rule."""
+    """A text rule's conditions in their stored form (``conditions.parse``: ``roast <X>``, ``!<X>``, ``!chop <X>``,
+    ``^open <X>``), placeholders bound as in the action pattern; ``[]`` for a rule that always applies. None (every
+    older record) for a lesson that is not a text rule. ``conditions`` is the typed view."""
+
+    @field_validator("applies_when")
+    @classmethod
+    def _conditions_parse(cls, value: list[str] | None) -> list[str] | None:
+        """Every condition must be one ``conditions.parse`` reads (a clear error, not a rule that never fires)."""
+        for text in value or ():
+            parse_condition(text)
+        return value
+
+    @property
+    def conditions(self) -> tuple[Condition, ...] | None:
+        """``applies_when`` as typed conditions; None for a lesson that is no text rule."""
+        return None if self.applies_when is None else tuple(parse_condition(c) for c in self.applies_when)
 
     @property
     def retrievable(self) -> bool:

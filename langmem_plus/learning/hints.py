@@ -28,20 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from langmem_plus.learning.textmatch import (
-    AFTER_WORDS,
-    INSTEAD_WORDS,
-    NOT_NAMED_WORDS,
-    NOT_SAID_WORDS,
-    SAID_SO_WORDS,
-    THEN_WORDS,
-    UNNAMED,
-    WHEN_WORDS,
-    done_line,
-    is_negative,
-    negated_line,
-    unnamed_slot,
-)
+from langmem_plus.conditions import render_precondition
+from langmem_plus.learning.textmatch import INSTEAD_WORDS, THEN_WORDS
 from langmem_plus.records import Episode, Fact, Hint, Lesson, ScoredItem, Skill
 
 HINTS_HEADER = (
@@ -68,17 +56,7 @@ def _cut(text: str) -> str:
 
 def _lesson_hint(lesson: Lesson) -> tuple[str, str | None]:
     if lesson.applies_when is not None:  # a text rule: an action pattern and the lines it needs
-        says = [c for c in lesson.applies_when if not is_negative(c) and done_line(c) is None]
-        done = [line for line in map(done_line, lesson.applies_when) if line is not None]
-        nots = [c[len(UNNAMED):] for c in lesson.applies_when if unnamed_slot(c) is not None]
-        unsaid = [line for line in map(negated_line, lesson.applies_when) if line is not None]
-        parts = ([f"says {' and '.join(f'`{c}`' for c in says)}"] if says else []) + (
-            [f"{NOT_NAMED_WORDS} {' or '.join(f'`{c}`' for c in nots)}"] if nots else []) + (
-            [f"{NOT_SAID_WORDS} {' or '.join(f'`{c}`' for c in unsaid)}"] if unsaid else [])
-        own = bool(lesson.wrong) and not says and not nots and unsaid == [lesson.wrong]  # "does not say" its own action
-        when = [SAID_SO_WORDS] if own else [f"{WHEN_WORDS} {' and '.join(parts)}"] if parts else []
-        # history first: a cut to HINT_MAX_CHARS keeps it
-        pre = " ".join([*([f"{AFTER_WORDS} {' and '.join(f'`{c}`' for c in done)}"] if done else []), *when]) or None
+        pre = render_precondition(lesson.conditions or (), avoided=lesson.wrong or None)
         if lesson.wrong:
             return f"Avoid `{lesson.wrong}`", pre
         return f"Prefer `{lesson.correct}`", pre

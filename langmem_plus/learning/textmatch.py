@@ -17,26 +17,28 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
+
+from langmem_plus.conditions import (
+    AFTER,
+    AFTER_WORDS,
+    NOT_NAMED_WORDS,
+    NOT_SAID_WORDS,
+    SAID_SO_WORDS,
+    SLOT,
+    UNNAMED,
+    WHEN_WORDS,
+    After,
+    Condition,
+    NotNamed,
+    NotSaid,
+)
+from langmem_plus.conditions import parse as parse_condition
 
 ARTICLES = frozenset({"a", "an", "the", "some"})
 """Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
 
 _WORD = re.compile(r"[a-z0-9]+")
-SLOT = re.compile(r"<([A-Z])>")
-"""A placeholder: ``<X>``, ``<Y>`` ..."""
-UNNAMED = "!"
-"""Prefix of a negative condition: ``!<X>`` holds when the task's text (its goal and what the agent read in
-things the goal names) does not name the phrase bound to ``<X>``; hints render it "does not name `<X>`".
-``!chop <X>`` (a line, not a bare placeholder) holds when no line of the task's text says the bound line;
-hints render it "does not say `chop <X>`"."""
-NOT_NAMED_WORDS = "does not name"
-"""How a hint's precondition introduces its negative bare-placeholder conditions (each back-quoted after these words)."""
-NOT_SAID_WORDS = "does not say"
-"""How a hint's precondition introduces its negative line conditions (each back-quoted after these words)."""
-SAID_SO_WORDS = "unless the task says so"
-"""A precondition whose one line condition is "does not say" the hint's own pattern (``Avoid `chop <X>``` when the
-task does not say ``chop <X>``), in a third of the tokens: the reader takes it as that condition, on each pattern of a
-list its own (``Avoid `chop <X>`, `slice <X>` unless the task says so``)."""
 THEN_WORDS = "then"
 """Joins a procedure's steps in a recommendation (``start with `a` then `b` ; `c```, with ``;`` between later steps):
 several back-quoted actions joined otherwise (``Prefer `a`, `b```) are a list, each recommended (or avoided) on its
@@ -46,14 +48,6 @@ _STEP_JOIN = re.compile(rf"`\s+(?:{THEN_WORDS}|;)\s+`")
 INSTEAD_WORDS = "instead of"
 """In a recommendation (``Use `keep` instead of `filter```), the back-quoted actions after these words are the ones
 it replaces, not recommended."""
-AFTER = "^"
-"""Prefix of a history condition: ``^open <X>`` holds when the attempt took the bound action earlier and it did not
-fail (a fact about the attempt, not a line of the task); hints render it "after `open <X>`"."""
-WHEN_WORDS = "when the task"
-"""How a hint's precondition opens its lines of the task (``when the task says `roast <X>```, ``when the task does
-not name `<X>```)."""
-AFTER_WORDS = "after"
-"""How a hint's precondition introduces its history conditions (each back-quoted after this word)."""
 
 
 def norm_words(text: str) -> list[str]:
@@ -142,41 +136,47 @@ class Pattern:
         return {s: " ".join(m.group(s).split()) for s in self.slots}
 
 
+@lru_cache(maxsize=8192)
+def _condition(cond: str) -> Condition | None:
+    """``cond`` parsed (``conditions.parse``), or None for one it cannot read."""
+    try:
+        return parse_condition(cond)
+    except ValueError:
+        return None
+
+
 def unnamed_slot(cond: str) -> str | None:
-    """The placeholder of a negative condition (``!<X>`` -> ``X``), else None.
+    """The placeholder of a negative condition (``!<X>`` -> ``X``, ``conditions.NotNamed``), else None.
 
     Example:
         >>> unnamed_slot("!<X>"), unnamed_slot("roast <X>")
         ('X', None)
     """
-    text = cond.strip()
-    m = SLOT.fullmatch(text[len(UNNAMED):]) if text.startswith(UNNAMED) else None
-    return m.group(1) if m else None
+    c = _condition(cond)
+    return c.slot if isinstance(c, NotNamed) else None
 
 
 def negated_line(cond: str) -> str | None:
-    """The line a negative line condition denies (``!chop <X>`` -> ``chop <X>``); None for a positive condition
-    or a bare negative placeholder (``!<X>``, see ``unnamed_slot``).
+    """The line a negative line condition denies (``!chop <X>`` -> ``chop <X>``, ``conditions.NotSaid``); None for a
+    positive condition or a bare negative placeholder (``!<X>``, see ``unnamed_slot``).
 
     Example:
         >>> negated_line("!chop <X>"), negated_line("!<X>"), negated_line("chop <X>")
         ('chop <X>', None, None)
     """
-    text = cond.strip()
-    if not text.startswith(UNNAMED) or unnamed_slot(text) is not None:
-        return None
-    return text[len(UNNAMED):].strip() or None
+    c = _condition(cond)
+    return c.line if isinstance(c, NotSaid) else None
 
 
 def done_line(cond: str) -> str | None:
-    """The earlier action a history condition asks for (``^open <X>`` -> ``open <X>``), else None.
+    """The earlier action a history condition asks for (``^open <X>`` -> ``open <X>``, ``conditions.After``), else None.
 
     Example:
         >>> done_line("^open <X>"), done_line("open <X>")
         ('open <X>', None)
     """
-    text = cond.strip()
-    return (text[len(AFTER):].strip() or None) if text.startswith(AFTER) else None
+    c = _condition(cond)
+    return c.action if isinstance(c, After) else None
 
 
 def is_negative(cond: str) -> bool:

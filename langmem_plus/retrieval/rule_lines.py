@@ -15,7 +15,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from langmem_plus.learning.textmatch import AFTER_WORDS, SAID_SO_WORDS, WHEN_WORDS, quoted_actions
+from langmem_plus.conditions import AFTER_WORDS, SAID_SO_WORDS, WHEN_WORDS
+from langmem_plus.learning.textmatch import quoted_actions
 from langmem_plus.records import Hint
 
 _ONE_ACTION = re.compile(r"(Prefer|Avoid) (`[^`]+`)")

@@ -29,14 +29,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from langmem_plus.conditions import encode, read_precondition
 from langmem_plus.executors.base import Decision
 from langmem_plus.learning.textmatch import (
-    AFTER,
-    AFTER_WORDS,
     ARTICLES,
-    NOT_NAMED_WORDS,
-    NOT_SAID_WORDS,
-    SAID_SO_WORDS,
     SLOT,
     UNNAMED,
     Pattern,
@@ -69,10 +65,6 @@ STOP_WORDS = frozenset(
 """Words that carry no content (overlap on them would favour every action with ``in``)."""
 
 _WORD = re.compile(r"[a-z0-9]+")
-_PRECONDITION = re.compile(rf"\b(says|{NOT_NAMED_WORDS}|{NOT_SAID_WORDS}|{AFTER_WORDS})\b|`([^`]+)`")
-"""A precondition's markers (which kind of condition the quoted lines after it are) and its quoted lines."""
-_MARK = {"says": "", NOT_NAMED_WORDS: UNNAMED, NOT_SAID_WORDS: UNNAMED, AFTER_WORDS: AFTER}
-"""The prefix each marker gives the quoted lines after it (``textmatch``: ``!`` negative, ``^`` history)."""
 _SLOT = SLOT
 
 
@@ -109,16 +101,8 @@ def read_hint(hint: Hint) -> ReadHint | None:
         patterns = tuple(p for p in (Pattern.parse(r) for r in raws) if p is not None)
         if not patterns:
             return None
-        conditions: list[str] = []
-        mark = ""  # quoted lines after "does not name" / "does not say" are negative conditions, after "after" history
-        pre = str(hint.precondition or "")
-        said_so = SAID_SO_WORDS in pre  # "does not say" the hint's own pattern, each of them (``conditions_of``)
-        pre = pre.replace(SAID_SO_WORDS, "")
-        for m in _PRECONDITION.finditer(pre):
-            if m.group(1) is not None:
-                mark = _MARK[m.group(1)]
-            elif m.group(2).strip():
-                conditions.append(mark + m.group(2).strip())
+        pre = read_precondition(hint.precondition)  # the conditions in their stored form, as the matcher reads them
+        conditions, said_so = [encode(c) for c in pre.conditions], pre.said_so
         return ReadHint(hint, avoid, patterns, tuple(conditions), is_procedure(text), said_so)
     except (TypeError, ValueError, AttributeError):
         return None
