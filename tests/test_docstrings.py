@@ -28,3 +28,26 @@ def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
             if not target.startswith(("http://", "https://")) and not (doc.parent / target).exists():
                 missing.append(f"{doc.relative_to(root)} -> {target}")
     assert missing == []
+
+
+MAX_RULE_DOC_LINES = 15
+
+
+def test_every_text_game_rule_and_learning_mechanism_has_a_name_a_module_of_its_own_and_a_test_file() -> None:
+    """Each rule's module says in at most 15 lines what it does and why, and ``tests/`` holds a file for it."""
+    import inspect
+
+    from langmem_plus.textgames.delivery_rules import PIPELINE as DELIVERY
+    from langmem_plus.textgames.delivery_rules.guard import Guard
+    from langmem_plus.textgames.learners import PIPELINE as LEARNING, SITUATIONS
+
+    tests = Path(__file__).resolve().parent
+    found = []
+    for rule, prefix in [*((r, "test_rule_") for r in (*DELIVERY, Guard)), *((m, "test_learn_") for m in (*SITUATIONS, *LEARNING))]:
+        module = inspect.getmodule(rule)
+        assert module is not None and module.__name__.rsplit(".", 1)[1] == rule.name  # the module is named after it
+        doc = inspect.getdoc(module) or ""
+        assert doc.startswith(f"{rule.name}:") and doc.count("\n") + 1 <= MAX_RULE_DOC_LINES, rule.name
+        assert (tests / f"{prefix}{rule.name}.py").is_file(), rule.name
+        found.append(rule.name)
+    assert len(found) == len(set(found)) == 7 + 10  # every name once

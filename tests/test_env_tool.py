@@ -153,6 +153,7 @@ def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_whe
         assert not any("Avoid `cook" in s for s in systems[:4])  # held until the model reaches for the oven
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
         assert replies[3].content.startswith(GUARD_NOTE) and "`cook <X> in oven`" in replies[3].content
+        assert str(replies[3].content).splitlines()[0].startswith(f"Not run: `{oven}`: memory holds a note against it.")
         assert avoids(systems[4], "cook <X> in oven")  # the model chooses again with the note
         assert out["lm_guard"] == [{"step": 3, "action": oven}]
         assert [s["action"] for s in out["lm_steps"]] == ["read cookbook", "open fridge", "take pork chop", oven]
@@ -186,6 +187,20 @@ def test_an_avoidance_from_before_the_run_waits_for_the_call_it_quotes(tmp_path:
         assert not any("close fridge" in s for s in systems[:2])  # held: not paid for until proposed
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
         assert replies[1].content.startswith(GUARD_NOTE) and avoids(str(replies[1].content), "close fridge")
+        assert "`close fridge`: memory holds a note against it" in str(replies[1].content).splitlines()[0]
         assert out["lm_guard"] == [{"step": 1, "action": "close fridge"}]
         assert all(avoids(s, "close fridge") for s in systems[2:])  # answered, it stays in view
         assert [s["action"] for s in out["lm_steps"]] == ["read cookbook", "close fridge", "look around"]
+
+
+def test_a_held_step_names_the_proposal_and_says_a_recommendation_is_no_note_against_it() -> None:
+    from langmem_plus.integrations.guard_answer import STEP_AGAINST, STEP_INSTEAD, step_guard_note
+    from langmem_plus.records import Hint
+
+    prefer = [Hint(text="Prefer `open fridge`, `open kitchen cupboard`", source_id="p")]
+    assert step_guard_note("examine  kitchen cupboard", prefer) == (
+        f"Not run: `examine kitchen cupboard`: {STEP_INSTEAD}. Choose again with the notes below; call it again "
+        "unchanged to run it anyway.")
+    oven = [Hint(text="Avoid `cook <X> in oven/toaster`", precondition="unless the task says so", source_id="a")]
+    assert STEP_AGAINST in step_guard_note("cook red apple in toaster", oven)
+    assert STEP_INSTEAD in step_guard_note("cook red apple in stove", oven)  # a note on other commands is none on this

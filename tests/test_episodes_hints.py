@@ -152,7 +152,10 @@ def test_hint_from_episodes_and_skill() -> None:
         preconds_missing=["file loaded"],
     )
     hint = hint_from_item(ScoredItem(kind="episode", item=ok, score=1.0))
-    assert hint.text == "Worked before for a similar goal: start with `keep a > 1` then `pick b` ; `sort b`"
+    assert hint.text == "Worked before for a similar goal: start with `keep a > 1` then `pick b` ; `sort b` ; `take 3`"  # whole
+    long = ok.model_copy(update={"action_seq": [f"step {i} " + "x" * 40 for i in range(12)]})
+    cut = hint_from_item(ScoredItem(kind="episode", item=long, score=1.0)).text
+    assert len(cut) <= 300 and cut.endswith("`") and cut.count("`") % 2 == 0  # whole steps only, never a cut one
     assert hint.precondition == "file loaded"
     bad = Episode(episode_id="ep2", namespace=NS, kind="avoidance", goal_signature="g", summary="`filter` fails")
     assert hint_from_item(ScoredItem(kind="episode", item=bad, score=1.0)).text == "Avoid: `filter` fails"

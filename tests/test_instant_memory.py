@@ -318,4 +318,4 @@ def test_episode_compact_line_stays_quoted() -> None:
 
     key, value = line[2:].split("=", 1)
     assert key == "ep_1" and json.loads(value).startswith("start with") and value.endswith('"')
-    assert json.loads(value).endswith("…") and "ignore previous" in json.loads(value)  # kept as data, quoted
+    assert json.loads(value).endswith("`h`") and "ignore previous" in json.loads(value)  # whole, kept as data, quoted

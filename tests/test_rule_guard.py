@@ -10,6 +10,7 @@ from text_rule_cases import (
     COOKS,
     CUT_RECIPE,
     GOAL,
+    FRY,
     ONE_CUT,
     RECIPE,
     allowed,
@@ -191,11 +192,11 @@ def test_the_design_holds_pre_run_avoidances_for_the_guard_and_hands_over_what_i
             assert [i.item_id for i in design._triggered["run-1"][0]] == ["ep-won", "ep-door"]  # in force either way
             shown = ctx.text.splitlines()[1:]
             assert [f"- {json.dumps(h.text, ensure_ascii=False)}" for h in ctx.hints] == shown  # the reader gets the block's words, no more
-            assert ctx.hints[0].text.endswith("…") and "open fridge" not in ctx.hints[0].text
+            assert "…" not in ctx.hints[0].text and "`open fridge` ; `take red apple`" in ctx.hints[0].text  # whole
             assert all(h.precondition is None for h in ctx.hints)  # a compact line shows none
         finally:
             design.close()
-    tight = LangmemPlus(config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 35}), delivery="triggered")
+    tight = LangmemPlus(config=DEFAULT_CONFIG.replace(context={"max_context_tokens": 56}), delivery="triggered")
     try:  # a block with room for the procedure only: the avoidance it would not show is neither held nor in force
         monkeypatch.setattr(tight.memory, "retrieve_pre_run", lambda *a, **k: [procedure(), closed_door()])
         ctx = tight.general_retrieve(task(["close door to north"]), run_id="run-2")
@@ -213,9 +214,10 @@ def test_a_pre_run_line_cut_short_keeps_whole_actions_a_reader_can_take_and_a_re
     ep = Episode(episode_id="ep-wire", namespace=("ns",), kind="success", goal_signature=GOAL,
                  action_seq=[wire, "focus on light bulb", "look around"])
     hint = shown_hint(ScoredItem(kind="episode", item=ep, score=0.5))
-    assert f"`{wire}`" in hint.text and hint.text.endswith("…")  # the first step whole, the rest cut
+    assert hint.text == f"start with `{wire}` then `focus on light bulb` ; `look around`"  # a plan is shown whole
     read_wire = read_hint(hint)
-    assert read_wire is not None and [p.text for p in read_wire.patterns] == [wire]
+    assert read_wire is not None and read_wire.procedure
+    assert [p.text for p in read_wire.patterns] == [wire, "focus on light bulb", "look around"]
     offered = TaskSpec(task_id="t", goal="Turn on the light bulb.", tool="game",
                        context={"valid_actions": ["focus on light bulb", wire, "look around"]})
     assert TextGameExecutor(seed=0).act(offered, [], [hint]).action == wire
@@ -281,3 +283,14 @@ def test_with_the_guard_the_executor_chooses_what_it_chooses_with_every_standing
             hints = [*hints, *answer]
             decision = executor.act(task([]), history, hints)
         assert decision.action == listed.action
+
+
+def test_an_answer_joins_only_the_avoidances_that_concern_the_proposal() -> None:
+    rules = [rule(f"cook-{a}", wrong=f"cook <X> in {a}") for a in ("oven", "toaster")] + [rule("eat", wrong="eat <X>")]
+    valid = ["cook red apple in oven", "cook red apple in toaster", "eat red apple", "look"]
+    deliver = StepDelivery(rules, runs=[])
+    history = taken(valid, "look", FRY)
+    deliver(task([]), history)
+    answer = {h.text for h in deliver.check(task([]), history, "cook red apple in oven")}
+    assert answer == {"Avoid `cook <X> in oven`", "Avoid `cook <X> in toaster`"}  # its siblings; eating is no concern
+    assert {h.text for h in deliver.check(task([]), history, "eat red apple")} == {"Avoid `eat <X>`"}

@@ -19,7 +19,9 @@ from typing import Any
 
 from langmem_plus.plugins import GUARD_CALL_KIND
 from langmem_plus.learning.hints import hint_from_item
-from langmem_plus.records import ScoredItem
+from langmem_plus.learning.textmatch import Pattern, is_avoidance, quoted_actions
+from langmem_plus.records import Hint, ScoredItem
+from langmem_plus.retrieval.rule_lines import spelt_out
 from langmem_plus.retrieval.call_guard import Held
 
 CALL_GUARD_NOTE = "Not run: memory holds a lesson against this call; call it again unchanged to run it anyway."
@@ -49,6 +51,27 @@ def guard_text(held: Sequence[Held]) -> str:
     return "\n".join(lines)
 
 
+STEP_AGAINST = "memory holds a note against it"
+"""What a held step's first line says when a note stands on the proposed command itself."""
+STEP_INSTEAD = "memory recommends another command at this step"
+"""What it says when the notes are recommendations the proposal is none of."""
+STEP_AGAIN = "Choose again with the notes below; call it again unchanged to run it anyway."
+
+
+def step_guard_note(action: str, hints: Sequence[Hint]) -> str:
+    """The first line of a held step's tool message: the proposed command, and what memory holds on it: a note
+    against it (an avoidance whose actions match it), or recommendations of other commands.
+
+    Example:
+        >>> step_guard_note("cook red apple in stove", [Hint(text="Avoid `cook <X> in stove`", source_id="a")])
+        'Not run: `cook red apple in stove`: memory holds a note against it. Choose again with the notes below; call it again unchanged to run it anyway.'
+    """
+    against = any(is_avoidance(h.text) and any(p is not None and p.match(action) is not None
+                                               for p in map(Pattern.parse, quoted_actions(spelt_out(h.text))))
+                  for h in hints)
+    return f"Not run: `{' '.join(action.split())}`: {STEP_AGAINST if against else STEP_INSTEAD}. {STEP_AGAIN}"
+
+
 def rewrite_text(held: Sequence[Held], args: Mapping[str, Any], content: str) -> str:
     """A rewritten call's result, opened by a line that says which lessons rewrote it and what ran."""
     ids = ", ".join(dict.fromkeys(h.lesson.id for h in held))
@@ -68,6 +91,9 @@ def was_answered(state_guard: Sequence[Any], call: str) -> bool:
 
 
 __all__ = [
+    "STEP_AGAINST",
+    "STEP_INSTEAD",
+    "step_guard_note",
     "CALL_GUARD_NOTE",
     "REWRITE_NOTE",
     "answer_entry",

@@ -97,6 +97,7 @@ from langmem_plus.integrations.guard_answer import (
     answer_entry,
     guard_text,
     rewrite_text,
+    step_guard_note,
     was_answered,
 )
 from langmem_plus.records import (
@@ -120,8 +121,9 @@ if TYPE_CHECKING:
 
 NO_CAP = 1 << 30
 """Tokens a block may take when the middleware's budget is None (no cap)."""
-GUARD_NOTE = "Not run: memory has notes on this command. Choose again with them; call it again to run it anyway."
-"""First line of the message a guarded tool call gets instead of running."""
+GUARD_NOTE = "Not run:"
+"""How the message a guarded tool call gets instead of running starts (``guard_answer.step_guard_note``: the proposed
+command, and whether memory holds a note against it or recommends another one)."""
 GUARD_MODES = ("answer", "rewrite", "off")
 """``LearningMiddleware(guard=...)``: the call guard stops a call and answers it, applies a promoted rewrite, or is off."""
 TEXT_RULE_MODES = ("pre_run", "at_step")
@@ -587,7 +589,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         held = self._rules.check(**self._rules_args(call.memory, call.state, call.history), action=action)
         if not held:
             return None
-        notes = "\n".join([GUARD_NOTE, SHORT_TITLE, *joined_hint_lines(held)])  # a memory block: read_memory_block reads it
+        notes = "\n".join([step_guard_note(action, held), SHORT_TITLE, *joined_hint_lines(held)])  # a memory block: read_memory_block reads it
         message = ToolMessage(content=notes, tool_call_id=call.tool_call_id, name=call.tool, artifact={"guarded": action})
         return Command(update={"messages": [message], "lm_guard": [{"step": len(call.history), "action": action}]})
 

@@ -41,8 +41,9 @@ HINTS_HEADER = (
 HINT_MAX_CHARS = 300
 """Longest hint text; a hint is one step, and long text crowds the prompt's token budget."""
 
-SEQ_PREVIEW = 2
-"""Further actions of a success episode shown after its next step."""
+PROCEDURE_STEPS = 8
+"""Most steps a success episode's hint lists: its whole procedure, as far as this many steps and ``HINT_MAX_CHARS``
+go, whole steps only (a reader follows a plan, not its first steps and a cut)."""
 
 _AVOID_PREFIX = re.compile(r"^\s*avoid\s*:\s*", re.IGNORECASE)
 _FAILS_WITH = re.compile(r"\((fails with: .*)\)\s*$")
@@ -76,11 +77,13 @@ def _episode_hint(episode: Episode) -> tuple[str, str | None]:
         return "Avoid: " + (episode.summary or " ; ".join(episode.action_seq)), pre
     if not episode.action_seq:
         return f"A similar goal was reached before: {episode.summary}", pre
-    first, rest = episode.action_seq[0], episode.action_seq[1 : 1 + SEQ_PREVIEW]
     lead = "Worked before for a similar goal" if episode.kind == "success" else "Got close before on a similar goal"
-    text = f"{lead}: start with `{first}`"
-    if rest:
-        text += f" {THEN_WORDS} " + " ; ".join(f"`{a}`" for a in rest)
+    text = f"{lead}: start with `{episode.action_seq[0]}`"
+    for k, action in enumerate(episode.action_seq[1:PROCEDURE_STEPS]):
+        step = f" {THEN_WORDS} `{action}`" if k == 0 else f" ; `{action}`"
+        if len(text) + len(step) > HINT_MAX_CHARS:
+            break
+        text += step
     return text, pre
 
 
@@ -167,4 +170,4 @@ def render_hints(hints: Sequence[Hint]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["HINTS_HEADER", "HINT_MAX_CHARS", "SEQ_PREVIEW", "hint_from_item", "hints_from_items", "render_hints"]
+__all__ = ["HINTS_HEADER", "HINT_MAX_CHARS", "PROCEDURE_STEPS", "hint_from_item", "hints_from_items", "render_hints"]

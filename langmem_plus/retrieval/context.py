@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.errors import ContentTooLarge
 from langmem_plus.learning.hints import HINTS_HEADER, hint_from_item, render_hints
+from langmem_plus.learning.textmatch import is_procedure
 from langmem_plus.memory_types.instant import CompressLowest, InstantMemory
 from langmem_plus.records import Lesson, RunRecord, ScoredItem
 from langmem_plus.retrieval.fast_scoring import ActionMatcher
@@ -67,8 +68,8 @@ COMPACT_WORDS = 8
 def compact_line(item: ScoredItem) -> str:
     """The short form of an item's line, ``- <id>=<JSON string>`` (the id's prefix, ``les_`` / ``ep_`` / ``skl_``,
     names the kind): a rewrite lesson as ``"WRONG -> CORRECT"``, another item as the first
-    ``COMPACT_WORDS`` words of its hint's step (what follows its lead phrase; an "Avoid" hint whole), never cutting
-    inside a back-quoted action (``whole_actions``).
+    ``COMPACT_WORDS`` words of its hint's step (what follows its lead phrase; an "Avoid" hint and a procedure whole),
+    never cutting inside a back-quoted action (``whole_actions``).
     JSON quoting keeps it data: its text cannot leave the quotes.
     """
     it = item.item
@@ -79,7 +80,7 @@ def compact_line(item: ScoredItem) -> str:
         if not hint.startswith("Avoid"):  # "Worked before for a similar goal: start with ..." -> "start with ..."
             hint = hint.split(": ", 1)[-1]
         words = hint.split()
-        kept = whole_actions(words, COMPACT_WORDS)
+        kept = len(words) if is_procedure(hint) else whole_actions(words, COMPACT_WORDS)  # a plan is followed whole
         text = " ".join(words[:kept]) + (" …" if len(words) > kept else "")
     return f"- {_ID_UNSAFE.sub('_', item.item_id)}={json.dumps(text, ensure_ascii=False)}"
 

@@ -3,9 +3,9 @@
 Most of a step's rules concern actions the agent was not going to take; listed up front they cost tokens and crowd
 what matters. So the guard shows only what was paid for already, holds each standing avoidance until the agent
 proposes the action it stands on (``check``), and, with ``text_guard="all"``, holds the step's recommendations
-until the agent proposes something else. An answer brings what goes with it: the alike patterns joined in one line
-and the recommendations a shown pattern would otherwise override. Pre-run avoidances wait for a proposal they quote.
-Every rule standing is in force (activated) whether shown or held.
+until the agent proposes something else. An answer brings what concerns the proposal: the alike patterns of the same
+command or on the same things, joined in one line, and the recommendations a shown pattern would otherwise override.
+Pre-run avoidances wait for a proposal they quote. Every rule standing is in force (activated) whether shown or held.
 """
 
 from __future__ import annotations
@@ -133,16 +133,22 @@ class Guard:
 
     def _alike(self, item: ScoredItem) -> list[ScoredItem]:
         """The held avoidances that go with ``item``, a pattern answered at a proposal: the other patterns whose lines
-        differ from its line only in their action (``shown.join_key``). An agent that reaches for one command of a
-        rule's kind tends to reach for the others, and joined into its line each costs its action alone."""
+        differ from its line only in their action (``shown.join_key``) and that concern the proposal, the same command
+        (``cook <X> in stove`` beside ``cook <X> in oven``) or another on the same things (``slice <X>`` beside
+        ``chop <X>``); joined into its line each costs its action alone. ``eat <X>`` is no concern of an oven."""
         def pattern(it: ScoredItem) -> bool:  # shown as its pattern, not grounded on one action
             return as_pattern(it) and SLOT.search(str(it.item.wrong)) is not None  # type: ignore[union-attr]
+
+        def verb_rest(it: ScoredItem) -> tuple[str, str]:
+            verb, _, rest = str(it.item.wrong).partition(" ")  # type: ignore[union-attr]
+            return verb, rest
 
         key = join_key(item) if pattern(item) else None
         if key is None:
             return []
+        verb, rest = verb_rest(item)
         alike = {it.item_id: it for it in self._held.values() if it.item_id != item.item_id and pattern(it)
-                 and join_key(it) == key}
+                 and join_key(it) == key and (verb_rest(it)[0] == verb or verb_rest(it)[1] == rest)}
         return list(alike.values())
 
 
