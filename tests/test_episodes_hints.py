@@ -219,4 +219,5 @@ def test_a_text_games_procedure_keeps_reads_a_later_step_acts_on_and_drops_echoe
                           info={"valid_actions": list(valid)}))
     game = TaskSpec(task_id="g", goal="Cook a meal. Check the cookbook for the recipe.", tool="game", domain="text-game")
     (ep,) = [e for e in run_episodes(steps, passed=True, task=game) if e.kind == "success"]
-    assert ep.action_seq == ["read cookbook", "open fridge", "take <X>", "cook <X> in oven", "prepare meal", "eat meal"]
+    # the oven was this recipe's choice (it said roast, in words no command has): another recipe fries
+    assert ep.action_seq == ["read cookbook", "open fridge", "take <X>", "prepare meal", "eat meal"]

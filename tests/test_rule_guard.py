@@ -66,20 +66,20 @@ def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something
         assert list(deliver.lines) == ['- "Prefer `cook red apple in oven`"']
 
 
-def test_a_pattern_shown_at_a_proposal_brings_the_recommendations_it_would_override_with_their_lines() -> None:
+def test_a_pattern_answered_at_a_proposal_states_the_exception_memory_knows() -> None:
+    """``cook <X> in oven`` fatal everywhere but where the task roasts: the line says so, so a reader that obeys it
+    alone still roasts (``shown.with_exceptions``)."""
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     deliver = StepDelivery(rules, runs=[])
     history = taken(COOKS, "look")
     assert [h.text for h in deliver(task([]), history)] == []
     assert deliver.check(task([]), history, "cook red apple in oven") == []  # memory's own recommendation
     answer = deliver.check(task([]), history, "cook milk in oven")
-    assert {h.text: h.precondition for h in answer} == {
-        "Avoid `cook <X> in oven`": None, "Prefer `cook red apple in oven`": "when the task says `roast red apple`"}
+    assert {h.text: h.precondition for h in answer} == {"Avoid `cook <X> in oven`": "when the task does not say `roast <X>`"}
     assert allowed(answer, "cook red apple in oven") and not allowed(answer, "cook milk in oven")
-    assert not allowed([h for h in answer if h.text.startswith("Avoid")], "cook red apple in oven")  # what the line is for
 
 
-def test_a_pattern_shown_earlier_comes_back_with_the_recommendation_it_would_override_and_its_lines() -> None:
+def test_a_pattern_shown_earlier_stays_shown_with_its_exception_and_the_recommendation_waits_for_its_proposal() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     before = ["look", "cook milk in oven", "read cookbook"]
     looked = Step(index=0, action="look", observation="A kitchen.\nmilk", info={"valid_actions": before})
@@ -88,20 +88,19 @@ def test_a_pattern_shown_earlier_comes_back_with_the_recommendation_it_would_ove
     deliver(task(before), [looked])
     assert [h.text for h in deliver.check(task(before), [looked], "cook milk in oven")] == ["Avoid `cook <X> in oven`"]
     history = [looked, Step(index=1, action="read cookbook", observation=RECIPE, info={"valid_actions": after})]
-    shown = deliver(task(before), history)  # the pattern is paid for: the recommendation it covers is not held
-    assert {h.text: h.precondition for h in shown} == {
-        "Avoid `cook <X> in oven`": None, "Prefer `cook red apple in oven`": "when the task says `roast red apple`"}
+    shown = deliver(task(before), history)  # paid for, the pattern stays in view; the roast is not under it
+    assert {h.text: h.precondition for h in shown} == {"Avoid `cook <X> in oven`": "when the task does not say `roast <X>`"}
     assert TextGameExecutor(seed=0).act(task(before), history, shown).action == "cook red apple in oven"
     assert deliver.check(task(before), history, "cook red apple in oven") == []
+    assert [h.text for h in deliver.check(task(before), history, "look")] == ["Prefer `cook red apple in oven`"]
 
 
-def test_a_recommendation_shown_with_a_pattern_is_not_shown_again_bare_and_a_stale_history_gets_no_answer() -> None:
+def test_a_stale_history_gets_no_answer_and_an_equal_one_rebuilt_does() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     deliver = StepDelivery(rules, runs=[])
     history = taken(COOKS, "look")
     deliver(task([]), history)
-    assert len(deliver.check(task([]), history, "cook milk in oven")) == 2  # the pattern and the bound recommendation
-    assert deliver.check(task([]), history, "eat red apple") == []  # it already has the recommendation
+    assert len(deliver.check(task([]), history, "cook milk in oven")) == 1  # the pattern, its exception stated
     fresh = StepDelivery(rules, runs=[])
     fresh(task([]), history)
     assert fresh.check(task([]), taken(COOKS, "eat red apple"), "cook milk in oven") == []  # another history, same length

@@ -58,6 +58,7 @@ from langmem_plus.textgames.shown import (
     rule_line,
     short_line,
     shown_hint,
+    with_exceptions,
 )
 from langmem_plus.textgames.trigger import StepView, firings, head_verb, rule_pattern
 from langmem_plus.tokens import count_tokens
@@ -182,7 +183,7 @@ class StepDelivery:
             self._guard = Guard(self._show, self._paid, self.delivered, avoidances=self.avoidances,
                                 endorsed=self.endorsed, procedures=self.procedures,
                                 lazy=self.config.textgames.text_guard == "all", inferred=INFERRED_PREFIXES)
-        live = live_text_rules(self.rules)
+        live = with_exceptions(live_text_rules(self.rules))  # a rule shown never wrong for a reader that obeys it
         parsed = [(lesson, pattern) for lesson in live for pattern in [rule_pattern(lesson)] if pattern is not None]
         ranked: list[tuple[float, str, ScoredItem, Pattern]] = []
         for lesson, pattern in parsed:

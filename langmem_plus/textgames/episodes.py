@@ -1,18 +1,21 @@
 """Which steps of a text-game run its episodes keep: the ones that mattered, their entities as placeholders.
 
-A success becomes a procedure another task of the family can follow only without its exploration and its
-literals: ``cook <X> in oven`` after ``read cookbook``, not every ``examine`` on the way.
+A success becomes a procedure another task of the family can follow only without its exploration, its literals and
+the steps this task's own text chose: ``read cookbook`` then ``take <X>``, not every ``examine`` on the way, and
+not ``cook <X> in oven`` where the recipe said to roast (another recipe fries; the rule with its condition says
+when the oven is right).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textmatch import norm_words
+from langmem_plus.learning.textmatch import Pattern, norm_words, says_line
 from langmem_plus.records import Step, TaskSpec
+from langmem_plus.textgames.effects import effect_of
 from langmem_plus.textgames.entities import FUNCTION_WORDS
-from langmem_plus.textgames.rules import abstract_action, enabling_step, task_text_lines
+from langmem_plus.textgames.rules import abstract_action, enabling_step, offered_verbs, task_text_lines
 
 
 def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = DEFAULT_CONFIG) -> list[Step]:
@@ -23,7 +26,8 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
     text, ``rules.task_text_lines``) when what they read was new and a later kept step
     acts on it (``_informs``: ``read cookbook`` before ``cook red apple in oven``, not
     ``take cookbook`` or a second ``examine cookbook``); exploration that changed nothing is
-    dropped, so a success becomes a procedure another task of the family can follow.
+    dropped, so a success becomes a procedure another task of the family can follow. So is a step that carried out
+    a line of the task's text in other words than its own (``_chosen_by_text``): its choice was this task's.
     """
     goal = str(task.context.get("goal") or task.goal or "")
     lines = task_text_lines(goal, commands)
@@ -40,8 +44,21 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
         if i not in keep and _informs(s, [r for r in read if r not in seen], [commands[k] for k in keep if k > i]):
             keep.add(i)
         seen.update(read)
+    commands_known = offered_verbs(commands, task)
     return [s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]})
-            for i, s in enumerate(commands) if i in keep]
+            for i, s in enumerate(commands) if i in keep and not _chosen_by_text(s, lines, commands_known)]
+
+
+def _chosen_by_text(step: Step, lines: Sequence[str], commands: Collection[str]) -> bool:
+    """Whether the step did what a line of the task's text asks in words no command has (``effects.effect_of``:
+    ``cook red apple in oven`` answering ``You roast the red apple`` where the recipe says ``roast the red apple``)."""
+    effect = effect_of(step.action, step.observation, commands)
+    if effect is None:
+        return False
+    pattern, said = effect
+    binding = (Pattern.parse(pattern) or Pattern.parse(step.action))
+    phrase = (binding.match(step.action) or {}).get("X") if binding is not None else None
+    return phrase is not None and says_line(said.replace("<X>", phrase), lines)
 
 
 def _informs(step: Step, new_lines: Sequence[str], later: Sequence[Step]) -> bool:

@@ -24,6 +24,7 @@ from langmem_plus.learning.textmatch import (
     norm,
     quoted_actions,
 )
+from langmem_plus.conditions import UNNAMED, Says
 from langmem_plus.records import Hint, Lesson, ScoredItem, Step
 from langmem_plus.retrieval.context import compact_line
 from langmem_plus.retrieval.rule_lines import joined_hint_lines, line_key, line_of, rule_text
@@ -162,6 +163,27 @@ def grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
     return it.model_copy(update={"item": grounded})
 
 
-__all__ = ["GROUNDED_SEP", "TRIGGERED_HEADER", "as_pattern", "endorsed_actions", "endorsed_step", "grounded",
+def with_exceptions(rules: Sequence[Lesson]) -> list[Lesson]:
+    """``rules`` with each avoidance that holds everywhere (no condition) stating the exceptions memory knows: the
+    line of each recommendation of the same pattern that holds under one line (``cook <X> in oven`` avoided "when the
+    task does not say `roast <X>`"). Shown bare, such an avoidance is wrong for a reader that obeys it where the task
+    roasts; a recommendation under several lines is no one line's exception, so it adds none.
+
+    Example:
+        >>> oven = Lesson(id="a", namespace=("n",), rule_text="r", wrong="cook <X> in oven", applies_when=[])
+        >>> roast = Lesson(id="p", namespace=("n",), rule_text="r", correct="cook <X> in oven", applies_when=["roast <X>"])
+        >>> [l.applies_when for l in with_exceptions([oven, roast])]
+        [['!roast <X>'], ['roast <X>']]
+    """
+    lines: dict[str, list[str]] = {}
+    for rule in rules:
+        conds = rule.conditions or ()
+        if rule.correct and not rule.wrong and len(conds) == 1 and isinstance(conds[0], Says):
+            lines.setdefault(rule.correct, []).append(conds[0].line)
+    return [rule.model_copy(update={"applies_when": [f"{UNNAMED}{line}" for line in sorted(set(lines[rule.wrong]))]})
+            if rule.wrong and rule.applies_when == [] and rule.wrong in lines else rule for rule in rules]
+
+
+__all__ = ["with_exceptions", "GROUNDED_SEP", "TRIGGERED_HEADER", "as_pattern", "endorsed_actions", "endorsed_step", "grounded",
            "held_avoidance", "is_text_rule", "join_key", "joined_lines", "procedure_steps", "rule_line", "short_line",
            "shown_hint"]
