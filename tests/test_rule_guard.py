@@ -293,3 +293,18 @@ def test_an_answer_joins_only_the_avoidances_that_concern_the_proposal() -> None
     answer = {h.text for h in deliver.check(task([]), history, "cook red apple in oven")}
     assert answer == {"Avoid `cook <X> in oven`", "Avoid `cook <X> in toaster`"}  # its siblings; eating is no concern
     assert {h.text for h in deliver.check(task([]), history, "eat red apple")} == {"Avoid `eat <X>`"}
+
+
+def test_a_pattern_shown_stays_in_view_when_a_step_offers_none_of_its_actions() -> None:
+    """Stable delivery: an ``examine`` that leaves the oven out of the valid actions does not hide the oven's note."""
+    rules = [rule("avoid-oven", wrong="cook <X> in oven")]
+    deliver = StepDelivery(rules, runs=[])
+    history = taken(COOKS, "look", FRY)
+    deliver(task([]), history)
+    assert [h.text for h in deliver.check(task([]), history, "cook red apple in oven")] == ["Avoid `cook <X> in oven`"]
+    examined = [*history, Step(index=2, action="examine oven", observation="An oven.", info={"valid_actions": ["look"]})]
+    assert [h.text for h in deliver(task([]), examined)] == ["Avoid `cook <X> in oven`"]
+    grounded_only = StepDelivery([rule("eat", wrong="eat red apple", when=["roast red apple"], runs=("r0", "r1"))], runs=[])
+    grounded_only(task([]), history)
+    assert grounded_only.check(task([]), history, "eat red apple") != []
+    assert grounded_only(task([]), examined) == []  # a note on one action comes with the action
