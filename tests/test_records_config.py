@@ -137,7 +137,7 @@ def test_executor_policy_keywords_of_earlier_releases_are_accepted_warned_of_and
 
     assert not any(name.endswith("_bonus") for name in SECTION_OF)  # no player's policy in the memory's config
     with pytest.warns(DeprecationWarning, match=r"text_prefer_bonus -> textgames\.policy\.ExecutorPolicy\.prefer_bonus"):
-        flat = MemoryConfig(text_prefer_bonus=5.0, mmr_lambda=0.5)
+        flat = MemoryConfig(text_prefer_bonus=5.0, retrieval={"mmr_lambda": 0.5})
     with pytest.warns(DeprecationWarning, match="explore_bonus"):
         sectioned = MemoryConfig(textgames={"text_explore_bonus": 1.0, "text_guard": "off"})
     assert flat.retrieval.mmr_lambda == 0.5 and sectioned.textgames.text_guard == "off"
