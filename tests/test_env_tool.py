@@ -133,7 +133,7 @@ def test_at_step_text_rules_reach_the_model_when_they_fire_and_are_activated_onc
         out = run_game(kitchen, memory, "test-20000", model, text_rules="at_step", end_run=False)  # a pork chop to grill
         systems = model.system_texts()
         assert not any("oven" in s for s in systems[:3])  # nothing to cook on offer yet: the rule waits for its step
-        assert avoids(systems[3], "cook <X> in oven") and "Prefer `open fridge`" in systems[1]  # after `take pork chop`
+        assert avoids(systems[3], "cook pork chop in oven") and "Prefer `open fridge`" in systems[1]  # after `take pork chop`
         assert "[lesson:" not in systems[3]  # short lines: the activations, not the text, carry the ids
         oven = rule_ids(memory, kitchen, "cook <X> in oven")
         assert [a["lesson_id"] in oven for a in out["lm_activations"]].count(True) == 1  # shown at two calls, activated once
@@ -152,9 +152,9 @@ def test_the_guard_answers_a_proposed_call_instead_of_running_it_and_runs_it_whe
         systems = model.system_texts()
         assert not any("Avoid `cook" in s for s in systems[:4])  # held until the model reaches for the oven
         replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-        assert replies[3].content.startswith(GUARD_NOTE) and "`cook <X> in oven`" in replies[3].content
+        assert replies[3].content.startswith(GUARD_NOTE) and "`cook pork chop in oven`" in replies[3].content
         assert str(replies[3].content).splitlines()[0].startswith(f"Not run: `{oven}`: memory holds a note against it.")
-        assert avoids(systems[4], "cook <X> in oven")  # the model chooses again with the note
+        assert avoids(systems[4], "cook pork chop in oven")  # the model chooses again with the note
         assert out["lm_guard"] == [{"step": 3, "action": oven}]
         assert [s["action"] for s in out["lm_steps"]] == ["read cookbook", "open fridge", "take pork chop", oven]
         assert out["lm_steps"][-1]["feedback"]["constraint_failure"]  # proposed again, it ran: the model's choice

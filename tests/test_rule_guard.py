@@ -66,30 +66,30 @@ def test_the_guard_shows_a_recommendation_only_when_the_agent_proposes_something
         assert list(deliver.lines) == ['- "Prefer `cook red apple in oven`"']
 
 
-def test_a_pattern_answered_at_a_proposal_states_the_exception_memory_knows() -> None:
-    """``cook <X> in oven`` fatal everywhere but where the task roasts: the line says so, so a reader that obeys it
-    alone still roasts (``shown.with_exceptions``)."""
+def test_an_avoidance_with_an_exception_is_answered_on_the_action_it_stands_on() -> None:
+    """``cook <X> in oven`` fatal everywhere but where the task roasts (``shown.with_exceptions``): shown on the
+    action it stands on here, it holds there without condition, so a reader that obeys it alone still roasts."""
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     deliver = StepDelivery(rules, runs=[])
     history = taken(COOKS, "look")
     assert [h.text for h in deliver(task([]), history)] == []
     assert deliver.check(task([]), history, "cook red apple in oven") == []  # memory's own recommendation
     answer = deliver.check(task([]), history, "cook milk in oven")
-    assert {h.text: h.precondition for h in answer} == {"Avoid `cook <X> in oven`": "when the task does not say `roast <X>`"}
+    assert {h.text: h.precondition for h in answer} == {"Avoid `cook milk in oven`": None}
     assert allowed(answer, "cook red apple in oven") and not allowed(answer, "cook milk in oven")
 
 
-def test_a_pattern_shown_earlier_stays_shown_with_its_exception_and_the_recommendation_waits_for_its_proposal() -> None:
+def test_an_avoidance_shown_earlier_comes_back_where_it_stands_and_the_recommendation_waits_for_its_proposal() -> None:
     rules = [rule("avoid-oven", wrong="cook <X> in oven"), rule("roast-oven", correct="cook <X> in oven", when=["roast <X>"])]
     before = ["look", "cook milk in oven", "read cookbook"]
     looked = Step(index=0, action="look", observation="A kitchen.\nmilk", info={"valid_actions": before})
     after = ["cook red apple in oven", "cook milk in oven"]
     deliver = StepDelivery(rules, runs=[])
     deliver(task(before), [looked])
-    assert [h.text for h in deliver.check(task(before), [looked], "cook milk in oven")] == ["Avoid `cook <X> in oven`"]
+    assert [h.text for h in deliver.check(task(before), [looked], "cook milk in oven")] == ["Avoid `cook milk in oven`"]
     history = [looked, Step(index=1, action="read cookbook", observation=RECIPE, info={"valid_actions": after})]
-    shown = deliver(task(before), history)  # paid for, the pattern stays in view; the roast is not under it
-    assert {h.text: h.precondition for h in shown} == {"Avoid `cook <X> in oven`": "when the task does not say `roast <X>`"}
+    shown = deliver(task(before), history)  # paid for, it stays in view on its action; the roast is not under it
+    assert {h.text: h.precondition for h in shown} == {"Avoid `cook milk in oven`": None}
     assert TextGameExecutor(seed=0).act(task(before), history, shown).action == "cook red apple in oven"
     assert deliver.check(task(before), history, "cook red apple in oven") == []
     assert [h.text for h in deliver.check(task(before), history, "look")] == ["Prefer `cook red apple in oven`"]
@@ -100,7 +100,7 @@ def test_a_stale_history_gets_no_answer_and_an_equal_one_rebuilt_does() -> None:
     deliver = StepDelivery(rules, runs=[])
     history = taken(COOKS, "look")
     deliver(task([]), history)
-    assert len(deliver.check(task([]), history, "cook milk in oven")) == 1  # the pattern, its exception stated
+    assert len(deliver.check(task([]), history, "cook milk in oven")) == 1  # the avoidance where it stands
     fresh = StepDelivery(rules, runs=[])
     fresh(task([]), history)
     assert fresh.check(task([]), taken(COOKS, "eat red apple"), "cook milk in oven") == []  # another history, same length

@@ -72,7 +72,7 @@ def test_the_more_specific_rule_wins_on_one_action_and_an_avoidance_wins_a_tie()
     texts = {h.text: h.source_id for h in hints}
     assert {h.text: h.precondition for h in hints}["Prefer `cook red apple in oven`"] == "when the task says `roast red apple`"
     assert texts["Prefer `cook red apple in oven`"] == "roast-oven"  # one condition beats none
-    assert texts["Avoid `cook <X> in oven`"] == "avoid-oven"  # an unconditioned avoidance: one line, as its pattern
+    assert texts["Avoid `cook milk in oven`"] == "avoid-oven"  # with its exception known, grounded where it holds
     assert "Prefer `cook red apple in stove`" not in texts  # the tie went to the avoidance
     assert allowed(hints, "cook red apple in oven")
     assert not allowed(hints, "cook red apple in stove") and not allowed(hints, "cook milk in oven")

@@ -19,6 +19,7 @@ from langmem_plus.learning.textmatch import (
     grounded_conditions,
     is_avoidance,
     is_negative,
+    negated_line,
     is_procedure,
     next_step,
     norm,
@@ -143,10 +144,13 @@ def endorsed_step(procedures: Sequence[Sequence[Pattern]], history: Sequence[Ste
 def as_pattern(item: ScoredItem) -> bool:
     """Whether the item is an avoidance that states no line the task must say (no condition, or only negative or
     history ones: ``!<X>``, ``!chop <X>``, ``^open <X>``): delivered once as its pattern and conditions (the executor binds and checks
-    them), since grounded it would take a line per object the game shows."""
+    them), since grounded it would take a line per object the game shows. An avoidance with an exception, a line
+    other than its own action the task must not say (``with_exceptions``), is grounded instead: on the actions it
+    stands on here it holds without condition, and a reader need check no line to obey it."""
     lesson = item.item
     return isinstance(lesson, Lesson) and bool(lesson.wrong) and all(
-        is_negative(c) or done_line(c) is not None for c in lesson.applies_when or ())
+        (is_negative(c) and negated_line(c) in (None, lesson.wrong)) or done_line(c) is not None
+        for c in lesson.applies_when or ())
 
 
 def grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
