@@ -5,8 +5,7 @@ what matters. So the guard shows only what was paid for already, holds each stan
 proposes the action it stands on (``check``), and, with ``text_guard="all"``, holds the step's recommendations
 until the agent proposes something else. An answer brings what concerns the proposal: the alike patterns of the same
 command or on the same things, joined in one line, and the recommendations a shown pattern would otherwise override.
-Pre-run avoidances wait for a proposal they quote. A pattern once shown stays in view for the attempt (``stays``).
-Every rule standing is in force (activated) whether shown or held.
+Pre-run avoidances wait for a proposal they quote. Every rule standing is in force (activated) whether shown or held.
 """
 
 from __future__ import annotations
@@ -18,13 +17,6 @@ from langmem_plus.learning.textmatch import SLOT, Pattern, norm
 from langmem_plus.records import Hint, ScoredItem, Step
 from langmem_plus.textgames.delivery_rules.base import Firing
 from langmem_plus.textgames.shown import as_pattern, endorsed_step, grounded, held_avoidance, join_key, rule_line, short_line
-
-
-def stays(item: ScoredItem) -> bool:
-    """Whether a shown item stays in view for the rest of the attempt once shown: an avoidance shown as its pattern
-    (``shown.as_pattern``, a placeholder in it) is about a kind of action, not about what this step offers, so it
-    does not come and go with the actions that match it (an ``examine`` between does not hide it)."""
-    return as_pattern(item) and SLOT.search(str(item.item.wrong)) is not None  # type: ignore[union-attr]
 
 
 class Show(Protocol):
@@ -72,8 +64,6 @@ class Guard:
         """That step's winning recommendation per action (normalised), with the action as offered."""
         self._fires: dict[str, set[str]] = {}
         """Per rule id, the actions (normalised) it fired on at that step."""
-        self._kept: dict[str, ScoredItem] = {}
-        """The avoidances shown as patterns so far: they stay in view for the rest of the attempt (``stays``)."""
 
     def step(self, winners: list[Firing], fired: list[Firing], history: Sequence[Step]) -> list[Hint]:
         """What is shown of one step before the agent proposes; the rest is held for ``check``."""
@@ -96,17 +86,7 @@ class Guard:
         self._held_recs = {a: r for a, r in recs if rule_line(r) not in self._paid and a not in covered} if self._lazy else {}
         shown = [*paid.values(), *(r for a, r in recs if a not in self._held_recs)]
         shown.sort(key=lambda it: it.item_id.startswith(self._inferred))  # stable: what memory stored first
-        ids = {it.item_id for it in shown}
-        shown = [*(it for i, it in self._kept.items() if i not in ids), *shown]  # a shown pattern stays where it was
-        return [*self._shown(shown, step), *self._pre_paid]  # what was answered from before the run stays in view
-
-    def _shown(self, items: list[ScoredItem], step: int) -> list[Hint]:
-        """``show`` of ``items``, keeping the patterns among them that it showed (``stays``)."""
-        hints = self._show(items, step)
-        for it in items:
-            if stays(it) and rule_line(it) in self._paid:
-                self._kept.setdefault(it.item_id, it)
-        return hints
+        return [*self._show(shown, step), *self._pre_paid]  # what was answered from before the run stays in view
 
     def _rec(self, action: str, *, bare: bool) -> ScoredItem:
         """The step's recommendation on ``action`` (normalised), grounded on the action as offered; its lines bound
@@ -137,7 +117,7 @@ class Guard:
             alike = [item, *self._alike(item)]  # one line for them all (``shown.joined_lines``)
             reach = {a for it in alike if as_pattern(it) for a in self._fires.get(it.item_id, ())}
             bound = [a for a in self._recs if a in reach]
-            answer = self._shown([*alike, *(self._rec(a, bare=False) for a in bound)], len(history))
+            answer = self._show([*alike, *(self._rec(a, bare=False) for a in bound)], len(history))
             shown = [it for it in alike if rule_line(it) in self._paid]  # what the budget left out stays held
             ids = {item.item_id, *(it.item_id for it in shown)}
             self._held = {a: it for a, it in self._held.items() if it.item_id not in ids}
@@ -148,7 +128,7 @@ class Guard:
                     or endorsed_step(self._procedures, history, action))
         if self._held_recs and self._open and act not in self._open and not endorsed:
             recs, self._held_recs = list(self._held_recs.values()), {}
-            return self._shown(recs, len(history))
+            return self._show(recs, len(history))
         return []
 
     def _alike(self, item: ScoredItem) -> list[ScoredItem]:
@@ -156,17 +136,20 @@ class Guard:
         differ from its line only in their action (``shown.join_key``) and that concern the proposal, the same command
         (``cook <X> in stove`` beside ``cook <X> in oven``) or another on the same things (``slice <X>`` beside
         ``chop <X>``); joined into its line each costs its action alone. ``eat <X>`` is no concern of an oven."""
+        def pattern(it: ScoredItem) -> bool:  # shown as its pattern, not grounded on one action
+            return as_pattern(it) and SLOT.search(str(it.item.wrong)) is not None  # type: ignore[union-attr]
+
         def verb_rest(it: ScoredItem) -> tuple[str, str]:
             verb, _, rest = str(it.item.wrong).partition(" ")  # type: ignore[union-attr]
             return verb, rest
 
-        key = join_key(item) if stays(item) else None
+        key = join_key(item) if pattern(item) else None
         if key is None:
             return []
         verb, rest = verb_rest(item)
-        alike = {it.item_id: it for it in self._held.values() if it.item_id != item.item_id and stays(it)
+        alike = {it.item_id: it for it in self._held.values() if it.item_id != item.item_id and pattern(it)
                  and join_key(it) == key and (verb_rest(it)[0] == verb or verb_rest(it)[1] == rest)}
         return list(alike.values())
 
 
-__all__ = ["Guard", "Show", "stays"]
+__all__ = ["Guard", "Show"]
