@@ -168,10 +168,11 @@ def grounded(it: ScoredItem, action: str, *, bare: bool = False) -> ScoredItem:
 
 
 def with_exceptions(rules: Sequence[Lesson]) -> list[Lesson]:
-    """``rules`` with each avoidance that holds everywhere (no condition) stating the exceptions memory knows: the
-    line of each recommendation of the same pattern that holds under one line (``cook <X> in oven`` avoided "when the
-    task does not say `roast <X>`"). Shown bare, such an avoidance is wrong for a reader that obeys it where the task
-    roasts; a recommendation under several lines is no one line's exception, so it adds none.
+    """``rules`` with each avoidance that holds everywhere (no condition) carrying the exceptions memory knows: the
+    line of each recommendation of the same pattern that holds under one line (``cook <X> in oven`` where the task
+    does not say ``roast <X>``). Shown bare, such an avoidance is wrong for a reader that obeys it where the task
+    roasts; with its exception it fires only where it holds, and is shown grounded there (``as_pattern``). A
+    recommendation under several lines is no one line's exception, so it adds none.
 
     Example:
         >>> oven = Lesson(id="a", namespace=("n",), rule_text="r", wrong="cook <X> in oven", applies_when=[])
