@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from langmem_plus._text import stable_id
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
 from langmem_plus.learning.textmatch import norm_words
 from langmem_plus.records import Lesson, Namespace, Step, TaskSpec
 from langmem_plus.textgames.direct import condition_verbs, directed_rule, instrument_kin, known_verbs
-from langmem_plus.textgames.learners import learners_off, pipeline
-from langmem_plus.textgames.learners.base import RunLearning
+from langmem_plus.textgames.learners import pipeline
+from langmem_plus.textgames.learners.base import RunLearning, text_rule_id
 from langmem_plus.textgames.rules import (
     abstract_action,
     applies_to_text_envs,
@@ -70,7 +69,7 @@ def learn_text_rules(
     lines = task_text_lines(goal, ordered)
 
     def rid(*key: str) -> str:
-        return stable_id("txt", *namespace, task.tool or "", *key)
+        return text_rule_id(namespace, task.tool, *key)
 
     teach = [(step, avoid, *abstract_action(step.action, lines, goal, config)) for step, avoid in teaching_steps(ordered)]
     stored = live_text_rules(tool_rules if tool_rules is not None else [l for l in existing.values() if l.scope.tool == task.tool])
@@ -86,7 +85,7 @@ def learn_text_rules(
         ordered=ordered, lines=lines, goal_words=frozenset(norm_words(goal)),
         seen=[str(task.context.get("observation") or ""), *(s.observation for s in ordered)], teach=teach,
         stored=stored, verbs=frozenset(verbs), commands=frozenset(commands), directives=frozenset(directives | instrumental),
-        instrumental=frozenset(instrumental), off=learners_off(config),
+        instrumental=frozenset(instrumental),
     )
     for mechanism in pipeline(config):
         mechanism.learn(run)

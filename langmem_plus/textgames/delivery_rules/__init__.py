@@ -10,7 +10,6 @@ here off by name; ``docs/text-games.md`` gives each one's reasons and the ablati
 from __future__ import annotations
 
 from langmem_plus.config import MemoryConfig
-from langmem_plus.errors import InvalidArgument
 from langmem_plus.textgames.delivery_rules.base import DeliveryRule, Firing, Known
 from langmem_plus.textgames.delivery_rules.elimination import Elimination
 from langmem_plus.textgames.delivery_rules.kin_in_attempt import KinInAttempt
@@ -18,6 +17,7 @@ from langmem_plus.textgames.delivery_rules.never_seen_right import NeverSeenRigh
 from langmem_plus.textgames.delivery_rules.undo import Undo
 from langmem_plus.textgames.delivery_rules.unknown_kin import UnknownKin
 from langmem_plus.textgames.delivery_rules.using_up import UsingUp
+from langmem_plus.textgames.switches import switched_off
 
 PIPELINE: tuple[type[DeliveryRule], ...] = (NeverSeenRight, Elimination, UnknownKin, Undo, UsingUp, KinInAttempt)
 """The rules in the order they run at each step."""
@@ -35,10 +35,7 @@ def rules_off(config: MemoryConfig) -> frozenset[str]:
     Raises:
         InvalidArgument: a name that is not in ``SWITCHABLE_RULES``.
     """
-    unknown = sorted(set(config.textgames.text_rules_off) - set(SWITCHABLE_RULES))
-    if unknown:
-        raise InvalidArgument(f"unknown delivery rule(s) {unknown}; choose from {', '.join(SWITCHABLE_RULES)}")
-    return frozenset(config.textgames.text_rules_off)
+    return switched_off(config.textgames.text_rules_off, SWITCHABLE_RULES, "delivery rule")
 
 
 def build(known: Known) -> list[DeliveryRule]:

@@ -11,7 +11,6 @@ avoidances with what memory knows now; the three kin mechanisms extend what one 
 from __future__ import annotations
 
 from langmem_plus.config import MemoryConfig
-from langmem_plus.errors import InvalidArgument
 from langmem_plus.textgames.learners.attribution import Attribution
 from langmem_plus.textgames.learners.base import Learner, RunLearning, SituationReader
 from langmem_plus.textgames.learners.directed_kin import DirectedKin
@@ -23,6 +22,7 @@ from langmem_plus.textgames.learners.undirected import Undirected
 from langmem_plus.textgames.learners.undirected_kin import UndirectedKin
 from langmem_plus.textgames.learners.unnamed import Unnamed
 from langmem_plus.textgames.learners.widened_kin import WidenedKin
+from langmem_plus.textgames.switches import switched_off
 
 SITUATIONS: tuple[type[SituationReader], ...] = (Undirected, GoalDirected, Unnamed, GoalRole)
 """The readings of a fatal step's situation, in the order ``attribution`` tries them."""
@@ -41,10 +41,7 @@ def learners_off(config: MemoryConfig) -> frozenset[str]:
     Raises:
         InvalidArgument: a name that is not in ``SWITCHABLE_LEARNERS``.
     """
-    unknown = sorted(set(config.textgames.text_learners_off) - set(SWITCHABLE_LEARNERS))
-    if unknown:
-        raise InvalidArgument(f"unknown learning mechanism(s) {unknown}; choose from {', '.join(SWITCHABLE_LEARNERS)}")
-    return frozenset(config.textgames.text_learners_off)
+    return switched_off(config.textgames.text_learners_off, SWITCHABLE_LEARNERS, "learning mechanism")
 
 
 def pipeline(config: MemoryConfig) -> list[Learner]:

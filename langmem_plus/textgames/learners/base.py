@@ -19,6 +19,11 @@ from langmem_plus.records import Lesson, LessonScope, Namespace, Provenance, Ste
 from langmem_plus.textgames.direct import condition_verbs
 
 
+def text_rule_id(namespace: Namespace, tool: str | None, *key: str) -> str:
+    """A text rule's id: the namespace, the tool and ``key`` (polarity, pattern, an avoidance's conditions) hashed."""
+    return stable_id("txt", *namespace, tool or "", *key)
+
+
 @dataclass
 class RunLearning:
     """One finished run as the mechanisms read it, and the lessons they have written so far (``out``)."""
@@ -50,8 +55,6 @@ class RunLearning:
     """The directive verbs: commands that lines of task texts open with."""
     instrumental: frozenset[str]
     """Directive verbs' instrument kin in this run (``direct.instrument_kin``)."""
-    off: frozenset[str] = frozenset()
-    """The mechanisms switched off (``MemoryConfig.textgames.text_learners_off``)."""
     out: dict[str, Lesson] = field(default_factory=dict)
     _about: frozenset[str] | None = field(default=None, repr=False)
 
@@ -63,8 +66,8 @@ class RunLearning:
         return self._about
 
     def rid(self, *key: str) -> str:
-        """A text rule's id: the namespace, the tool and ``key`` hashed."""
-        return stable_id("txt", *self.namespace, self.task.tool or "", *key)
+        """A text rule's id (``text_rule_id``)."""
+        return text_rule_id(self.namespace, self.task.tool, *key)
 
     def has(self, lid: str) -> Lesson | None:
         """The lesson ``lid``: this run's if it wrote one, else memory's."""
@@ -148,4 +151,4 @@ def derived(source: Lesson, lid: str, avoid: bool, pattern: str, conds: list[str
     )
 
 
-__all__ = ["Learner", "RunLearning", "Situation", "SituationReader", "derived", "rule_text", "text_lesson"]
+__all__ = ["Learner", "RunLearning", "Situation", "SituationReader", "derived", "rule_text", "text_lesson", "text_rule_id"]
