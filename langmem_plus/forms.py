@@ -1,18 +1,23 @@
-"""Forms: the pattern language of a lesson's WRONG and CORRECT sides, matched inside a value.
+"""Forms: the one pattern language of a lesson's actions, its WRONG and CORRECT sides.
 
-A form is text in which a few placeholders stand for what varies between calls
+A form is text in which a few placeholders stand for what varies between calls or games
 (``docs/notes-contract.md`` is the contract any reader of a note relies on):
 
 - ``<n>``, ``<str>``, ``<id2>``: one literal value (a number, a quoted string, a
   ``/regex/`` or a name); the same placeholder twice is the same value;
+- ``<X>``, ``<Y>`` (one capital letter): a phrase, one or more words (names and
+  numbers), the name of one thing (``cook <X> in oven``); the same letter twice is the
+  same phrase;
 - ``"<s>"`` / ``'<s>'``: a quoted string, the placeholder bound to what is inside;
 - ``<...>``: any run of tokens (to the end of the value when it ends the form);
 - ``*`` (and ``"*"``, ``'*'``): one token, filled in order (the older notation).
 
 Matching works on tokens (``tokenize``), so whitespace between tokens never matters
-and a word is never matched inside a longer one. ``rewrite`` replaces every
-non-overlapping match of a WRONG form with its CORRECT form, filled with what the
-match bound; text outside the matches is kept byte for byte.
+and a word is never matched inside a longer one. A tool lesson's form matches inside
+one argument value: ``rewrite`` replaces every non-overlapping match of a WRONG form
+with its CORRECT form, filled with what the match bound, text outside the matches kept
+byte for byte. An action of a world that lists its actions is matched whole
+(``whole_match``; ``learning.textmatch.Pattern`` compares it normalised).
 
 Example:
     >>> rewrite("SELECT TOP 3 name FROM pets ORDER BY age", "TOP <n> <...>", "<...> LIMIT <n>")
@@ -24,11 +29,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from langmem_plus.conditions import SLOT
 
 _TOKEN = re.compile(
     r"""
@@ -43,10 +51,14 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _PLACEHOLDER = re.compile(r"<\.\.\.>|<[A-Za-z][A-Za-z0-9]*>|\*")
+PHRASE = SLOT
+"""A phrase placeholder: one capital letter in angle brackets (``<X>``), as text rules and their conditions write it."""
 _QUOTED_PLACEHOLDER = re.compile(r"""(["'])(<[A-Za-z][A-Za-z0-9]*>|\*)\1""")
 
 VALUE_KINDS = frozenset({"str", "re", "name", "num"})
 """Token kinds a placeholder such as ``<n>`` binds: the literal values of a call."""
+WORD_KINDS = frozenset({"name", "num"})
+"""Token kinds a phrase placeholder (``<X>``) binds a run of: words."""
 GAP = "<...>"
 """The placeholder for any run of tokens."""
 ANY = "*"
@@ -77,7 +89,8 @@ class Element:
     """One element of a parsed form.
 
     ``kind`` is ``lit`` (``text`` must equal a token), ``slot`` (a named value; ``quote`` set for ``"<s>"``),
-    ``any`` (``*``; ``quote`` set for ``"*"``) or ``gap`` (``<...>``).
+    ``phrase`` (``<X>``: a run of words), ``any`` (``*``; ``quote`` set for ``"*"``), ``gap`` (``<...>``) or
+    ``end`` (the end of the value; ``whole_match`` adds it).
     """
 
     kind: str
@@ -101,8 +114,8 @@ class Form:
 
     @property
     def slots(self) -> frozenset[str]:
-        """Names of the form's named placeholders."""
-        return frozenset(e.text for e in self.elements if e.kind == "slot")
+        """Names of the form's named placeholders, values and phrases."""
+        return frozenset(e.text for e in self.elements if e.kind in ("slot", "phrase"))
 
 
 def _form_tokens(text: str) -> Iterator[tuple[Element, int, int]]:
@@ -126,6 +139,8 @@ def _form_tokens(text: str) -> Iterator[tuple[Element, int, int]]:
             yield Element("gap", GAP), start, end
         elif word == ANY:
             yield Element("any", ANY), start, end
+        elif PHRASE.fullmatch(word):
+            yield Element("phrase", word), start, end
         else:
             yield Element("slot", word), start, end
         pos = end
@@ -209,6 +224,10 @@ def _match_at(
             del anys[mark_anys:]
             del gaps[mark_gaps - 1:]
         return None
+    if element.kind == "end":
+        return i if i == len(tokens) else None
+    if element.kind == "phrase":
+        return _match_phrase(elements, k, tokens, i, slots, anys, gaps)
     if i >= len(tokens):
         return None
     tok = tokens[i]
@@ -225,6 +244,63 @@ def _match_at(
             return None
         slots[element.text] = binding
     return _match_at(elements, k + 1, tokens, i + 1, slots, anys, gaps)
+
+
+def _joined(tokens: Sequence[Token]) -> str:
+    """A run of tokens as one phrase: one space where the value had space between two, none where it had none."""
+    out = [tokens[0].text]
+    for before, tok in itertools.pairwise(tokens):
+        out.append(tok.text if tok.start == before.end else " " + tok.text)
+    return "".join(out)
+
+
+def _match_phrase(
+    elements: Sequence[Element], k: int, tokens: Sequence[Token], i: int,
+    slots: dict[str, Binding], anys: list[Binding], gaps: list[tuple[int, int]],
+) -> int | None:
+    """End token of a match of ``elements[k:]``, a phrase first, from token ``i``: the shortest run of words that
+    lets the rest match, the phrase already bound when its letter came before."""
+    name = elements[k].text
+    bound = slots.get(name)
+    for j in range(i + 1, len(tokens) + 1):
+        if tokens[j - 1].kind not in WORD_KINDS:
+            return None
+        phrase = _joined(tokens[i:j])
+        if bound is not None and phrase != bound.inner:
+            continue
+        mark_slots, mark_anys, mark_gaps = dict(slots), len(anys), len(gaps)
+        slots[name] = Binding(phrase, phrase, False)
+        end = _match_at(elements, k + 1, tokens, j, slots, anys, gaps)
+        if end is not None:
+            return end
+        slots.clear()
+        slots.update(mark_slots)
+        del anys[mark_anys:]
+        del gaps[mark_gaps:]
+    return None
+
+
+def whole_match(form: Form, tokens: Sequence[Token]) -> Match | None:
+    """The match of ``form`` over all of ``tokens`` (an action matched whole), or None.
+
+    Example:
+        >>> m = whole_match(parse_form("cook <X> in oven"), tokenize("cook red apple in oven"))
+        >>> m.slots["<X>"].inner
+        'red apple'
+        >>> whole_match(parse_form("cook <X> in oven"), tokenize("cook red apple in oven now")) is None
+        True
+    """
+    if not form.literals <= {t.text for t in tokens}:
+        return None
+    slots: dict[str, Binding] = {}
+    anys: list[Binding] = []
+    gaps: list[tuple[int, int]] = []
+    end = _match_at((*form.elements, _END), 0, tokens, 0, slots, anys, gaps)
+    return None if end is None else Match(0, end, slots, tuple(anys), tuple(gaps))
+
+
+_END = Element("end", "")
+"""Closes a form matched whole: it matches only at the end of the value."""
 
 
 def find_matches(form: Form, tokens: Sequence[Token]) -> list[Match]:
@@ -323,7 +399,9 @@ def argument_values(args: Mapping[str, Any]) -> dict[str, str]:
 __all__ = [
     "ANY",
     "GAP",
+    "PHRASE",
     "VALUE_KINDS",
+    "WORD_KINDS",
     "Binding",
     "Element",
     "Form",
@@ -335,4 +413,5 @@ __all__ = [
     "parse_form",
     "rewrite",
     "tokenize",
+    "whole_match",
 ]

@@ -34,6 +34,7 @@ from langmem_plus.conditions import (
     NotSaid,
 )
 from langmem_plus.conditions import parse as parse_condition
+from langmem_plus.forms import Form, Token, parse_form, tokenize, whole_match
 
 ARTICLES = frozenset({"a", "an", "the", "some"})
 """Dropped when text is normalised, so ``the red apple`` and ``a red apple`` match ``red apple``."""
@@ -96,31 +97,31 @@ def directing_lines(goal: str, task_lines: Sequence[str]) -> list[str]:
     return [*clauses(goal), *task_lines]
 
 
+@lru_cache(maxsize=1 << 14)
+def action_tokens(action: str) -> tuple[Token, ...]:
+    """The tokens of ``action`` normalised (``norm``), as a pattern matches them (cached: a step tries many patterns
+    on the same valid actions)."""
+    return tokenize(norm(action))
+
+
 @dataclass(frozen=True)
 class Pattern:
-    """One action pattern, compiled: its words literal, each placeholder one or more words."""
+    """One action pattern in the lessons' pattern language (``forms``), compiled to match an action whole after
+    normalisation: its words literal, each placeholder (``<X>``) a phrase of one or more words."""
 
     text: str
-    regex: re.Pattern[str]
+    form: Form
     slots: tuple[str, ...]
 
     @classmethod
     def parse(cls, raw: str) -> "Pattern | None":
         """Compile ``raw`` (``cook <X> in oven``); None when it has no words or only placeholders."""
-        pieces: list[str] = []
-        slots: list[str] = []
-        for part in re.split(r"(<[A-Z]>)", raw.strip()):
-            m = SLOT.fullmatch(part)
-            if m is None:
-                pieces += [re.escape(w) for w in norm_words(part)]
-            elif m.group(1) in slots:
-                pieces.append(f"(?P={m.group(1)})")
-            else:
-                slots.append(m.group(1))
-                pieces.append(f"(?P<{m.group(1)}>.+?)")
-        if len(pieces) == len(slots):
+        pieces = [p if SLOT.fullmatch(p) else norm(p) for p in re.split(r"(<[A-Z]>)", raw.strip())]
+        form = parse_form(" ".join(p for p in pieces if p))
+        if not form.literals:
             return None
-        return cls(raw.strip(), re.compile("^" + r"\s+".join(pieces) + "$"), tuple(slots))
+        slots = tuple(dict.fromkeys(e.text[1:-1] for e in form.elements if e.kind == "phrase"))
+        return cls(raw.strip(), form, slots)
 
     @property
     def verb(self) -> str | None:
@@ -130,10 +131,10 @@ class Pattern:
 
     def match(self, action: str) -> dict[str, str] | None:
         """Bindings of the placeholders when ``action`` matches, else None."""
-        m = self.regex.match(norm(action))
+        m = whole_match(self.form, action_tokens(action))
         if m is None:
             return None
-        return {s: " ".join(m.group(s).split()) for s in self.slots}
+        return {s: m.slots[f"<{s}>"].inner for s in self.slots}
 
 
 @lru_cache(maxsize=8192)
