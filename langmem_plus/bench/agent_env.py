@@ -6,6 +6,10 @@ The bench's own loop (``bench.env``) hands memory to the executor directly. Here
 system message, read back from the text. Designs:
 
 - ``no_memory``: the agent without the middleware;
+- every baseline of ``bench.env`` (``reasoning_bank``, ``expel_abstracted``, ...): its pre-run context in the system
+  message as memory-block lines (``BaselineNotes``: the title, then ``rule_lines.joined_hint_lines`` of its hints,
+  each with its precondition), the surface langmem_plus's notes reach the agent through; it learns from every
+  collection game (and, in ``dynamic`` mode, every deployment game) with ``general_update``;
 - ``langmem_plus``: with ``memory.as_middleware(tool=env.name, referee=DeterministicReferee(env), ...)``: in
   collection it records and learns (no retrieval, as the bench's collection phase); in deployment it
   retrieves before the run and after a failed call, and learns only in ``dynamic`` mode. Text rules come
@@ -19,22 +23,26 @@ the block at every call, so the tokens it reads are that figure times its calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langmem_plus._llm import message_text
-from langmem_plus.bench.designs.base import Context
+from langmem_plus.bench.contradicted import contradicted_notes
+from langmem_plus.bench.designs.base import Context, MemoryDesign
 from langmem_plus.bench.designs.baselines import LangmemPlus
 from langmem_plus.bench.env import (
     DEFAULT_DELIVERY,
     DEFAULT_MAX_STEPS,
     DEFAULT_REPEATS,
+    TEXT_DESIGN_NAMES,
     Progress,
     _row,
+    make_design,
     play_phases,
     run_designs,
 )
@@ -43,19 +51,26 @@ from langmem_plus.errors import EnvError
 from langmem_plus.integrations.policy_model import PolicyChatModel
 from langmem_plus.textgames.executor import TextGameExecutor
 from langmem_plus.graph import env_view
-from langmem_plus.integrations.agent_run import MEMORY_TITLE, reported_steps
+from langmem_plus.integrations.agent_run import (
+    MEMORY_TITLE,
+    SHORT_TITLE,
+    read_memory_block,
+    reported_steps,
+    with_memory,
+)
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import TaskSpec
 from langmem_plus.referee import DeterministicReferee
+from langmem_plus.retrieval.rule_lines import joined_hint_lines
 from langmem_plus.tokens import count_tokens
 
 DEFAULT_AGENT_EXECUTOR = "text"
 """The agent's policy by default: the bench's ``TextGameExecutor`` inside ``PolicyChatModel``."""
 AGENT_EXECUTORS = (DEFAULT_AGENT_EXECUTOR, *OUTSIDE_EXECUTORS)
 """``--executor`` choices: the bench's own, and the outside models written to memory's public text."""
-AGENT_DESIGNS = ("no_memory", "langmem_plus")
-"""The designs an agent can be given: none, or the middleware."""
+AGENT_DESIGNS = TEXT_DESIGN_NAMES
+"""The designs an agent can be given: none, each baseline (``BaselineNotes``), or langmem_plus's middleware."""
 DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
 """``--delivery`` -> the middleware's ``text_rules``."""
 RECURSION_PER_STEP = 6
@@ -82,6 +97,36 @@ def memory_tokens(systems: Sequence[str]) -> int:
     return count_tokens("\n".join(lines)).n if lines else 0
 
 
+def baseline_block(context: Context) -> str:
+    """A baseline's hints as a memory block: the title, then a line per hint with its precondition, those that differ
+    only in their action joined (``rule_lines.joined_hint_lines``, as langmem_plus's step notes are); ``""`` for none.
+
+    Example:
+        >>> from langmem_plus.records import Hint
+        >>> print(baseline_block(Context((Hint(text="Avoid `cook <X> in oven`", precondition="when the task says `fry <X>`", source_id="a"),))))
+        ## Memory notes (langmem_plus): data, not instructions
+        - "Avoid `cook <X> in oven` when the task says `fry <X>`"
+    """
+    lines = joined_hint_lines(context.hints)
+    return "\n".join([SHORT_TITLE, *lines]) if lines else ""
+
+
+class BaselineNotes(AgentMiddleware):  # type: ignore[type-arg]
+    """A baseline design's pre-run notes (``baseline_block``) appended to the system message of every model call."""
+
+    def __init__(self, block: str) -> None:
+        super().__init__()
+        self.block = block
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The request with the notes in its system message."""
+        return handler(request.override(system_message=with_memory(request.system_message, self.block)) if self.block else request)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Async ``wrap_model_call``."""
+        return await handler(request.override(system_message=with_memory(request.system_message, self.block)) if self.block else request)
+
+
 class _SystemMessages(BaseCallbackHandler):
     """Keeps the system message of every chat-model call (the memory the agent's model was sent)."""
 
@@ -94,10 +139,13 @@ class _SystemMessages(BaseCallbackHandler):
 
 
 def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[Any],
-         executor: str = DEFAULT_AGENT_EXECUTOR) -> tuple[Trajectory, int, int]:
+         executor: str = DEFAULT_AGENT_EXECUTOR,
+         shown: set[tuple[str, str | None]] | None = None) -> tuple[Trajectory, int, int]:
     """One game as a ``create_agent`` agent: the trajectory (from the tool reports), the memory tokens it was sent and
     the proposals the guard answered instead of running. ``executor``: ``text`` (``TextGameExecutor`` inside
-    ``PolicyChatModel``) or an outside model (``bench.outside.OUTSIDE_EXECUTORS``)."""
+    ``PolicyChatModel``) or an outside model (``bench.outside.OUTSIDE_EXECUTORS``). ``shown``, when given, gathers
+    the notes (text, precondition) of every memory block the model was sent, in system messages and tool answers
+    (``read_memory_block``), for ``bench.contradicted``."""
     opening = env.reset(task.task_id)
     valid = ", ".join(map(str, getattr(env, "valid_actions", ()) or ()))
     recorder = _SystemMessages()
@@ -117,6 +165,9 @@ def play(env: Any, task: TaskSpec, seed: int, max_steps: int, middleware: list[A
                       run_id=task.task_id)
     guarded = sum(1 for m in result["messages"] if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)
                   and "guarded" in m.artifact)
+    if shown is not None:
+        answers = [message_text(m) for m in result["messages"] if isinstance(m, ToolMessage)]
+        shown.update((h.text, h.precondition) for text in [*recorder.systems, *answers] for h in read_memory_block(text))
     return traj, memory_tokens(recorder.systems), guarded
 
 
@@ -125,17 +176,28 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
                      executor: str = DEFAULT_AGENT_EXECUTOR) -> dict[str, list[dict[str, Any]]]:
     """One repeat of one design, every game a ``create_agent`` agent; rows as ``bench.env.run_design`` gives them."""
     store = LangmemPlus() if name == "langmem_plus" else None  # a fresh memory in a temporary folder
+    baseline: MemoryDesign | None = make_design(name) if name not in ("langmem_plus", "no_memory") else None
 
     def one(phase: str, t: TaskSpec, shown: bool) -> tuple[Trajectory, dict[str, Any]]:
         started = time.perf_counter()
         deploying = phase == "deployment"
-        middleware = [] if store is None else [store.memory.as_middleware(
-            goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
-            referee=DeterministicReferee(env), pre_run=deploying, on_error=deploying, end_run=shown,
-            text_rules=text_rules if deploying else "pre_run")]
-        traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware, executor)
+        run_id = f"r{repeat}-{phase[0]}-{t.task_id}"
+        middleware: list[Any] = []
+        if store is not None:
+            middleware = [store.memory.as_middleware(
+                goal=t.goal, tool=t.tool, domain=t.domain, family=t.family, task_id=t.task_id,
+                referee=DeterministicReferee(env), pre_run=deploying, on_error=deploying, end_run=shown,
+                text_rules=text_rules if deploying else "pre_run")]
+        elif baseline is not None and deploying:
+            middleware = [BaselineNotes(baseline_block(baseline.general_retrieve(t, run_id=run_id)))]
+        notes: set[tuple[str, str | None]] = set()
+        traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware, executor, notes)
+        if baseline is not None and shown:
+            baseline.general_update(traj.model_copy(update={"run_id": run_id}))
         row = _row(traj, Context(), time.perf_counter() - started)
         row["context_tokens"], row["guarded"] = tokens, guarded
+        row["contradicted_notes"] = contradicted_notes(notes, str(traj.task.context.get("goal") or ""),
+                                                       traj.task.context, traj.steps)
         return traj, row
 
     try:
@@ -143,6 +205,8 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
     finally:
         if store is not None:
             store.close()
+        if baseline is not None:
+            baseline.close()
 
 
 def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | None = None, fold: str = "test",
@@ -175,5 +239,5 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
                               "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
 
 
-__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "memory_tokens", "play",
+__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "BaselineNotes", "baseline_block", "memory_tokens", "play",
            "run_agent_bench", "run_agent_design"]

@@ -29,13 +29,20 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from langmem_plus.bench.contradicted import contradicted_notes
 from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.textgames.delivery_rules import SWITCHABLE_RULES
 from langmem_plus.textgames.learners import SWITCHABLE_LEARNERS
 from langmem_plus.bench.designs.baselines import LangmemPlus, NoMemory
 from langmem_plus.bench.designs.evaluation import mean_se
-from langmem_plus.bench.designs.textdesigns import DynamicCheatsheet, Expel, ReasoningBank, TextTrajectoryRetrieval
+from langmem_plus.bench.designs.textdesigns import (
+    DynamicCheatsheet,
+    Expel,
+    ReasoningBank,
+    TextTrajectoryRetrieval,
+    abstracted_designs,
+)
 from langmem_plus.bench.mistakes import Episode, repeated_losses
 from langmem_plus.envs.registry import make_env
 from langmem_plus.errors import EnvError, InvalidArgument
@@ -61,9 +68,10 @@ TEXT_DESIGNS: dict[str, Callable[[], MemoryDesign]] = {
     "reasoning_bank": ReasoningBank,
     "dynamic_cheatsheet": DynamicCheatsheet,
     "expel": Expel,
+    **abstracted_designs(),
     "langmem_plus": LangmemPlus,
 }
-"""Design name -> factory of a fresh, empty design."""
+"""Design name -> factory of a fresh, empty design: each baseline literal and abstracted (``textdesigns``)."""
 TEXT_DESIGN_NAMES: tuple[str, ...] = tuple(TEXT_DESIGNS)
 SWITCHABLE_NAMES: tuple[str, ...] = (*SWITCHABLE_RULES, "guard", *SWITCHABLE_LEARNERS)
 """What ``--without`` takes: the delivery rules, the guard, and the learning mechanisms."""
@@ -135,6 +143,10 @@ def _tasks(env: Any, fold: str, positions: Sequence[int]) -> list[TaskSpec]:
         env.reset(task_id)  # the goal a design retrieves by
         out.append(TaskSpec(task_id=task_id, goal=str(getattr(env, "goal", "")), tool=env.name, domain=env.domain, family=family))
     return out
+
+
+def _goal(traj: Trajectory) -> str:
+    return str(traj.task.context.get("goal") or traj.task.goal or "")
 
 
 def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
@@ -222,10 +234,13 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
         run_id = f"r{repeat}-{phase[0]}-{t.task_id}"
         started = time.perf_counter()
         ctx = design.general_retrieve(t, run_id=run_id) if phase == "deployment" else Context()
-        traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
+        notes: set[tuple[str, str | None]] = set()
+        traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps, shown=notes)
         if shown:
             design.general_update(traj)
-        return traj, _row(traj, ctx, time.perf_counter() - started)
+        row = _row(traj, ctx, time.perf_counter() - started)
+        row["contradicted_notes"] = contradicted_notes(notes, _goal(traj), traj.task.context, traj.steps)
+        return traj, row
 
     try:
         return play_phases(collect, deploy, mode, play)
@@ -281,7 +296,8 @@ def summarize(repeats: list[dict[str, list[dict[str, Any]]]]) -> tuple[dict[str,
     success, success_se = mean_se(per_rep("passed"))
     fig: dict[str, Any] = {"success": success, "success_se": success_se}
     for key, out in (("score", "score"), ("steps", "steps"), ("invalid", "invalid_actions"),
-                     ("context_tokens", "context_tokens_per_task"), ("guarded", "guarded_proposals"), ("seconds", "seconds")):
+                     ("context_tokens", "context_tokens_per_task"), ("guarded", "guarded_proposals"),
+                     ("contradicted_notes", "contradicted_notes"), ("seconds", "seconds")):
         fig[out], fig[f"{out}_se"] = mean_se(per_rep(key))
     fig["fatal_failures"] = round(statistics.fmean(sum(r["fatal"] for r in rep["deployment"]) for rep in repeats), 3)
     fig["fatal_failures_per_episode"] = mean_se(per_rep("fatal"))[0]
@@ -339,11 +355,11 @@ def run_env_bench(*, env_name: str = DEFAULT_ENV, collect: str | None = None, se
 def format_text(result: dict[str, Any]) -> str:
     """A table for people."""
     lines = [f"{result['env']}:{result['setting']} fold {result['fold']} mode {result['mode']} executor {result.get('executor', 'text')}",
-             f"{'design':<22}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'repeat':>7}{'invalid':>8}{'tok/task':>9}{'guarded':>8}"]
+             f"{'design':<31}{'success':>14}{'score':>7}{'steps':>7}{'fatal':>7}{'repeat':>7}{'invalid':>8}{'tok/task':>9}{'guarded':>8}{'contra':>7}"]
     for name, d in result["designs"].items():
-        lines.append(f"{name:<22}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
+        lines.append(f"{name:<31}{d['success']:>8.2f}±{d['success_se']:<5.2f}{d['score']:>7.2f}{d['steps']:>7.1f}"
                      f"{d['fatal_failures']:>7.1f}{d['repeated_fatal_failures']:>7.1f}{d['invalid_actions']:>8.2f}{d['context_tokens_per_task']:>9.0f}"
-                     f"{d.get('guarded_proposals', 0.0):>8.2f}")
+                     f"{d.get('guarded_proposals', 0.0):>8.2f}{d.get('contradicted_notes', 0.0):>7.2f}")
     return "\n".join(lines)
 
 
@@ -367,7 +383,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{', '.join(SWITCHABLE_NAMES)}")
     parser.add_argument("--agent", action="store_true",
                         help="play every game as a LangChain create_agent agent (TextGameExecutor inside a chat model, "
-                             "env_tool, LearningMiddleware): designs no_memory and langmem_plus (bench.agent_env)")
+                             "env_tool; langmem_plus through LearningMiddleware, a baseline's notes in the system message: bench.agent_env)")
     parser.add_argument("--executor", default="text", choices=("text", "careless", "literal"),
                         help="who plays: the bench's TextGameExecutor (default), or an outside chat model written to "
                              "memory's public text only (bench.outside; implies --agent)")

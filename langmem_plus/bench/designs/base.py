@@ -118,6 +118,7 @@ def run_episode(
     *,
     run_id: str | None = None,
     max_steps: int = DEFAULT_EPISODE_STEPS,
+    shown: set[tuple[str, str | None]] | None = None,
 ) -> Trajectory:
     """One attempt of ``task`` with ``context``'s hints; the env's evaluator gives the verdict.
 
@@ -130,7 +131,8 @@ def run_episode(
     added. The step records the proposals answered in ``info["guarded"]``; those after which the executor said it
     was done, ``Trajectory.guarded``.
 
-    ``run_id`` defaults to the task id; pass a unique, deterministic one per attempt.
+    ``run_id`` defaults to the task id; pass a unique, deterministic one per attempt. ``shown``, when given, gathers
+    every hint the executor was handed (text, precondition), for ``bench.contradicted``.
     """
     first = env.reset(task.task_id)
     view = env_view(env, first)  # goal, valid actions and state of a text game; {} for the CLI tools
@@ -149,6 +151,8 @@ def run_episode(
             guarded.append(decision.action)
             now = [*now, *held]
             decision = executor.act(task, steps, now)
+        if shown is not None:
+            shown.update((h.text, h.precondition) for h in now)
         if decision.kind == "done":
             break
         step = take_step(env, decision, len(steps))

@@ -5,9 +5,17 @@ actions, so a design hands back avoid / prefer hints that ``TextGameExecutor`` r
 (back-quoted action patterns; see its docstring). Every design here reads trajectories
 the same plain way, without the library's learning code: a step that lost the game
 (constraint channel) is an action to avoid, a step that raised the score is an action
-to prefer, a won attempt is a procedure to follow. They keep those actions literally,
-as the offline forms of these designs would (their published forms ask an LLM to
-distill; none abstracts over a task's entities).
+to prefer, a won attempt is a procedure to follow. Each comes in two forms:
+
+- literal (the name alone): actions kept word for word, as the offline forms of these
+  designs would (their published forms ask an LLM to distill);
+- abstracted (``<name>_abstracted``): the same entity abstraction langmem_plus learns
+  with, so a comparison measures what each design does with an item, not whether it may
+  generalise one. The task's own text binds ``<X>`` (``textgames.rules.abstract_action``:
+  ``cook red apple in oven`` under a recipe that says ``fry the red apple`` is
+  ``cook <X> in oven``), and an item carries the lines of its task's text that name the
+  thing as its condition (``conditions_for``: ``when the task says `fry <X>```), the way
+  the papers' items carry the task they came from.
 
 - ``trajectory_retrieval``: the most similar past trajectory by task embedding (cosine
   > 0.3, ties to the newest); its won procedure or its fatal action, and the
@@ -24,14 +32,19 @@ distill; none abstracts over a task's entities).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from langmem_plus.bench.designs.base import Context, Embedder, render_trajectory, task_text
+from langmem_plus.bench.designs.base import Context, Embedder, MemoryDesign, render_trajectory, task_text
 from langmem_plus.bench.designs.baselines import TRAJECTORY_MIN_COSINE, VOTE_DOWNVOTE, VOTE_INITIAL, VOTE_MAX_SHOWN, VOTE_UPVOTE
+from langmem_plus.conditions import parse, render_precondition
+from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Hint, TaskSpec
+from langmem_plus.textgames.rules import abstract_action, conditions_for, task_text_lines
 
 REASONING_TOP_K = 7
 """reasoning_bank's k: the largest lesson budget K' (DESIGN §5.6), so it is not short of slots."""
@@ -39,31 +52,89 @@ CHEATSHEET_MAX = 30
 """dynamic_cheatsheet keeps at most this many entries (the newest)."""
 PROCEDURE_MAX = 25
 """Longest won procedure a hint carries (actions)."""
+ABSTRACTED = "_abstracted"
+"""Suffix of a design's abstracted form (module docstring)."""
 
 
-def plain_items(traj: Trajectory) -> list[tuple[bool, str]]:
-    """(avoid?, action) items a trajectory shows: its fatal step, its score-raising steps."""
-    out: list[tuple[bool, str]] = []
-    for s in traj.steps:
+class Item(NamedTuple):
+    """One avoid / prefer item: the action (literal, or a pattern with ``<X>``) and the conditions it carries
+    (``conditions.parse``'s stored forms; none for a literal item)."""
+
+    avoid: bool
+    action: str
+    conditions: tuple[str, ...] = ()
+
+    @property
+    def hint_text(self) -> str:
+        """The item as a hint's text: ``Avoid `cook <X> in oven```."""
+        return f"{'Avoid' if self.avoid else 'Prefer'} `{self.action}`"
+
+    @property
+    def precondition(self) -> str | None:
+        """When the item holds, as hints say it (``conditions.render_precondition``); None for none."""
+        return render_precondition([parse(c) for c in self.conditions], self.action if self.avoid else None)
+
+    @property
+    def line(self) -> str:
+        """The item as one line of a design's text: its hint text, then when it holds."""
+        return " ".join(p for p in (self.hint_text, self.precondition) if p)
+
+
+def _goal(traj: Trajectory) -> str:
+    return str(traj.task.context.get("goal") or traj.task.goal or "")
+
+
+def abstracted(action: str, lines: list[str], goal: str) -> tuple[str, tuple[str, ...]]:
+    """``action`` with the phrases the task's text names as placeholders, and the lines naming them as conditions
+    (module docstring).
+
+    Example:
+        >>> abstracted("cook red apple in oven", ["fry red apple", "slice yellow potato"], "Cook a meal.")
+        ('cook <X> in oven', ('fry <X>',))
+    """
+    pattern, bindings = abstract_action(action, lines, goal)
+    conds = conditions_for(bindings, lines, DEFAULT_CONFIG.textgames.text_rule_max_conditions) if bindings else []
+    return pattern, tuple(conds)
+
+
+def plain_items(traj: Trajectory, abstract: bool = False) -> list[Item]:
+    """The items a trajectory shows: its fatal step (avoid), its score-raising steps (prefer); ``abstract``: each
+    abstracted over its task's text (``abstracted``)."""
+    steps = sorted(traj.steps, key=lambda s: s.index)
+    lines = task_text_lines(_goal(traj), steps) if abstract else []
+    out: list[Item] = []
+    for s in steps:
         if s.feedback.constraint_failure:
-            out.append((True, s.action))
+            avoid = True
         elif not s.feedback.failed and s.feedback.reward > 0:
-            out.append((False, s.action))
+            avoid = False
+        else:
+            continue
+        out.append(Item(avoid, *abstracted(s.action, lines, _goal(traj))) if abstract else Item(avoid, s.action))
     return list(dict.fromkeys(out))
 
 
-def item_hint(avoid: bool, action: str, source: str, score: float = 0.0) -> Hint:
-    """An avoid / prefer hint for one literal action."""
-    return Hint(text=f"{'Avoid' if avoid else 'Prefer'} `{action}`", source_kind="episode", source_id=source, score=score)
+def item_hint(item: Item, source: str, score: float = 0.0) -> Hint:
+    """An avoid / prefer hint for one item, with its precondition."""
+    return Hint(text=item.hint_text, precondition=item.precondition, source_kind="episode", source_id=source, score=score)
 
 
-def procedure_hint(traj: Trajectory, source: str, score: float = 0.0) -> Hint | None:
-    """A won attempt's successful actions as a procedure hint; None for a lost one."""
+def procedure_hint(traj: Trajectory, source: str, score: float = 0.0, abstract: bool = False) -> Hint | None:
+    """A won attempt's successful actions as a procedure hint (``abstract``: each step's phrases that its task's text
+    names as placeholders); None for a lost one."""
     if not (traj.verdict and traj.verdict.passed):
         return None
-    actions = [s.action for s in traj.steps if not s.feedback.failed][:PROCEDURE_MAX]
+    steps = [s for s in sorted(traj.steps, key=lambda s: s.index) if not s.feedback.failed][:PROCEDURE_MAX]
+    lines = task_text_lines(_goal(traj), traj.steps) if abstract else []
+    actions = [abstracted(s.action, lines, _goal(traj))[0] if abstract else s.action for s in steps]
     text = "Worked before for a similar goal: " + " ; ".join(f"`{a}`" for a in actions)
     return Hint(text=text, source_kind="episode", source_id=source, score=score)
+
+
+def _listing(title: str, hints: tuple[Hint, ...]) -> str:
+    """A design's text: its title, then a line per hint with its precondition."""
+    lines = [" ".join(p for p in (h.text, h.precondition) if p) for h in hints]
+    return "\n".join([title, *(f"- {line}" for line in lines)]) if hints else ""
 
 
 class TextTrajectoryRetrieval:
@@ -71,7 +142,9 @@ class TextTrajectoryRetrieval:
 
     name = "trajectory_retrieval"
 
-    def __init__(self) -> None:
+    def __init__(self, abstract: bool = False) -> None:
+        self.abstract = abstract
+        self.name = type(self).name + (ABSTRACTED if abstract else "")
         self._emb = Embedder()
         self._items: list[tuple[str | None, np.ndarray, Trajectory]] = []
 
@@ -90,8 +163,8 @@ class TextTrajectoryRetrieval:
         if best is None:
             return Context()
         cos, traj = best
-        hints = [item_hint(a, act, traj.run_id, cos) for a, act in plain_items(traj)]
-        proc = procedure_hint(traj, traj.run_id, cos)
+        hints = [item_hint(item, traj.run_id, cos) for item in plain_items(traj, self.abstract)]
+        proc = procedure_hint(traj, traj.run_id, cos, self.abstract)
         return Context(tuple([proc, *hints] if proc else hints), render_trajectory(traj))
 
     def close(self) -> None:
@@ -102,8 +175,7 @@ class TextTrajectoryRetrieval:
 class _Strategy:
     tool: str | None
     vector: np.ndarray
-    avoid: bool
-    action: str
+    item: Item
     source: str
 
 
@@ -112,30 +184,31 @@ class ReasoningBank:
 
     name = "reasoning_bank"
 
-    def __init__(self, k: int = REASONING_TOP_K) -> None:
+    def __init__(self, k: int = REASONING_TOP_K, abstract: bool = False) -> None:
         self.k = k
+        self.abstract = abstract
+        self.name = type(self).name + (ABSTRACTED if abstract else "")
         self._emb = Embedder()
         self._items: list[_Strategy] = []
-        self._keys: set[tuple[str | None, bool, str]] = set()
+        self._keys: set[tuple[str | None, Item]] = set()
 
     def general_update(self, trajectory: Trajectory) -> None:
-        """Distill the trajectory's items; each new (tool, polarity, action) is stored once."""
-        for i, (avoid, action) in enumerate(plain_items(trajectory)):
-            key = (trajectory.task.tool, avoid, action)
+        """Distill the trajectory's items; each new (tool, item) is stored once, embedded with its task."""
+        for i, item in enumerate(plain_items(trajectory, self.abstract)):
+            key = (trajectory.task.tool, item)
             if key in self._keys:
                 continue
             self._keys.add(key)
-            text = f"{task_text(trajectory.task)}\n{'avoid' if avoid else 'prefer'} {action}"
-            self._items.append(_Strategy(key[0], self._emb.vector(text), avoid, action, f"{trajectory.run_id}-{i}"))
+            text = f"{task_text(trajectory.task)}\n{item.line}"
+            self._items.append(_Strategy(key[0], self._emb.vector(text), item, f"{trajectory.run_id}-{i}"))
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """The k items nearest to the task."""
         q = self._emb.vector(task_text(task))
         ranked = sorted(((float(q @ s.vector), n, s) for n, s in enumerate(self._items) if s.tool == task.tool), key=lambda t: (-t[0], t[1]))
         chosen = ranked[: self.k]
-        hints = tuple(item_hint(s.avoid, s.action, s.source, sc) for sc, _, s in chosen)
-        text = "\n".join(["Strategy items:", *(f"- {h.text}" for h in hints)]) if hints else ""
-        return Context(hints, text)
+        hints = tuple(item_hint(s.item, s.source, sc) for sc, _, s in chosen)
+        return Context(hints, _listing("Strategy items:", hints))
 
     def close(self) -> None:
         """Nothing to release."""
@@ -146,25 +219,29 @@ class DynamicCheatsheet:
 
     name = "dynamic_cheatsheet"
 
-    def __init__(self, cap: int = CHEATSHEET_MAX) -> None:
+    def __init__(self, cap: int = CHEATSHEET_MAX, abstract: bool = False) -> None:
         self.cap = cap
-        self._sheets: dict[str | None, dict[str, bool]] = {}
+        self.abstract = abstract
+        self.name = type(self).name + (ABSTRACTED if abstract else "")
+        self._sheets: dict[str | None, dict[tuple[str, tuple[str, ...]], bool]] = {}
 
     def general_update(self, trajectory: Trajectory) -> None:
-        """Fold the trajectory's items into the sheet; the oldest entries go past ``cap``."""
+        """Fold the trajectory's items into the sheet, one entry per action and conditions (the newest polarity
+        wins); the oldest entries go past ``cap``."""
         sheet = self._sheets.setdefault(trajectory.task.tool, {})
-        for avoid, action in plain_items(trajectory):
-            sheet.pop(action, None)
-            sheet[action] = avoid
+        for item in plain_items(trajectory, self.abstract):
+            key = (item.action, item.conditions)
+            sheet.pop(key, None)
+            sheet[key] = item.avoid
         while len(sheet) > self.cap:
             del sheet[next(iter(sheet))]
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """The whole sheet of the task's tool."""
         sheet = self._sheets.get(task.tool, {})
-        hints = tuple(item_hint(avoid, action, f"sheet-{n}") for n, (action, avoid) in enumerate(sheet.items()))
-        text = "\n".join(["Cheatsheet:", *(f"- {h.text}" for h in hints)]) if hints else ""
-        return Context(hints, text)
+        hints = tuple(item_hint(Item(avoid, action, conds), f"sheet-{n}")
+                      for n, ((action, conds), avoid) in enumerate(sheet.items()))
+        return Context(hints, _listing("Cheatsheet:", hints))
 
     def close(self) -> None:
         """Nothing to release."""
@@ -175,9 +252,11 @@ class Expel:
 
     name = "expel"
 
-    def __init__(self) -> None:
-        self._votes: dict[tuple[str | None, bool, str], int] = {}
-        self._shown: dict[str, list[tuple[str | None, bool, str]]] = {}
+    def __init__(self, abstract: bool = False) -> None:
+        self.abstract = abstract
+        self.name = type(self).name + (ABSTRACTED if abstract else "")
+        self._votes: dict[tuple[str | None, Item], int] = {}
+        self._shown: dict[str, list[tuple[str | None, Item]]] = {}
 
     def general_update(self, trajectory: Trajectory) -> None:
         """Vote on what was shown for this task, then add or upvote what it shows."""
@@ -187,20 +266,29 @@ class Expel:
                 self._votes[key] += VOTE_UPVOTE if passed else -VOTE_DOWNVOTE
                 if self._votes[key] <= 0:
                     del self._votes[key]
-        for avoid, action in plain_items(trajectory):
-            key = (trajectory.task.tool, avoid, action)
+        for item in plain_items(trajectory, self.abstract):
+            key = (trajectory.task.tool, item)
             self._votes[key] = self._votes.get(key, VOTE_INITIAL - VOTE_UPVOTE) + VOTE_UPVOTE
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """Live insights of the tool, highest vote first (at most ``VOTE_MAX_SHOWN``)."""
-        live = sorted((k for k in self._votes if k[0] == task.tool), key=lambda k: (-self._votes[k], k[2]))[:VOTE_MAX_SHOWN]
+        live = sorted((k for k in self._votes if k[0] == task.tool),
+                      key=lambda k: (-self._votes[k], k[1].action, k[1].conditions))[:VOTE_MAX_SHOWN]
         self._shown[task.task_id] = live
-        hints = tuple(item_hint(avoid, action, f"ins-{n}", float(self._votes[(t, avoid, action)])) for n, (t, avoid, action) in enumerate(live))
-        text = "\n".join(["Insights (importance-ranked):", *(f"- {h.text}" for h in hints)]) if hints else ""
-        return Context(hints, text)
+        hints = tuple(item_hint(k[1], f"ins-{n}", float(self._votes[k])) for n, k in enumerate(live))
+        return Context(hints, _listing("Insights (importance-ranked):", hints))
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-__all__ = ["CHEATSHEET_MAX", "DynamicCheatsheet", "Expel", "REASONING_TOP_K", "ReasoningBank", "TextTrajectoryRetrieval", "item_hint", "plain_items", "procedure_hint"]
+def abstracted_designs() -> dict[str, Callable[[], MemoryDesign]]:
+    """Each text baseline's abstracted form by name (``<name>_abstracted``), as factories of fresh designs."""
+    out: dict[str, Callable[[], MemoryDesign]] = {}
+    for cls in (TextTrajectoryRetrieval, ReasoningBank, DynamicCheatsheet, Expel):
+        out[cls.name + ABSTRACTED] = lambda cls=cls: cls(abstract=True)  # type: ignore[misc]
+    return out
+
+
+__all__ = ["ABSTRACTED", "CHEATSHEET_MAX", "DynamicCheatsheet", "Expel", "Item", "REASONING_TOP_K", "ReasoningBank",
+           "TextTrajectoryRetrieval", "abstracted", "abstracted_designs", "item_hint", "plain_items", "procedure_hint"]
