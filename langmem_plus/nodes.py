@@ -44,6 +44,7 @@ from langgraph.runtime import Runtime
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
+from langmem_plus.memory.run import working_context
 from langmem_plus.retrieval.context import assemble
 from langmem_plus.records import (
     Activation,
@@ -120,27 +121,9 @@ def task_of(state: Any) -> TaskSpec:
 
 
 def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_CONFIG.capture.context_text_chars) -> WorkingContext:
-    """The run's working context; ``chars`` bounds the observation and failure text (``context_text_chars``)."""
-    task = task_of(state)
-    steps: list[Step] = state.get("steps") or []
-    stalls = 0
-    best = -1.0
-    for s in steps:
-        p = s.feedback.progress
-        if p is not None and p > best:
-            best, stalls = p, 0
-        else:
-            stalls += 1
-    recent = steps[-5:]
-    last = steps[-1] if steps else None
-    return WorkingContext(
-        goal=task.goal,
-        context=task.tool or task.domain or "",
-        obs=(last.observation[:chars] if last else ""),
-        last_fail=(event.error_text[:chars] if event else ""),
-        stalls=stalls,
-        recent_failures=sum(1 for s in recent if s.feedback.failed),
-    )
+    """The run's working context (``memory.run.working_context``); ``chars`` bounds the observation and failure text
+    (``context_text_chars``)."""
+    return working_context(task_of(state), state.get("steps") or [], event, chars=chars)
 
 
 # --------------------------------------------------------------------------- node cores

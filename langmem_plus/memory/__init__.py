@@ -8,6 +8,7 @@ suppress. Reads and writes never cross namespaces.
 The package, one idea per module:
 
 * ``facade``: ``LearningMemory``, the calls of the learning loop;
+* ``run``: ``Run``, one run from its first hint to its end (``memory.start_run(task)``), the loop's calls in one place;
 * ``view``: ``MemoryView``, what this process holds of the namespace, and the one place it changes;
 * ``sync``: ``StoreSync``, which keeps the view in step with Chroma, the local snapshot and other writers;
 * ``imports`` and ``runs``: what ``add_lessons`` and ``end_run`` write beside the lessons.
@@ -21,6 +22,7 @@ Example:
 """
 
 from langmem_plus.memory.facade import DEFAULT_PATH, SHOWN_UNCLAIMED_MAX, LearningMemory, Trajectory
+from langmem_plus.memory.run import AsyncRun, Run
 from langmem_plus.memory.sync import LOG_NAME
 
-__all__ = ["DEFAULT_PATH", "LOG_NAME", "SHOWN_UNCLAIMED_MAX", "LearningMemory", "Trajectory"]
+__all__ = ["DEFAULT_PATH", "LOG_NAME", "SHOWN_UNCLAIMED_MAX", "AsyncRun", "LearningMemory", "Run", "Trajectory"]

@@ -44,6 +44,7 @@ from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
+from langmem_plus.memory.run import AsyncRun, Run
 from langmem_plus.memory.sync import StoreSync
 from langmem_plus.memory.view import MemoryView
 from langmem_plus.plugins import LearnInput, plugin_for
@@ -283,6 +284,18 @@ class LearningMemory:
             StoreUnavailable: Chroma cannot be read.
         """
         return self.sync.refresh()
+
+    # ------------------------------------------------------------------ a run
+    def start_run(self, task: TaskSpec, *, run_id: str | None = None, step_advice: bool = True) -> Run:
+        """A run of ``task`` with this memory (``memory.run.Run``): ``hints()``, ``record(step)``, ``check(action)``,
+        ``end(verdict)``; usable as a context manager, which ends a run left open. ``run_id``: unique per attempt
+        (default: the task id and a random suffix); ``step_advice``: the advice at each step of a domain that gives
+        it (a text game's), on by default."""
+        return Run(self, task, run_id=run_id, step_advice=step_advice)
+
+    def astart_run(self, task: TaskSpec, *, run_id: str | None = None, step_advice: bool = True) -> AsyncRun:
+        """``start_run`` for ``async`` code: ``async with memory.astart_run(task) as run: await run.hints()``."""
+        return AsyncRun(self.start_run(task, run_id=run_id, step_advice=step_advice))
 
     # ------------------------------------------------------------------ capture
     def capture(

@@ -1,0 +1,253 @@
+"""One run of a task with memory, from the first hint to the end that learns: ``memory.start_run(task)``.
+
+The learning loop's calls (``retrieve_pre_run``, ``capture``, ``retrieve_on_error``, ``check_call``,
+``activations_for``, ``end_run``) ask the caller to carry the run's steps, events and activations between them.
+A ``Run`` carries them: ``hints()`` is what memory advises now, ``record(step)`` records a step taken (and answers
+a failure with the lessons for it), ``check(action)`` says what memory holds against an action before it is taken,
+``end(verdict)`` learns and returns the ``RunReport``. Every lesson shown is activated once per moment, so its
+utility is measured on the run's outcome. Where the task's domain has a plugin that advises at each step (a text
+game), ``hints()`` and ``check()`` carry that advice too. ``AsyncRun`` (``memory.astart_run``) is the same for
+``async`` code, each call on a worker thread (Chroma's embedded client is synchronous).
+
+Example:
+    >>> import tempfile
+    >>> from langmem_plus import LearningMemory, Step, TaskSpec, Verdict
+    >>> memory = LearningMemory.open(tempfile.mkdtemp(), namespace=("acme", "agent-7"))
+    >>> with memory.start_run(TaskSpec(task_id="t1", goal="count rows", tool="sqlite3")) as run:
+    ...     run.hints()
+    ...     run.record(action="SELECT COUNT(*) FROM pets", observation="3")
+    ...     report = run.end(Verdict(passed=True, score=1.0))
+    []
+    []
+    >>> report.passed, len(run.steps)
+    (True, 1)
+    >>> memory.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from langmem_plus.errors import InvalidArgument
+from langmem_plus.plugins import StepAdvisor, StepOpening, StepSession, step_advisor_for
+from langmem_plus.records import Activation, ErrorEvent, Hint, RunReport, ScoredItem, Step, TaskSpec, Verdict, WorkingContext
+from langmem_plus.retrieval.call_guard import Held, guard_activations, rewritten_args
+
+if TYPE_CHECKING:
+    from langmem_plus.memory.facade import LearningMemory
+
+RECENT_STEPS = 5
+"""Steps the working context counts recent failures over."""
+
+
+def working_context(task: TaskSpec, steps: Sequence[Step], event: ErrorEvent | None = None, *, chars: int) -> WorkingContext:
+    """The run's working context for a retrieval: its goal and tool, the latest observation and failure (at most
+    ``chars`` characters each), the steps since progress last rose, and the failures among the recent steps."""
+    stalls, best = 0, -1.0
+    for s in steps:
+        p = s.feedback.progress
+        if p is not None and p > best:
+            best, stalls = p, 0
+        else:
+            stalls += 1
+    last = steps[-1] if steps else None
+    return WorkingContext(
+        goal=task.goal,
+        context=task.tool or task.domain or "",
+        obs=last.observation[:chars] if last else "",
+        last_fail=event.error_text[:chars] if event else "",
+        stalls=stalls,
+        recent_failures=sum(1 for s in steps[-RECENT_STEPS:] if s.feedback.failed),
+    )
+
+
+class Run:
+    """One run of ``task`` with ``memory`` (module docstring). Not thread-safe: one run, one caller."""
+
+    def __init__(self, memory: LearningMemory, task: TaskSpec, *, run_id: str | None = None,
+                 step_advice: bool = True) -> None:
+        self.memory = memory
+        self.task = task
+        self.run_id = run_id or f"{task.task_id}-{uuid.uuid4().hex[:8]}"
+        self.steps: list[Step] = []
+        self.events: list[ErrorEvent] = []
+        self.activations: list[Activation] = []
+        self.report: RunReport | None = None
+        self.held: list[Held] = []
+        """What the latest ``check`` of a tool call held against it (its lessons, and the rewritten values)."""
+        self._advisor: StepAdvisor | None = step_advisor_for(task.domain) if step_advice and task.domain else None
+        self._session: StepSession | None = self._advisor.session() if self._advisor is not None else None
+        self._pre: list[ScoredItem] | None = None
+        self._on_error: list[Hint] = []
+        self._answers: list[tuple[int, str]] = []
+
+    # ------------------------------------------------------------------ what memory advises
+    def _budget(self) -> int:
+        return self.memory.config.context.agent_context_tokens
+
+    def _opening(self) -> StepOpening:
+        assert self._advisor is not None
+        return self._advisor.open(self._pre or [], self.memory.config, budget=self._budget())
+
+    def _step_args(self) -> dict[str, Any]:
+        return {"memory": self.memory, "run_id": self.run_id, "task": self.task, "steps": self.steps,
+                "answers": self._answers, "opening": self._opening}
+
+    def _pre_run(self) -> list[ScoredItem]:
+        """The pre-run items, retrieved on first use and activated once."""
+        if self._pre is None:
+            memory = self.memory
+            items = memory.retrieve_pre_run(self.task, working_context(self.task, self.steps, chars=memory.config.capture.context_text_chars),
+                                            run_id=self.run_id)
+            self._pre = items
+            shown = list(self._opening().fitted) if self._advisor is not None else items
+            self.activations += memory.activations_for(shown, run_id=self.run_id, step=len(self.steps), moment="pre_run")
+        return self._pre
+
+    def hints(self) -> list[Hint]:
+        """What memory advises now: the pre-run lessons (retrieved on the first call), the lessons for the latest
+        failure (``record``), and the advice standing at this step where the task's domain gives any."""
+        self._check_open()
+        items = self._pre_run()
+        if self._advisor is not None:
+            items = [i for i in items if not self._advisor.at_step(i)]
+        out = [*self.memory.hints(items), *self._on_error]
+        if self._session is not None:
+            out += self._session.shown(**self._step_args())
+        return list({h.source_id: h for h in out}.values())
+
+    # ------------------------------------------------------------------ steps
+    def record(self, step: Step | None = None, /, **fields: Any) -> list[Hint]:
+        """Record a step taken, a ``Step`` or its fields (``action=``, ``observation=``, ``feedback=``, ``tool=``, ...),
+        numbered by its place in the run; when it failed, the failure is captured and the lessons for it are returned
+        (and stay among ``hints()`` until the next failure).
+
+        Raises:
+            InvalidArgument: both a step and fields, or fields a ``Step`` does not take.
+        """
+        self._check_open()
+        memory = self.memory
+        if step is not None and fields:
+            raise InvalidArgument("record takes a Step or a step's fields, not both")
+        unknown = sorted(set(fields) - set(Step.model_fields))
+        if unknown:
+            raise InvalidArgument(f"a step has no field(s) {unknown}; it has {sorted(Step.model_fields)}")
+        try:
+            step = (step or Step(index=0, **fields)).model_copy(update={"index": len(self.steps)})
+        except ValidationError as exc:
+            raise InvalidArgument(f"not a step: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc']})") from exc
+        event = memory.capture(step, run_id=self.run_id, task=self.task, history=self.steps)
+        self.steps.append(step)
+        if event is None:
+            return []
+        self.events.append(event)
+        chars = memory.config.capture.context_text_chars
+        items = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars), run_id=self.run_id)
+        self.activations += memory.activations_for(items, run_id=self.run_id, step=len(self.steps), moment="on_error",
+                                                   fingerprint_id=event.fingerprint_id)
+        self._on_error = memory.hints(items)
+        return self._on_error
+
+    def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
+        """What memory holds against a proposed action before it is taken; ``[]``: take it.
+
+        With ``args``, ``action`` is a tool's name and ``args`` the call's arguments: each lesson whose WRONG form
+        matches inside an argument, as a hint (``held`` keeps them, and ``rewritten_args`` the call as the held
+        rewrites write it). Without, the step advice of the task's domain answers the action (a text game's
+        command); a task without step advice has nothing held against a bare action.
+        """
+        self._check_open()
+        memory = self.memory
+        if args is not None:
+            self.held = memory.check_call(action, args)[: memory.config.retrieval.guard_max_lessons]
+            self.activations += guard_activations(self.held, run_id=self.run_id, step=len(self.steps))
+            return memory.hints([ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in self.held])
+        if self._session is None:
+            return []
+        self._pre_run()
+        held = self._session.check(action=action, **self._step_args())
+        if held:
+            self._answers.append((len(self.steps), action))
+        return held
+
+    def rewritten_args(self, args: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``args`` as the rewrites the latest ``check`` held write them; None when none applies."""
+        return rewritten_args(args, self.held)
+
+    # ------------------------------------------------------------------ the end
+    def end(self, verdict: Verdict | None = None) -> RunReport:
+        """Learn from the run: synthesize lessons from its failures, measure what it was shown by ``verdict`` (None:
+        judged from the steps' own signals) and apply the lifecycle. A run ends once.
+
+        Raises:
+            InvalidArgument: the run has ended already.
+        """
+        self._check_open()
+        if self._session is not None:
+            self._pre_run()
+            self.activations += self._session.activations(**self._step_args())
+            self._session.drop(self.run_id)
+        self.report = self.memory.end_run(run_id=self.run_id, task=self.task, steps=self.steps, events=self.events,
+                                          activations=self.activations, verdict=verdict)
+        return self.report
+
+    def _check_open(self) -> None:
+        if self.report is not None:
+            raise InvalidArgument(f"run {self.run_id!r} has ended; start another with memory.start_run(task)")
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """A run left without ``end`` ends on its steps' own signals, so nothing it recorded is lost."""
+        if self.report is None:
+            self.end()
+
+
+class AsyncRun:
+    """``Run`` for ``async`` code: the same calls, awaited, each on a worker thread."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.run.run_id
+
+    @property
+    def report(self) -> RunReport | None:
+        """The ``RunReport`` once the run has ended."""
+        return self.run.report
+
+    async def hints(self) -> list[Hint]:
+        """``Run.hints``."""
+        return await asyncio.to_thread(self.run.hints)
+
+    async def record(self, step: Step | None = None, /, **fields: Any) -> list[Hint]:
+        """``Run.record``."""
+        return await asyncio.to_thread(lambda: self.run.record(step, **fields))
+
+    async def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
+        """``Run.check``."""
+        return await asyncio.to_thread(self.run.check, action, args)
+
+    async def end(self, verdict: Verdict | None = None) -> RunReport:
+        """``Run.end``."""
+        return await asyncio.to_thread(self.run.end, verdict)
+
+    async def __aenter__(self) -> AsyncRun:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """As ``Run.__exit__``."""
+        if self.run.report is None:
+            await self.end()
+
+
+__all__ = ["AsyncRun", "Run", "working_context"]
