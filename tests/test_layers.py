@@ -27,6 +27,6 @@ def test_every_package_sits_in_one_layer_of_the_contract() -> None:
 def test_no_layer_imports_a_higher_one() -> None:
     # its own process: import-linter configures logging, which disables every logger this suite's tests read
     check = (f"from importlinter.cli import lint_imports; "
-             f"raise SystemExit(lint_imports(config_filename={str(PYPROJECT)!r}, no_cache=True, no_logo=True))")
+             f"raise SystemExit(lint_imports(config_filename={str(PYPROJECT)!r}, no_cache=True))")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

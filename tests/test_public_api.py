@@ -71,12 +71,25 @@ def _collapsed(text: str, opening: str) -> str:
     return "".join(out) + text[at:]
 
 
+class _Factory:
+    """A pydantic field's default factory, shown as newer pydantic shows it (older releases show ``None``)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
 def _signature(obj: object) -> str:
     """The signature as text; a config default shows as ``MemoryConfig(...)`` (its fields are pinned by name elsewhere)."""
     try:
-        text = str(inspect.signature(obj))  # type: ignore[arg-type]
+        sig = inspect.signature(obj)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return "(...)"
+    fields = getattr(obj, "model_fields", None) if inspect.isclass(obj) else None
+    if isinstance(fields, dict):
+        sig = sig.replace(parameters=[
+            p.replace(default=_Factory()) if getattr(fields.get(p.name), "default_factory", None) is not None else p
+            for p in sig.parameters.values()])
+    text = str(sig)
     text = _collapsed(text, "MemoryConfig(")
     # A bound's number as written: pydantic shows ``Ge(ge=0)`` or ``Ge(ge=0.0)`` for one field depending on
     # what was imported first, so ``0.0`` and ``0`` are one bound here.
