@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 RETRIES = 1
-"""Retries after a bad answer before the offline path (DESIGN §6: one retry)."""
+"""Retries after a bad answer before the offline path (design.md §6: one retry)."""
 
 
 def message_text(message: BaseMessage | str) -> str:

@@ -38,77 +38,77 @@ class _Section(BaseModel):
 
 
 class CaptureConfig(_Section):
-    """Capture: how a failed step becomes an error event (DESIGN §3)."""
+    """Capture: how a failed step becomes an error event (design.md §3)."""
 
     error_text_max_chars: int = Field(2000, ge=1, le=ERROR_TEXT_CEILING_CHARS)
-    """Characters of error text (and action) kept on an ErrorEvent (DESIGN §2); cut where capture makes it."""
+    """Characters of error text (and action) kept on an ErrorEvent (design.md §2); cut where capture makes it."""
     error_text_scan_chars: int = Field(16_000, ge=256, le=SCAN_CEILING_CHARS)
     """Characters of raw error text the fingerprinter and tagger read (head and tail); bounds cost on 1 MB inputs."""
     context_text_chars: int = Field(300, ge=20)
-    """Characters of the last observation and failure text put into a run's working context (DESIGN §5.1)."""
+    """Characters of the last observation and failure text put into a run's working context (design.md §5.1)."""
     query_error_chars: int = Field(500, ge=20)
     """Characters of error text in an on-error query, and of a query kept in the audit log."""
     stall_steps: int = Field(3, ge=1)
-    """Steps without progress before a no_progress event (DESIGN §3)."""
+    """Steps without progress before a no_progress event (design.md §3)."""
     repeat_window: int = Field(5, ge=1)
-    """Steps looked back over for 'the same failure repeated' (DESIGN §3)."""
+    """Steps looked back over for 'the same failure repeated' (design.md §3)."""
 
 
 class RetrievalConfig(_Section):
-    """Retrieval: candidates, scoring, the graph step, budgets by difficulty, the call guard and tool scope (DESIGN §5)."""
+    """Retrieval: candidates, scoring, the graph step, budgets by difficulty, the call guard and tool scope (design.md §5)."""
 
     candidates_k: int = Field(20, ge=1)
-    """Candidates fetched before re-ranking, K (DESIGN §5.2)."""
+    """Candidates fetched before re-ranking, K (design.md §5.2)."""
     error_graph_k: int = Field(10, ge=0)
     """On error, how many of the graph step's best lessons (personalized PageRank) join the candidates;
     before a run the graph gives ``candidates_k``. Every candidate costs scoring, guards and MMR, and the graph's
     lower ranks that no other source finds are rarely the fix (docs/PERFORMANCE.md). 0: no graph candidates on error."""
     budget_easy: int = Field(3, ge=0)
-    """K' when difficulty <= difficulty_easy_max (DESIGN §5.6)."""
+    """K' when difficulty <= difficulty_easy_max (design.md §5.6)."""
     budget_medium: int = Field(5, ge=0)
-    """K' when difficulty <= difficulty_medium_max (DESIGN §5.6)."""
+    """K' when difficulty <= difficulty_medium_max (design.md §5.6)."""
     budget_hard: int = Field(7, ge=0)
-    """K' above difficulty_medium_max (DESIGN §5.6)."""
+    """K' above difficulty_medium_max (design.md §5.6)."""
     difficulty_easy_max: float = Field(0.3, ge=0.0, le=1.0)
-    """Upper difficulty bound of the easy budget (DESIGN §5.6)."""
+    """Upper difficulty bound of the easy budget (design.md §5.6)."""
     difficulty_medium_max: float = Field(0.7, ge=0.0, le=1.0)
-    """Upper difficulty bound of the medium budget (DESIGN §5.6)."""
+    """Upper difficulty bound of the medium budget (design.md §5.6)."""
     mmr_lambda: float = Field(0.4, ge=0.0, le=1.0)
-    """MMR trade-off: lambda * score - (1 - lambda) * max_sim (DESIGN §5.5)."""
+    """MMR trade-off: lambda * score - (1 - lambda) * max_sim (design.md §5.5)."""
     w_fingerprint: float = 0.40
-    """Lesson score weight of the exact fingerprint match (DESIGN §5.3)."""
+    """Lesson score weight of the exact fingerprint match (design.md §5.3)."""
     w_tags: float = 0.25
-    """Lesson score weight of tag overlap (Jaccard) (DESIGN §5.3)."""
+    """Lesson score weight of tag overlap (Jaccard) (design.md §5.3)."""
     w_text: float = 0.20
-    """Lesson score weight of text (embedding cosine) similarity (DESIGN §5.3)."""
+    """Lesson score weight of text (embedding cosine) similarity (design.md §5.3)."""
     w_reliability: float = 0.10
-    """Lesson score weight of reliability (DESIGN §5.3)."""
+    """Lesson score weight of reliability (design.md §5.3)."""
     w_recency: float = 0.05
-    """Lesson score weight of recency (DESIGN §5.3)."""
+    """Lesson score weight of recency (design.md §5.3)."""
     ep_w_cos: float = 1.0
-    """Episode score weight of cosine similarity (DESIGN §5.3, AMM spec)."""
+    """Episode score weight of cosine similarity (design.md §5.3, AMM spec)."""
     ep_w_goal: float = 0.5
-    """Episode score weight of goal token overlap (DESIGN §5.3)."""
+    """Episode score weight of goal token overlap (design.md §5.3)."""
     ep_w_success: float = 0.3
-    """Episode score weight of log(1 + success_weight) (DESIGN §5.3)."""
+    """Episode score weight of log(1 + success_weight) (design.md §5.3)."""
     ep_w_recency: float = 0.2
-    """Episode score weight of recency (DESIGN §5.3)."""
+    """Episode score weight of recency (design.md §5.3)."""
     recency_tau_hours: float = Field(72.0, gt=0.0)
-    """Recency time constant: recency = exp(-dt / tau), hours (DESIGN §5.3)."""
+    """Recency time constant: recency = exp(-dt / tau), hours (design.md §5.3)."""
     tag_bucket_cap: int = Field(2, ge=1)
-    """At most this many chosen items share a primary tag (DESIGN §5.4)."""
+    """At most this many chosen items share a primary tag (design.md §5.4)."""
     per_run_cap: int = Field(3, ge=1)
-    """At most this many chosen items come from any one earlier run (DESIGN §5.4)."""
+    """At most this many chosen items come from any one earlier run (design.md §5.4)."""
     graph_seed_weight_fp: float = 1.0
-    """Personalization mass on the event's fingerprint node for PageRank (DESIGN §5.2)."""
+    """Personalization mass on the event's fingerprint node for PageRank (design.md §5.2)."""
     graph_seed_weight_tag: float = Field(0.5, ge=0.0)
-    """Personalization mass on each of the event's tag nodes, relative to the fingerprint's (DESIGN §5.2)."""
+    """Personalization mass on each of the event's tag nodes, relative to the fingerprint's (design.md §5.2)."""
     graph_seed_weight_scope: float = Field(0.25, ge=0.0)
-    """Personalization mass on tool / domain / task nodes (DESIGN §5.2)."""
+    """Personalization mass on tool / domain / task nodes (design.md §5.2)."""
     graph_hops: int = Field(2, ge=1)
-    """Neighbourhood radius, in edges, around the seeds that PageRank runs on (DESIGN §5.2)."""
+    """Neighbourhood radius, in edges, around the seeds that PageRank runs on (design.md §5.2)."""
     graph_max_nodes: int = Field(100, ge=10)
-    """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (DESIGN §5.2; the size
+    """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (design.md §5.2; the size
     chosen is measured in docs/PERFORMANCE.md, "Cuts of wt/lat3")."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
@@ -126,7 +126,7 @@ class RetrievalConfig(_Section):
     error text or fresh literals (measured with ``bench retrieval`` on paraphrased queries)."""
     pitfall_scale: float = Field(3.0, gt=0.0)
     """Pre-run difficulty = 1 - exp(-pitfalls / scale), pitfalls being the lessons a task needed
-    before plus the failures its last run still had (DESIGN §5.6 "from recent failures")."""
+    before plus the failures its last run still had (design.md §5.6 "from recent failures")."""
     overlap_store_calls: bool | None = True
     """On error, run the Chroma vector query (and a stored-vector read the snapshot cannot answer)
     on a worker thread beside the in-memory work (True), inline (False), or whichever has been
@@ -137,9 +137,9 @@ class RetrievalConfig(_Section):
     """Lessons whose relevance and content vectors the retrieval engine keeps in memory, least
     recently used evicted first."""
     episode_candidates_k: int = Field(5, ge=0)
-    """Episodes and skills fetched per retrieval by vector search, each kind (DESIGN §5.3)."""
+    """Episodes and skills fetched per retrieval by vector search, each kind (design.md §5.3)."""
     episode_budget: int = Field(1, ge=0)
-    """Episodes or skills shown beside the K' lessons; the avoidance reminder is extra (DESIGN §5.6)."""
+    """Episodes or skills shown beside the K' lessons; the avoidance reminder is extra (design.md §5.6)."""
     fact_budget: int = Field(1, ge=0)
     """Facts (``SemanticMemory``) shown beside the lessons, episodes and skills of a retrieval; they compete
     for the same token budget in instant memory, ranked below lessons (``instant_support_weight`` x cosine)
@@ -150,7 +150,7 @@ class RetrievalConfig(_Section):
     about the task's very objects scores ~0.25 with the offline embedder (an unrelated one ~0.05)."""
     episode_min_cos: float = Field(0.3, ge=-1.0, le=1.0)
     """Cosine to the query an episode or skill needs to count as relevant (chosen so that
-    unrelated hashing-embedded texts, cosine ~0.1, stay out; DESIGN §5.6 "when relevant")."""
+    unrelated hashing-embedded texts, cosine ~0.1, stay out; design.md §5.6 "when relevant")."""
     tool_guard: Literal["answer", "rewrite", "off"] = "answer"
     """The call guard (``LearningMiddleware``, ``nodes.check_call_node``): before a tool call runs, the tool's lessons
     whose WRONG form matches its arguments hold against it. ``"answer"``: the call is not run and the model gets the
@@ -179,7 +179,7 @@ class RetrievalConfig(_Section):
         return self
 
     def budget_for(self, difficulty: float) -> int:
-        """K' for a difficulty in [0, 1] (DESIGN §5.6): 3 / 5 / 7 by default."""
+        """K' for a difficulty in [0, 1] (design.md §5.6): 3 / 5 / 7 by default."""
         if difficulty <= self.difficulty_easy_max:
             return self.budget_easy
         if difficulty <= self.difficulty_medium_max:
@@ -188,7 +188,7 @@ class RetrievalConfig(_Section):
 
 
 class ContextConfig(_Section):
-    """Context: the token budgets of what a model is shown and the instant memory it is assembled in (DESIGN §10)."""
+    """Context: the token budgets of what a model is shown and the instant memory it is assembled in (design.md §10)."""
 
     max_context_tokens: int = Field(170, ge=0)
     """Token budget of the hint block one retrieval hands the agent, header included: the
@@ -211,7 +211,7 @@ class ContextConfig(_Section):
     short line, and an agent about to use a tool gains from all of its verified fixes, including
     those the task's own history never pointed at (a comparison fix needed in an aggregate task;
     measured on ``bench protocol``). Lessons measured net harmful and suppressed ones never join.
-    0 keeps K' only (DESIGN §5.6 as written)."""
+    0 keeps K' only (design.md §5.6 as written)."""
     instant_capacity_tokens: int = Field(2000, ge=1)
     """Capacity, in tokens, of an ``InstantMemory`` built without one (seed 002 bounds instant memory
     by a token capacity and names no number; 2000 is a modest share of any chat model's window)."""
@@ -243,19 +243,19 @@ class ContextConfig(_Section):
 
 
 class LifecycleConfig(_Section):
-    """Lifecycle: synthesis, deduplication, utility, promotion, suppression, archiving, episodes and skills (DESIGN §6)."""
+    """Lifecycle: synthesis, deduplication, utility, promotion, suppression, archiving, episodes and skills (design.md §6)."""
 
     verified_fix_lessons: bool = True
     """A failure seen once becomes a candidate rewrite lesson when the next retry verifiably got past
     it (a contrastive pair): the environment checked the fix, which says more than a second
     occurrence. "Avoid" lessons (no verified fix) still need ``min_occurrences``. Candidates are
-    never promoted without measured utility (refinement of DESIGN §6, measured on bench protocol)."""
+    never promoted without measured utility (refinement of design.md §6, measured on bench protocol)."""
     min_occurrences: int = Field(2, ge=1)
     """A fingerprint seen this often in a run, or in this many runs, gets a candidate lesson."""
     simhash_bits: int = Field(64, ge=16, le=64)
-    """SimHash width used for dedup (DESIGN §6)."""
+    """SimHash width used for dedup (design.md §6)."""
     dedup_max_hamming: int = Field(3, ge=0)
-    """Near-duplicate threshold, in differing SimHash bits (DESIGN §6)."""
+    """Near-duplicate threshold, in differing SimHash bits (design.md §6)."""
     dedup_simhash_bands: int = Field(4, ge=1)
     """Bands of the SimHash index that finds a candidate's near duplicates without a scan
     (``store.lesson_index``). Two hashes within ``dedup_max_hamming`` bits agree on a whole band
@@ -274,15 +274,15 @@ class LifecycleConfig(_Section):
     run's start (``retrieve_pre_run`` with a run id); 0 reads at every run's start. ``end_run``
     always reads first, and ``LearningMemory.refresh`` reads on demand."""
     utility_w_errors: float = 0.65
-    """Utility weight of error_reduction without an LLM referee (DESIGN §6)."""
+    """Utility weight of error_reduction without an LLM referee (design.md §6)."""
     utility_w_steps: float = 0.35
-    """Utility weight of step_efficiency_gain without an LLM referee (DESIGN §6)."""
+    """Utility weight of step_efficiency_gain without an LLM referee (design.md §6)."""
     utility_w_errors_ref: float = 0.50
-    """Utility weight of error_reduction with an LLM referee (DESIGN §6)."""
+    """Utility weight of error_reduction with an LLM referee (design.md §6)."""
     utility_w_steps_ref: float = 0.30
-    """Utility weight of step_efficiency_gain with an LLM referee (DESIGN §6)."""
+    """Utility weight of step_efficiency_gain with an LLM referee (design.md §6)."""
     utility_w_referee_ref: float = 0.20
-    """Utility weight of referee_score_gain with an LLM referee (DESIGN §6)."""
+    """Utility weight of referee_score_gain with an LLM referee (design.md §6)."""
     utility_w_outcome: float = Field(0.5, ge=0.0, le=1.0)
     """Share of an activation's utility that is a good outcome of the calls the lesson was applied to (``learning.
     outcomes``: a result the verdict passed). A bad outcome (a result judged wrong, a failed constraint) is the
@@ -292,42 +292,42 @@ class LifecycleConfig(_Section):
     """A call the lesson was applied to that ran and moved the run's progress (a game's score) is an outcome:
     -1 when progress fell, +1 when it rose and nothing else judged the call (``learning.outcomes``)."""
     promote_min_runs: int = Field(3, ge=1)
-    """Runs with activations needed before promotion (DESIGN §6)."""
+    """Runs with activations needed before promotion (design.md §6)."""
     promote_min_utility: float = 0.20
-    """Mean utility needed for promotion (DESIGN §6)."""
+    """Mean utility needed for promotion (design.md §6)."""
     promote_max_pass_drop: float = Field(0.10, ge=0.0, le=1.0)
-    """Promotion is refused if the pass rate is more than this under baseline (DESIGN §6)."""
+    """Promotion is refused if the pass rate is more than this under baseline (design.md §6)."""
     suppress_min_activations: int = Field(3, ge=1)
-    """Evidence-bearing activations needed before suppression (DESIGN §6)."""
+    """Evidence-bearing activations needed before suppression (design.md §6)."""
     suppress_max_utility: float = 0.0
-    """Mean utility at or below which a lesson is suppressed (DESIGN §6)."""
+    """Mean utility at or below which a lesson is suppressed (design.md §6)."""
     demote_window: int = Field(5, ge=1)
     """Latest utilities a promoted lesson is judged on: when their mean falls to ``suppress_max_utility`` or below,
     its evidence has turned, and it is suppressed whatever it earned before."""
     conflict_losses_to_suppress: int = Field(3, ge=1)
-    """Conflict-cluster losses after which a lesson is suppressed (DESIGN §6)."""
+    """Conflict-cluster losses after which a lesson is suppressed (design.md §6)."""
     archive_unused_runs: int = Field(50, ge=1)
-    """Runs without activation before a low-reliability lesson is archived (DESIGN §6)."""
+    """Runs without activation before a low-reliability lesson is archived (design.md §6)."""
     archive_max_reliability: float = Field(0.35, ge=0.0, le=1.0)
-    """Reliability at or below which an unused lesson may be archived (DESIGN §6)."""
+    """Reliability at or below which an unused lesson may be archived (design.md §6)."""
     nearmiss_cap: int = Field(1, ge=0)
-    """Near-miss episodes kept per (subgoal template, context) (DESIGN §6)."""
+    """Near-miss episodes kept per (subgoal template, context) (design.md §6)."""
     avoidance_ttl_episodes: int = Field(50, ge=1)
-    """Avoidance episodes expire after this many episodes (DESIGN §6)."""
+    """Avoidance episodes expire after this many episodes (design.md §6)."""
     skill_min_successes: int = Field(3, ge=1)
-    """A subgoal template solved this often becomes a skill (DESIGN §6)."""
+    """A subgoal template solved this often becomes a skill (design.md §6)."""
     skill_match_cosine: float = Field(0.6, ge=0.0, le=1.0)
-    """Cosine above which a skill matches a goal (DESIGN §6)."""
+    """Cosine above which a skill matches a goal (design.md §6)."""
     skill_ema_alpha: float = Field(0.1, gt=0.0, le=1.0)
-    """EMA factor of a skill's success rate (DESIGN §6)."""
+    """EMA factor of a skill's success rate (design.md §6)."""
     episode_recall_min_strength: float = Field(0.1, ge=0.0, le=1.0)
-    """Episodes weaker than this are not recalled (DESIGN §6)."""
+    """Episodes weaker than this are not recalled (design.md §6)."""
     utility_window: int = Field(20, ge=1)
-    """Utilities kept per lesson (newest last) for the promotion/suppression means: the DESIGN §6
+    """Utilities kept per lesson (newest last) for the promotion/suppression means: the design.md §6
     "evidence window"; old evidence ages out so a lesson that stops helping can still be suppressed."""
     pair_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
     """Least token-sequence similarity (difflib ratio) for a later action to count as a retry of the
-    failed one, "the same intent" of DESIGN §6 synthesis; halfway is the least that says it is a retry."""
+    failed one, "the same intent" of design.md §6 synthesis; halfway is the least that says it is a retry."""
     fix_lookahead: int = Field(2, ge=0)
     """Steps that are not a retry (a lookup such as ``git branch``) that may come between a failed call and
     the retry that fixed it; the pair is still a WRONG -> CORRECT lesson."""
@@ -336,28 +336,28 @@ class LifecycleConfig(_Section):
     progress" of the AMM spec (seeds/000 §3); halfway is the least that says the approach was right."""
     avoidance_min_repeats: int = Field(2, ge=1)
     """Occurrences of one fingerprint in a run that make an avoidance episode ("the same failure
-    repeated", DESIGN §6)."""
+    repeated", design.md §6)."""
     episode_dedup_max_hamming: int = Field(3, ge=0)
     """Episodes of one kind whose SimHash (goal_signature + summary) differ in at most this many bits
-    are merged, counts added and last_seen updated (DESIGN §6; same threshold as lesson dedup)."""
+    are merged, counts added and last_seen updated (design.md §6; same threshold as lesson dedup)."""
     episode_half_life_hours: float = Field(72.0, gt=0.0)
-    """Half-life of an ordinary episode's strength while unused, hours (DESIGN §6 decay; the
-    retrieval recency tau of DESIGN §5.3)."""
+    """Half-life of an ordinary episode's strength while unused, hours (design.md §6 decay; the
+    retrieval recency tau of design.md §5.3)."""
     episode_significance_slowdown: float = Field(4.0, ge=0.0)
     """A fully significant episode (significance 1) decays this many times slower than one of
-    significance 0: half-life * (1 + slowdown * significance) (DESIGN §6 "slower for significant ones")."""
+    significance 0: half-life * (1 + slowdown * significance) (design.md §6 "slower for significant ones")."""
     consolidate_min_episodes: int = Field(3, ge=2)
     """Similar episodes (same kind, template and context) that consolidate into a skill (successes)
-    or an avoid lesson (avoidances) (DESIGN §6 decay: "clusters of >= 3")."""
+    or an avoid lesson (avoidances) (design.md §6 decay: "clusters of >= 3")."""
     skill_match_min_overlap: float = Field(0.5, ge=0.0, le=1.0)
     """Token overlap (Jaccard) of a goal template with a skill's template at or above which the skill
-    matches without an embedding (DESIGN §6 "template token overlap")."""
+    matches without an embedding (design.md §6 "template token overlap")."""
     skill_max_steps: int = Field(12, ge=1)
     """Longest step list of a skill: the common action subsequence is cut here (keeps hints short)."""
     conflict_loss_needs_winner_help: bool = True
     """Count a conflict loss only in a run where the cluster's winner was measured to help
     (utility > 0), at most once per run: losing to a rival merely more trusted a priori is not
-    evidence (DESIGN §6 "consistently loses to an alternative"; a refinement, docs/DESIGN_DELTA.md)."""
+    evidence (design.md §6 "consistently loses to an alternative"; a refinement, docs/DESIGN_DELTA.md)."""
     failures_kept_per_run: int = Field(50, ge=1)
     """Failures (fingerprint, action, error) a run record keeps for lesson-specific baselines."""
     failure_note_chars: int = Field(300, ge=20, le=NOTE_CEILING_CHARS)
@@ -369,7 +369,7 @@ class LifecycleConfig(_Section):
 
 
 class CognitiveConfig(_Section):
-    """Cognitive memory: working and episodic capacities, routing, consolidation (DESIGN §10)."""
+    """Cognitive memory: working and episodic capacities, routing, consolidation (design.md §10)."""
 
     cognitive_working_capacity: int = Field(10, ge=1)
     """Items a cognitive memory's working store holds; the oldest is evicted beyond it
@@ -394,7 +394,7 @@ class CognitiveConfig(_Section):
 
 
 class SemanticConfig(_Section):
-    """Semantic memory: evidence strength, contradictions, confidence, hops (DESIGN §10)."""
+    """Semantic memory: evidence strength, contradictions, confidence, hops (design.md §10)."""
 
     semantic_evidence_base: tuple[tuple[str, float], ...] = (
         ("axiomatic", 1.0), ("observed", 0.95), ("computed", 0.9), ("consensus", 0.7), ("reported", 0.4),
@@ -432,10 +432,10 @@ class SemanticConfig(_Section):
 
 
 class StorageConfig(_Section):
-    """Storage: embeddings, Chroma's index, the snapshot (DESIGN §4)."""
+    """Storage: embeddings, Chroma's index, the snapshot (design.md §4)."""
 
     embedding_dim: int = Field(256, ge=8)
-    """Dimensions of the offline HashingEmbeddings (DESIGN §4)."""
+    """Dimensions of the offline HashingEmbeddings (design.md §4)."""
     hnsw_ef_construction: int = Field(100, ge=1)
     """Candidates Chroma's HNSW index keeps while inserting a vector, for collections created from now on
     (an existing collection keeps the value it was created with). 100 is Chroma's default; smaller builds
@@ -634,4 +634,4 @@ def config_value(config: MemoryConfig, name: str) -> Any:
 
 
 DEFAULT_CONFIG = MemoryConfig()
-"""The defaults of DESIGN §9."""
+"""The defaults of design.md §9."""

@@ -1,4 +1,4 @@
-"""Embeddings: an offline, deterministic default and a factory for the others (DESIGN §4).
+"""Embeddings: an offline, deterministic default and a factory for the others (design.md §4).
 
 ``HashingEmbeddings`` turns text into a vector without a model or a network:
 every feature of the text (lowercased words, word bigrams and character 3-grams)

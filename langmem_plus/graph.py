@@ -1,4 +1,4 @@
-"""The reference executor/referee graph (DESIGN §8).
+"""The reference executor/referee graph (design.md §8).
 
     reset -> pre_run -> executor -> act -> capture -> on error: on_error_retrieve -> distill_hints -> executor
                                           -> done:     referee -> end_of_run -> END

@@ -1,4 +1,4 @@
-"""LangGraph state and node factories for dropping the learning loop into any graph (DESIGN §8).
+"""LangGraph state and node factories for dropping the learning loop into any graph (design.md §8).
 
 Memory is read deterministically in nodes, not left to a model's decision to call a
 tool, and the end-of-run update runs inside the graph, not on a side thread.

@@ -1,4 +1,4 @@
-"""Records: the pydantic models every layer speaks (DESIGN §2).
+"""Records: the pydantic models every layer speaks (design.md §2).
 
 Untrusted values are cleaned at the boundary: text may arrive as bytes, with NUL
 bytes, or a megabyte long; numbers may be NaN or infinite. Such values are
@@ -108,7 +108,7 @@ class Efficiency(_Record):
 
 
 class Feedback(_Record):
-    """The four feedback channels of one step, identical in every domain (DESIGN §2)."""
+    """The four feedback channels of one step, identical in every domain (design.md §2)."""
 
     hard_failure: bool = False
     """Exception, non-zero exit, tool/API error, safety stop."""
@@ -181,7 +181,7 @@ class Step(_Record):
 
 
 class ErrorEvent(_Record):
-    """A failed step, fingerprinted (DESIGN §2, §3)."""
+    """A failed step, fingerprinted (design.md §2, §3)."""
 
     id: str
     namespace: Namespace
@@ -220,7 +220,7 @@ class LessonScope(_Record):
 
 
 class LessonStats(_Record):
-    """Counters behind promotion, suppression and archiving (DESIGN §6)."""
+    """Counters behind promotion, suppression and archiving (design.md §6)."""
 
     activations: int = 0
     """Times the lesson was shown to an executor."""
@@ -252,7 +252,7 @@ class Provenance(_Record):
 
 
 class Lesson(_Record):
-    """A WRONG -> CORRECT rule learned from recurring failures (DESIGN §2, §6)."""
+    """A WRONG -> CORRECT rule learned from recurring failures (design.md §2, §6)."""
 
     id: str
     namespace: Namespace
@@ -301,7 +301,7 @@ class Lesson(_Record):
 
     @property
     def retrievable(self) -> bool:
-        """Suppressed and archived lessons are never retrieved (DESIGN §5.4)."""
+        """Suppressed and archived lessons are never retrieved (design.md §5.4)."""
         return self.status in RETRIEVABLE_STATUSES
 
 
@@ -309,7 +309,7 @@ class Lesson(_Record):
 
 
 class Episode(_Record):
-    """A remembered success, near-miss or avoidance (DESIGN §2, §6)."""
+    """A remembered success, near-miss or avoidance (design.md §2, §6)."""
 
     episode_id: str
     namespace: Namespace
@@ -335,7 +335,7 @@ class Episode(_Record):
     created_at: float = Field(default_factory=time.time)
     last_seen_at: float = Field(default_factory=time.time)
     count: int = 1
-    """Times this episode (or a SimHash near duplicate merged into it) was seen (DESIGN §6 dedup)."""
+    """Times this episode (or a SimHash near duplicate merged into it) was seen (design.md §6 dedup)."""
     seen_run_seq: int | None = None
     """Sequence number of the run that produced it or last saw it again: an avoidance's TTL counts the
     runs after it (``learning.episodes.age_episode``). None on records written before it existed."""
@@ -360,7 +360,7 @@ class SkillStats(_Record):
 
 
 class Skill(_Record):
-    """A procedure distilled from repeated successes (DESIGN §2, §6)."""
+    """A procedure distilled from repeated successes (design.md §2, §6)."""
 
     id: str
     namespace: Namespace
@@ -393,7 +393,7 @@ class TaskSpec(_Record):
 
 
 class WorkingContext(_Record):
-    """Working memory of a run, the source of the retrieval query blocks (DESIGN §5.1)."""
+    """Working memory of a run, the source of the retrieval query blocks (design.md §5.1)."""
 
     goal: str = ""
     context: str = ""
@@ -411,7 +411,7 @@ class WorkingContext(_Record):
 
 
 class Activation(_Record):
-    """A lesson was shown to the executor (DESIGN §6)."""
+    """A lesson was shown to the executor (design.md §6)."""
 
     lesson_id: str
     run_id: str
@@ -442,7 +442,7 @@ class ScoredItem(_Record):
 
 
 class Hint(_Record):
-    """One actionable next step distilled from a retrieved item (DESIGN §6)."""
+    """One actionable next step distilled from a retrieved item (design.md §6)."""
 
     text: str
     precondition: str | None = None
@@ -454,7 +454,7 @@ class Hint(_Record):
 
 
 class Verdict(_Record):
-    """The referee's judgement of a run (DESIGN §7)."""
+    """The referee's judgement of a run (design.md §7)."""
 
     passed: bool
     score: float = Field(0.0, ge=0.0, le=1.0)
@@ -489,7 +489,7 @@ class FailureNote(_Record):
 
 
 class RunRecord(_Record):
-    """What one finished run leaves behind for later baselines (DESIGN §6 utility)."""
+    """What one finished run leaves behind for later baselines (design.md §6 utility)."""
 
     run_id: str
     namespace: Namespace
@@ -539,7 +539,7 @@ _RETIRED_RUN_FIELDS_PLUGIN = "textgames"
 
 
 class RunFinding(_Record):
-    """What one run said about one stored record: append-only, keyed by (record, run) (DESIGN §6).
+    """What one run said about one stored record: append-only, keyed by (record, run) (design.md §6).
 
     Two writers never write the same evidence. A record's counters are the deterministic
     fold of its stored record and its evidence in log order (``learning.ledger``), never
@@ -583,7 +583,7 @@ class UtilityParts(_Record):
 
 
 class RunEvidence(RunFinding):
-    """What one run said about one lesson: the evidence its stats, status and merged sets fold from (DESIGN §6)."""
+    """What one run said about one lesson: the evidence its stats, status and merged sets fold from (design.md §6)."""
 
     lesson_id: str
     shown: int = Field(0, ge=0)
@@ -615,7 +615,7 @@ class RunEvidence(RunFinding):
 class EpisodeEvidence(RunFinding):
     """One run saw a stored episode again (a SimHash duplicate merged into it), or a link was made: what the fold adds.
 
-    A sighting has ``count`` > 0 (DESIGN §6); a link (``LearningMemory.link_episodes``) has
+    A sighting has ``count`` > 0 (design.md §6); a link (``LearningMemory.link_episodes``) has
     ``count`` 0 and names the episode it led to or was caused by; ``run_id`` is then the link's key.
     """
 
@@ -630,7 +630,7 @@ class EpisodeEvidence(RunFinding):
 
 
 class SkillEvidence(RunFinding):
-    """One run executed a stored skill's template: its outcome, folded into the skill's stats (DESIGN §6)."""
+    """One run executed a stored skill's template: its outcome, folded into the skill's stats (design.md §6)."""
 
     skill_id: str
     passed: bool
@@ -638,7 +638,7 @@ class SkillEvidence(RunFinding):
 
 
 class Link(_Record):
-    """A graph edge that lesson fields cannot rebuild, e.g. co_activated (DESIGN §4)."""
+    """A graph edge that lesson fields cannot rebuild, e.g. co_activated (design.md §4)."""
 
     id: str
     namespace: Namespace

@@ -1,4 +1,4 @@
-"""Referees: independent judges of a run (DESIGN §7).
+"""Referees: independent judges of a run (design.md §7).
 
 ``judge(task, trajectory) -> Verdict``. The deterministic referee asks the
 environment's evaluator (the replay referee plays a stored run's commands again

@@ -1,4 +1,4 @@
-"""Which memory a graph run uses: a fixed one, or one per namespace named by the run's context (DESIGN §8).
+"""Which memory a graph run uses: a fixed one, or one per namespace named by the run's context (design.md §8).
 
 LangGraph 1.x hands every node a ``Runtime`` whose ``context`` is static, per-invocation
 data (``graph.invoke(state, context=...)``), the place LangGraph's own store examples

@@ -1,9 +1,9 @@
 """Slow, obvious versions of the selection functions, kept only to test the fast ones against.
 
 STYLE: a fast algorithm keeps an obvious reference beside it; the references only tests
-use live in the tests (issue 13). ``mmr.mmr_select_reference`` stays beside its fast
+use live in the tests. ``mmr.mmr_select_reference`` stays beside its fast
 version (``select_reference`` uses it); the PageRank references are in
-``tests/ppr_reference.py``. Here: the guards of DESIGN §5.4 and the budget of §5.6,
+``tests/ppr_reference.py``. Here: the guards of design.md §5.4 and the budget of §5.6,
 written the way the design states them rather than the way ``select`` computes them (one
 pass, counters, union-find), and the on-error retrieval done sequentially with the
 reference scoring, which the overlapped fast path must equal.
@@ -52,7 +52,7 @@ def apply_guards_reference(
     run_of: Callable[[ScoredItem], str | None] = default_run_of,
     bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """DESIGN §5.4 literally: the kept ids in score order, and the ``(id, why)`` drops.
+    """design.md §5.4 literally: the kept ids in score order, and the ``(id, why)`` drops.
 
     Each item, best first: a repeated id is a duplicate; a suppressed or archived
     lesson is dropped; a lesson that is not the best of its conflict cluster (highest
@@ -98,7 +98,7 @@ def apply_guards_reference(
 
 
 def budget_reference(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -> int:
-    """K' as DESIGN §5.6 states it: <= 0.3 -> 3, <= 0.7 -> 5, else 7 (configurable); NaN or inf count as 0."""
+    """K' as design.md §5.6 states it: <= 0.3 -> 3, <= 0.7 -> 5, else 7 (configurable); NaN or inf count as 0."""
     if not math.isfinite(difficulty):
         difficulty = 0.0
     if difficulty <= config.retrieval.difficulty_easy_max:

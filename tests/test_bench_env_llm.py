@@ -1,4 +1,4 @@
-"""``bench env`` with ``LLMExecutor`` (issue 11 item 2): a fake chat model offline, a live one when configured."""
+"""``bench env`` with ``LLMExecutor``: a fake chat model offline, a live one when configured."""
 
 from __future__ import annotations
 

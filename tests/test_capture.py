@@ -1,4 +1,4 @@
-"""Tests of langmem_plus.capture: fingerprints, tags and failure detection (DESIGN §3)."""
+"""Tests of langmem_plus.capture: fingerprints, tags and failure detection (design.md §3)."""
 
 from __future__ import annotations
 

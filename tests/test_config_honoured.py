@@ -164,6 +164,6 @@ def test_an_llm_judge_score_reaches_lesson_utility(open_memory: Any) -> None:
     assert verdict.source == "llm" and verdict.score == 0.9
     with_judge = _referee_scenario(open_memory("judged"), verdict)
     signals = _referee_scenario(open_memory("signals"), Verdict(passed=True, score=0.9, source="signals"))
-    # error_reduction 1, step gain (2 - 1) / 2 = 0.5, referee gain 0.9 - 0.2 = 0.7 (DESIGN §6 weights)
+    # error_reduction 1, step gain (2 - 1) / 2 = 0.5, referee gain 0.9 - 0.2 = 0.7 (design.md §6 weights)
     assert with_judge == pytest.approx(0.50 * 1 + 0.30 * 0.5 + 0.20 * 0.7)
     assert signals == pytest.approx(0.65 * 1 + 0.35 * 0.5)

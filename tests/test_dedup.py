@@ -1,4 +1,4 @@
-"""SimHash dedup, merging and conflict detection (DESIGN §6)."""
+"""SimHash dedup, merging and conflict detection (design.md §6)."""
 
 from __future__ import annotations
 

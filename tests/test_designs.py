@@ -1,4 +1,4 @@
-"""Memory designs behind one interface, and their two-phase evaluation (issue #5)."""
+"""Memory designs behind one interface, and their two-phase evaluation."""
 
 from __future__ import annotations
 

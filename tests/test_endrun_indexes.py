@@ -1,4 +1,4 @@
-"""``end_run`` with its indexes against the full scan, through real Chroma stores (issue 15).
+"""``end_run`` with its indexes against the full scan, through real Chroma stores.
 
 Two memories take the same imports and runs, one reading the indexes
 (``end_run_indexes=True``, the default) and one scanning every lesson (False, the

@@ -1,4 +1,4 @@
-"""The episode index against the scan it replaces (issue 15, DESIGN §6 episodes).
+"""The episode index against the scan it replaces (design.md §6 episodes).
 
 ``end_run`` plans a run's episodes and consolidates them reading ``EpisodeIndex`` (SimHash
 bands, groups by template, live avoidances, fingerprint clusters) instead of every stored

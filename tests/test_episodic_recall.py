@@ -1,4 +1,4 @@
-"""Episodic recall in time and sequence (issue 14, seed 002 "Recall by Time").
+"""Episodic recall in time and sequence (seed 002 "Recall by Time").
 
 The pure functions of ``learning.recall`` on plain episodes, then the same through
 ``LearningMemory`` on episodes stored in a real embedded Chroma, including episodes a

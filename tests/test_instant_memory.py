@@ -1,4 +1,4 @@
-"""InstantMemory (seed 002 "Instant Memory") and the context assembled through it (issue 14)."""
+"""InstantMemory (seed 002 "Instant Memory") and the context assembled through it."""
 
 from __future__ import annotations
 

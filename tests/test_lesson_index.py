@@ -1,4 +1,4 @@
-"""The indexes ``end_run`` reads, each against a brute-force reference (issue 15).
+"""The indexes ``end_run`` reads, each against a brute-force reference.
 
 ``plan_bands``' pigeonhole guarantee, ``LessonIndex`` under random write sequences
 (counts, due runs, SimHash bands, a save and load), ``sweep_due`` against

@@ -63,7 +63,7 @@ def test_losing_to_a_rival_that_did_not_help_is_not_held_against_a_lesson() -> N
         out = Judgement(utilities={"bad": -0.65})  # the rival won on planted trust and hurt
         apply_conflict_losses(pool, {"good": 2}, run_id=f"r{run}", run_seq=run, config=CFG, out=out)
     assert pool["good"].stats.conflict_losses == 0 and pool["good"].status == "candidate"
-    # with the refinement turned off every selection loss counts, as DESIGN §6 reads literally
+    # with the refinement turned off every selection loss counts, as design.md §6 reads literally
     literal = CFG.replace(lifecycle={"conflict_loss_needs_winner_help": False})
     out = Judgement()
     apply_conflict_losses(pool, {"good": 3}, run_id="r9", run_seq=9, config=literal, out=out)

@@ -1,4 +1,4 @@
-"""Episode write policy, decay and recall (DESIGN §6 "Episodes", "Decay"), pure and through end_run."""
+"""Episode write policy, decay and recall (design.md §6 "Episodes", "Decay"), pure and through end_run."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_a_near_duplicate_merges_counts_and_last_seen_into_the_stored_episode() 
     again = ep("new", summary="solved 'g' with:  LOAD people | KEEP age >= 41", t=50.0)  # other case, spacing, literal
     plan = plan_episode_writes([again], [stored], CFG, now=50.0)
     assert plan.merged == [("old", "new")] and plan.created == []
-    assert plan.upserts == {}  # a merge is a sighting, not a rewritten record (issue 13)
+    assert plan.upserts == {}  # a merge is a sighting, not a rewritten record
     assert plan.sightings["old"].count == 1 and plan.sightings["old"].run_id == "r-new"
     kept = plan.folded["old"]
     assert kept == apply_episode_evidence(stored, plan.sightings["old"], CFG)  # what every reader's fold reaches
@@ -173,7 +173,7 @@ def _passing_run(mem: LearningMemory, run_id: str, goal: str, now: float) -> Non
 
 
 def test_end_run_plans_episodes_from_the_view_and_reads_none_back_from_chroma(tmp_path: Path) -> None:
-    """Issue 15: the episodes a run is planned against are the view's (kept in step with every write), not a
+    """The episodes a run is planned against are the view's (kept in step with every write), not a
     full read of the namespace's episodes from Chroma at every run; the merges come out the same."""
     mem = LearningMemory.open(tmp_path, namespace=NS)
     for i, goal in enumerate(["people", "orders", "cities"]):

@@ -1,4 +1,4 @@
-"""Every lifecycle transition of DESIGN §6, each with its stated expected outcome.
+"""Every lifecycle transition of design.md §6, each with its stated expected outcome.
 
 The table drives ``decide_status`` (the pure rule); the tests below it drive the same
 rules through ``judge_activated`` / ``sweep_unused`` / ``LearningMemory.end_run`` and

@@ -1,4 +1,4 @@
-"""MMR (DESIGN §5.5), guards (§5.4), budget and selection (§5.6)."""
+"""MMR (design.md §5.5), guards (§5.4), budget and selection (§5.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four-phase protocol bench (issue #5): per-run figures, acceptance, CLI shape."""
+"""The four-phase protocol bench: per-run figures, acceptance, CLI shape."""
 
 from __future__ import annotations
 

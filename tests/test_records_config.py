@@ -50,7 +50,7 @@ def test_error_event_text_is_cut_to_the_ceiling_and_capture_to_the_design_limit(
         Step(index=0, action="a", feedback=Feedback(hard_failure=True, error_text="error: " + "z" * 10_000)),
         [], namespace=("a",), run_id="r",
     )
-    assert captured is not None and len(captured.error_text) <= 2000  # DESIGN §2, the default config
+    assert captured is not None and len(captured.error_text) <= 2000  # design.md §2, the default config
 
 
 @pytest.mark.parametrize("bad", [(), ("",), ("a", " "), ("a\nb",), "", None, 5, ("x" * 200,)])

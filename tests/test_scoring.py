@@ -1,4 +1,4 @@
-"""Scoring components and weights (DESIGN §5.3) and the block query (DESIGN §5.1)."""
+"""Scoring components and weights (design.md §5.3) and the block query (design.md §5.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SemanticMemory (issue 14, seed 002 "Semantic Memory"): beliefs, graph, persistence, fact sources.
+"""SemanticMemory (seed 002 "Semantic Memory"): beliefs, graph, persistence, fact sources.
 
 Every test runs on a real embedded Chroma in tmp_path through ``LearningMemory``;
 the gridtool test runs the demo's real learning loop, and the text-game test plays a

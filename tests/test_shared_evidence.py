@@ -1,4 +1,4 @@
-"""One memory, many writers: run evidence is appended, never read-modified-written (issue 13, item 1).
+"""One memory, many writers: run evidence is appended, never read-modified-written.
 
 Two memories open on one Chroma server each keep their own view. Each judges its runs
 and appends what a run said about a lesson as ``RunEvidence``; a lesson's stats and

@@ -1,4 +1,4 @@
-"""Skills (DESIGN §6): promotion at 3 solves, common subsequence, matching, hints, EMA, failure modes, storage."""
+"""Skills (design.md §6): promotion at 3 solves, common subsequence, matching, hints, EMA, failure modes, storage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline lesson synthesis from contrastive pairs (DESIGN §6)."""
+"""Offline lesson synthesis from contrastive pairs (design.md §6)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_same_rule_from_another_run_with_other_literals_has_same_id() -> None:
 def test_non_recurring_fingerprint_needs_a_verified_fix() -> None:
     s0 = fail(0, "filter age > 30 | select name", "unknown command 'filter' at stage 1")
     steps = [s0, ok(1, "keep age > 30 | select name")]
-    # DESIGN §6 as written: a failure seen once is not yet a lesson
+    # design.md §6 as written: a failure seen once is not yet a lesson
     strict = DEFAULT_CONFIG.replace(lifecycle={"verified_fix_lessons": False})
     assert synth("r1", steps, [event("r1", s0)], config=strict) == []
     assert len(synth("r1", steps, [event("r1", s0)], prior={"fp_cmd": 1}, config=strict)) == 1

@@ -1,4 +1,4 @@
-"""Commands the goal directs (issue 11 item 3): a fatal action of a command the goal itself directs ("First, focus
+"""Commands the goal directs: a fatal action of a command the goal itself directs ("First, focus
 on the thing."), on anything the goal did not direct it to, teaches one avoidance of that command wherever the task
 does not say it; a command fatal although the goal directed it (done too early) keeps its situation.
 

@@ -1,4 +1,4 @@
-"""Learning in text games: the generic executor, text rules, and ``bench env`` (issue 11 items 2-4).
+"""Learning in text games: the generic executor, text rules, and ``bench env``.
 
 Every game here is the real TextWorldExpress CookingWorld (``twx-cooking:easy``); the
 recipes named below were read by playing the seeds (train and dev folds only).

@@ -1,5 +1,5 @@
 """A tool's text rules are read through the graph's tool node (``MemoryView.tool_text_rules``), not a scan of
-every lesson: the same rules as the scan, before and after a reopen, and the same lessons learned (issue 15)."""
+every lesson: the same rules as the scan, before and after a reopen, and the same lessons learned."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Avoidances of what the task does not name (issue 11 item 3): a fatal action on something the goal never
+"""Avoidances of what the task does not name: a fatal action on something the goal never
 names teaches "avoid <verb> <X> when the task does not name X", which then applies to other objects."""
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_pre_run_shows_the_tool_sheet_past_k_and_under_the_token_cap(tmp_path: P
     assert result.tokens <= mem.config.context.max_context_tokens
     record = [r for r in mem.audit.read() if r["kind"] == "retrieval"][-1]
     assert record["chosen"] == [c.item_id for c in chosen] and record["tokens"] == result.tokens
-    # The sheet off: K' only, as DESIGN §5.6 reads.
+    # The sheet off: K' only, as design.md §5.6 reads.
     off = LearningMemory(store=mem.store, audit=mem.audit, namespace=NS, config=MemoryConfig(context={"pre_run_sheet_max": 0}))
     assert len([c for c in off.retrieve_pre_run(task) if c.kind == "lesson"]) == result.budget
     # A tight token cap: the sheet spends only what is left, and says what it dropped. (Instant memory

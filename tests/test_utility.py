@@ -1,4 +1,4 @@
-"""Utility, reliability, baselines and the lifecycle rules (DESIGN §6)."""
+"""Utility, reliability, baselines and the lifecycle rules (design.md §6)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ CLOCK_START = 1_700_000_000
 PLANTED_RELIABILITY = 0.9
 """Reliability the harmful lessons are planted with: trusted more than any unproven lesson."""
 TARGET_ACTIVATIONS = 5
-"""Issue #4 target: every harmful lesson suppressed within this many activations."""
+"""The target: every harmful lesson suppressed within this many activations."""
 
 UNKNOWN_COMMAND = "unknown command 'x' at stage 1"
 BAD_OPERATOR = "expected a comparison operator (=, !=, <, <=, >, >=) at stage 2, got '=='"

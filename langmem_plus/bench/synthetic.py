@@ -1,6 +1,6 @@
 """A realistic synthetic lesson memory and a labelled query set, for ``bench retrieval``.
 
-The memory imitates what many runs over many tools leave behind (DESIGN §2, §6):
+The memory imitates what many runs over many tools leave behind (design.md §2, §6):
 
 - ``TOOLS`` tools in ``DOMAINS`` domains; each tool has error families (an error
   template such as ``unknown command '{w}'``) and each family many fingerprints;

@@ -1,4 +1,4 @@
-"""Capture: turn a failed or stalled step into a fingerprinted ErrorEvent (DESIGN §3).
+"""Capture: turn a failed or stalled step into a fingerprinted ErrorEvent (design.md §3).
 
 Memory can only learn from a failure it recognises the next time. A fingerprint is
 the part of an error text that names the cause, lowercased, with every volatile

@@ -1,4 +1,4 @@
-"""Detection: whether a step failed, on which feedback channel, and the ErrorEvent it becomes (DESIGN §3)."""
+"""Detection: whether a step failed, on which feedback channel, and the ErrorEvent it becomes (design.md §3)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def detect_failure(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float | None = None,
 ) -> ErrorEvent | None:
-    """Decide whether ``step`` is a failure and, if so, build its ErrorEvent (DESIGN §3).
+    """Decide whether ``step`` is a failure and, if so, build its ErrorEvent (design.md §3).
 
     Channels, in order: ``hard`` (``hard_failure``), ``constraint``
     (``constraint_failure``, tagged ``constraint_failed``), then ``no_progress``:

@@ -1,4 +1,4 @@
-"""Fingerprints: the part of a failure that names its cause, with every volatile literal replaced (DESIGN §3).
+"""Fingerprints: the part of a failure that names its cause, with every volatile literal replaced (design.md §3).
 
 Pure and deterministic; at most ``scan_chars`` characters are read, and every pattern is anchored so hostile
 input cannot make it backtrack quadratically.
@@ -271,7 +271,7 @@ def _candidate_lines(lines: list[str], action: str) -> list[str]:
 
 
 def failure_lines(text: str, action: str | None) -> list[str]:
-    """The raw lines of ``text`` that name the failure, in order (DESIGN §3)."""
+    """The raw lines of ``text`` that name the failure, in order (design.md §3)."""
     lines = text.split("\n")
     exc = _traceback_exception(lines)
     if exc is not None:
@@ -345,7 +345,7 @@ def fingerprint(
     failure_reason: str | None = None,
     scan_chars: int = DEFAULT_CONFIG.capture.error_text_scan_chars,
 ) -> str:
-    """Normalise a failure into a stable, literal-free string (DESIGN §3).
+    """Normalise a failure into a stable, literal-free string (design.md §3).
 
     The failure lines are chosen first (a traceback's final exception line; else
     the lines that read like errors, without caret markers, echoed input, usage

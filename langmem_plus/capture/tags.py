@@ -1,4 +1,4 @@
-"""Tags: a failure's structure on the fixed vocabulary of DESIGN §3, so a lesson learned on one tool is found for another.
+"""Tags: a failure's structure on the fixed vocabulary of design.md §3, so a lesson learned on one tool is found for another.
 
 Example:
     >>> extract_tags("no such column: agee")
@@ -36,7 +36,7 @@ TAG_VOCABULARY: tuple[str, ...] = (
     "unsafe_action",
     "goal_distance_increase",
 )
-"""The fixed tag vocabulary of DESIGN §3; ``extract_tags`` never returns anything else."""
+"""The fixed tag vocabulary of design.md §3; ``extract_tags`` never returns anything else."""
 
 # --------------------------------------------------------------------------- tags
 
@@ -247,7 +247,7 @@ def extract_tags(
     *,
     scan_chars: int = DEFAULT_CONFIG.capture.error_text_scan_chars,
 ) -> list[str]:
-    """Map a failure's structure onto ``TAG_VOCABULARY`` (DESIGN §3).
+    """Map a failure's structure onto ``TAG_VOCABULARY`` (design.md §3).
 
     Tags come from the failure lines of ``text`` (the same lines ``fingerprint``
     reads, so echoed source or usage dumps cannot add tags), from the literals the

@@ -1,4 +1,4 @@
-"""The Env protocol: any domain a learning agent works in (DESIGN §8).
+"""The Env protocol: any domain a learning agent works in (design.md §8).
 
 An environment hands out tasks, runs actions and answers with the four feedback
 channels, serves its own documentation, and (when it can) judges the outcome

@@ -1,4 +1,4 @@
-"""ScienceWorld tasks as environments (DESIGN §11).
+"""ScienceWorld tasks as environments (design.md §11).
 
 ``make_env("sciworld:boil")`` (or any ScienceWorld task name, e.g.
 ``sciworld:find-living-thing``) gives one task with the ``easy`` simplifications

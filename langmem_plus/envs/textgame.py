@@ -1,4 +1,4 @@
-"""Text games written by others, behind the ``Env`` protocol (DESIGN §11).
+"""Text games written by others, behind the ``Env`` protocol (design.md §11).
 
 TextWorldExpress and ScienceWorld run in a JVM, TextWorld games in Jericho, and
 their APIs differ, but once a backend has turned one game command into a ``Turn`` (what the game printed, its

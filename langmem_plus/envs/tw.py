@@ -1,4 +1,4 @@
-"""TextWorld games generated with tw-make (cooking, treasure hunter) as environments (DESIGN §11).
+"""TextWorld games generated with tw-make (cooking, treasure hunter) as environments (design.md §11).
 
 ``make_env("tw-cooking:easy")`` and ``make_env("tw-treasure:easy")``. TextWorld
 compiles each game with Inform 7 (a few seconds a game), so a game is generated the

@@ -1,4 +1,4 @@
-"""TextWorldExpress games (cooking, coin, twc) as environments (DESIGN §11).
+"""TextWorldExpress games (cooking, coin, twc) as environments (design.md §11).
 
 Names are ``twx-cooking``, ``twx-coin`` and ``twx-twc``, each with a named
 setting chosen as ``NAME:SETTING`` (``make_env("twx-cooking:easy")``); the plain

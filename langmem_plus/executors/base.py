@@ -1,4 +1,4 @@
-"""The Executor protocol: what acts in a run (DESIGN §8).
+"""The Executor protocol: what acts in a run (design.md §8).
 
 An executor sees the task, the steps taken so far in this attempt, and the hints
 memory retrieved; it returns one Decision. It keeps no memory across attempts:

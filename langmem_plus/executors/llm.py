@@ -1,4 +1,4 @@
-"""LLMExecutor: any BaseChatModel as the executor of the reference graph (DESIGN §8).
+"""LLMExecutor: any BaseChatModel as the executor of the reference graph (design.md §8).
 
 The model sees the goal, the tool's name, its recent steps and the retrieved hints, and,
 when the environment offers them (the text games), its first observation and the actions

@@ -1,4 +1,4 @@
-"""ScriptedExecutor: an offline policy that behaves like an agent new to a tool (DESIGN §8).
+"""ScriptedExecutor: an offline policy that behaves like an agent new to a tool (design.md §8).
 
 It renders a task's structured intent (``task.context["intent"]``, a list of
 abstract ops such as ``{"op": "filter", "col": "age", "cmp": ">=", "value": 30}``)

@@ -1,4 +1,4 @@
-"""Integrations with LangChain and LangGraph surfaces (DESIGN §8): agent middleware and a LangGraph store.
+"""Integrations with LangChain and LangGraph surfaces (design.md §8): agent middleware and a LangGraph store.
 
 Example:
     >>> from langmem_plus.integrations import LangGraphChromaStore

@@ -1,4 +1,4 @@
-"""Where a LangGraph store's namespaces and items live in Chroma (DESIGN §4, §8).
+"""Where a LangGraph store's namespaces and items live in Chroma (design.md §4, §8).
 
 Split from ``integrations.store`` (the BaseStore semantics) so the on-disk layout is
 in one place. Each LangGraph namespace is a ``Space``: an items collection

@@ -1,6 +1,6 @@
 """LearningMiddleware: any LangChain 1.x ``create_agent`` agent learns, with nothing for the model to call.
 
-Memory is read and written deterministically around the agent loop (DESIGN §8):
+Memory is read and written deterministically around the agent loop (design.md §8):
 
 - ``before_agent``: opens a run (``lm_run_id`` in the state) and retrieves the lessons
   for its goal (the first human message, unless the caller names one); with no ``tool``

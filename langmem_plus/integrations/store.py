@@ -1,4 +1,4 @@
-"""LangGraphChromaStore: a LangGraph ``BaseStore`` on the Chroma langmem_plus uses (DESIGN §8).
+"""LangGraphChromaStore: a LangGraph ``BaseStore`` on the Chroma langmem_plus uses (design.md §8).
 
 So ``create_agent(store=...)``, ``StateGraph.compile(store=...)`` and LangMem's memory
 tools can persist on the same embedded or served Chroma as a ``LearningMemory``.
@@ -23,7 +23,7 @@ Cost: a get is one Chroma read; a put one read and one or two upserts. An unfilt
 query search asks Chroma for the nearest field vectors of each namespace under the
 prefix and reads only the items it ranks. A filter or a search without a query reads
 every item under the prefix and filters in Python (exact; Chroma's ``where`` does not
-scale, DESIGN §4), so those cost time linear in the items under the prefix.
+scale, design.md §4), so those cost time linear in the items under the prefix.
 
 Example:
     >>> import tempfile
@@ -103,7 +103,7 @@ class _Plan:
 
 
 class LangGraphChromaStore(BaseStore):
-    """A LangGraph ``BaseStore`` persisted in Chroma collections (DESIGN §8).
+    """A LangGraph ``BaseStore`` persisted in Chroma collections (design.md §8).
 
     Args:
         client: A chromadb client (``PersistentClient``, ``HttpClient``, or the one a

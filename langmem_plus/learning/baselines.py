@@ -1,4 +1,4 @@
-"""Baselines for utility: which failures count against a lesson, and comparable runs without it (DESIGN §6).
+"""Baselines for utility: which failures count against a lesson, and comparable runs without it (design.md §6).
 
 A lesson is judged only on the failures it speaks to (its WRONG pattern occurs in
 the failing action, or it caused the failure by putting a token there), measured
@@ -47,7 +47,7 @@ def addressed_failures(lesson: Lesson, run: RunRecord) -> int:
     lesson addresses its action, or when the lesson was applied to the failing action
     and the error names what the lesson put there (the lesson caused it), or when the call guard
     rewrote the failing call with the lesson (its fix ran and failed). Counting
-    trigger fingerprints alone, as DESIGN §6 reads, blames a lesson for every failure
+    trigger fingerprints alone, as design.md §6 reads, blames a lesson for every failure
     that shares its fingerprint: ``select -> PICK`` for an ``unknown command 'limit'``.
     Run records without failure notes fall back to the fingerprint counts.
     """
@@ -92,7 +92,7 @@ def baseline_for(
     tool: str | None,
     counter: Callable[[RunRecord], float] | None = None,
 ) -> tuple[float | None, float | None, float | None]:
-    """Baseline figures of comparable runs without the lesson (DESIGN §6 utility).
+    """Baseline figures of comparable runs without the lesson (design.md §6 utility).
 
     Comparable runs are those that did not activate ``lesson_id``, taken from the
     first non-empty tier: the same ``task_id``; else the same task ``family``; else
@@ -131,7 +131,7 @@ def baseline_score(
 ) -> float | None:
     """Mean referee score of the comparable runs without the lesson (``baseline_for``'s tiers); None without one.
 
-    The baseline of DESIGN §6's ``referee_score_gain = score - baseline_score``.
+    The baseline of design.md §6's ``referee_score_gain = score - baseline_score``.
 
     Example:
         >>> r = RunRecord(run_id="r1", namespace=("n",), seq=1, task_id="t", score=0.4)

@@ -1,4 +1,4 @@
-"""Consolidation: clusters of similar episodes become skills or lessons (DESIGN §6 "Decay").
+"""Consolidation: clusters of similar episodes become skills or lessons (design.md §6 "Decay").
 
 Episodes are cheap and many; what lasts is what they have in common. After each run:
 

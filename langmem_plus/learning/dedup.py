@@ -1,4 +1,4 @@
-"""Near-duplicate and conflicting lessons (DESIGN §6 "Dedup").
+"""Near-duplicate and conflicting lessons (design.md §6 "Dedup").
 
 The same rule is learned again and again, from other runs and with other literals.
 SimHash (Charikar, STOC 2002) of the normalised rule text and triggers puts near
@@ -166,7 +166,7 @@ def hamming(a: int, b: int) -> int:
 
 
 def lesson_simhash(lesson: Lesson, bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> str:
-    """Hex SimHash of a lesson's normalised rule text plus its sorted triggers (DESIGN §6)."""
+    """Hex SimHash of a lesson's normalised rule text plus its sorted triggers (design.md §6)."""
     return format(_rule_hash(lesson.rule_text, tuple(sorted(lesson.triggers)), bits), f"0{(bits + 3) // 4}x")
 
 
@@ -225,7 +225,7 @@ def find_duplicate(
     *,
     hash_of: Callable[[Lesson], int] | None = None,
 ) -> Lesson | None:
-    """The existing lesson ``lesson`` duplicates, or None (DESIGN §6).
+    """The existing lesson ``lesson`` duplicates, or None (design.md §6).
 
     A duplicate is in the same namespace and either has the same id, or has the
     same normalised ``wrong`` and ``correct`` and shares a trigger, or shares a
@@ -318,7 +318,7 @@ def merge(
     bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits,
     window: int = DEFAULT_CONFIG.lifecycle.utility_window,
 ) -> Lesson:
-    """Merge two duplicate lessons into one (DESIGN §6).
+    """Merge two duplicate lessons into one (design.md §6).
 
     The older lesson (earlier ``created_at``; ``keep`` on a tie) gives the id, rule,
     status and scope; triggers, fingerprints, tags, provenance and conflict links
@@ -373,7 +373,7 @@ def _rewrites_clash(a: Lesson, b: Lesson) -> bool:
 
 
 def find_conflicts(lesson: Lesson, existing: Sequence[Lesson]) -> list[str]:
-    """Ids of existing lessons that conflict with ``lesson`` (DESIGN §6).
+    """Ids of existing lessons that conflict with ``lesson`` (design.md §6).
 
     A conflict shares at least one trigger and proposes a different fix for the
     same offending text: the same normalised ``wrong`` with a different ``correct``

@@ -1,4 +1,4 @@
-"""Hint distillation: each retrieved item becomes one actionable next step (DESIGN §6 Hints).
+"""Hint distillation: each retrieved item becomes one actionable next step (design.md §6 Hints).
 
 Rule-based by default (``hints.hints_from_items``). With a chat model, the model is
 asked for strict JSON (one step and optionally one precondition per item, keyed by

@@ -1,6 +1,6 @@
 """Episode planning that reads what concerns the run, not every stored episode.
 
-``plan_episode_writes`` and ``consolidate`` (DESIGN §6) ask three questions of the stored
+``plan_episode_writes`` and ``consolidate`` (design.md §6) ask three questions of the stored
 episodes, and a scan answers each by reading all of them:
 
 * which stored episode of the same kind lies within ``episode_dedup_max_hamming`` SimHash

@@ -1,4 +1,4 @@
-"""Episodes from a finished run: successes, near-misses, avoidances (DESIGN §6, AMM spec §3).
+"""Episodes from a finished run: successes, near-misses, avoidances (design.md §6, AMM spec §3).
 
 First depth, rule-based and pure. From one run and its verdict:
 
@@ -83,7 +83,7 @@ def goal_template(goal: str) -> str:
 
 
 def episode_simhash(goal: str, summary: str, bits: int = DEFAULT_CONFIG.lifecycle.simhash_bits) -> int:
-    """SimHash of goal_signature + summary for episode dedup (DESIGN §6), on normalised text:
+    """SimHash of goal_signature + summary for episode dedup (design.md §6), on normalised text:
     lowercase, literals replaced (``goal_template``), so the same procedure with other
     values or other casing lands within a few bits.
 
@@ -172,7 +172,7 @@ def episodes_from_run(
     events: Sequence[ErrorEvent] = (),
     key_steps: KeySteps | None = None,
 ) -> list[Episode]:
-    """The episodes one finished run leaves behind (DESIGN §6 "Episodes").
+    """The episodes one finished run leaves behind (design.md §6 "Episodes").
 
     Args:
         namespace: The memory namespace.
@@ -267,7 +267,7 @@ RUN_IDS_KEPT = 20
 
 
 def episode_strength(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """Strength of ``ep`` at ``now``: its stored strength halved every half-life unused (DESIGN §6).
+    """Strength of ``ep`` at ``now``: its stored strength halved every half-life unused (design.md §6).
 
     The half-life is ``episode_half_life_hours * (1 + episode_significance_slowdown *
     significance)``, so a significant episode (a task passed with a full score) fades
@@ -290,7 +290,7 @@ def episode_strength(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CON
 
 
 def episode_recallable(ep: Episode, now: float, config: MemoryConfig = DEFAULT_CONFIG) -> bool:
-    """Whether retrieval may show ``ep`` at ``now`` (DESIGN §6 decay; AMM spec TTL).
+    """Whether retrieval may show ``ep`` at ``now`` (design.md §6 decay; AMM spec TTL).
 
     Not recallable: a retired episode (its runs' success was denied), an avoidance whose
     TTL has run out (``ttl_episodes == 0``), and any episode whose decayed strength
@@ -342,7 +342,7 @@ def episode_hash(ep: Episode, bits: int) -> int:
 
 
 def apply_episode_evidence(ep: Episode, ev: EpisodeEvidence, config: MemoryConfig = DEFAULT_CONFIG) -> Episode:
-    """``ep`` with one piece of evidence folded in: the episodes' fold (``learning.ledger``), DESIGN §6.
+    """``ep`` with one piece of evidence folded in: the episodes' fold (``learning.ledger``), design.md §6.
 
     A sighting (``count`` > 0) adds its count, refreshes last_seen and strength, grows a
     success's weight by the sighting's, keeps a near-miss's larger weight, and restarts an
@@ -472,7 +472,7 @@ def write_new(ep: Episode, out: EpisodeWrites, same: Sequence[Episode] | None, s
 def plan_episode_writes(
     new: Sequence[Episode], stored: Sequence[Episode], config: MemoryConfig = DEFAULT_CONFIG, *, now: float
 ) -> EpisodeWrites:
-    """Apply the episode write policy of DESIGN §6 to one run's episodes; pure.
+    """Apply the episode write policy of design.md §6 to one run's episodes; pure.
 
     ``stored`` are the namespace's episodes as folded and aged before this run; ``new``
     carry the run's id and sequence number (``run_id``, ``seen_run_seq``).

@@ -1,4 +1,4 @@
-"""Ledger: stored records plus the run evidence folded over them (DESIGN §6).
+"""Ledger: stored records plus the run evidence folded over them (design.md §6).
 
 A record's counters are never read, changed and written back to the store, where two
 writers would overwrite each other. The store keeps each record (its content and the

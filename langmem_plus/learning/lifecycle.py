@@ -2,9 +2,9 @@
 
 ``run_outcome`` reduces a trajectory to the figures the report and the baselines need.
 ``integrate_candidates`` dedups new candidate lessons against the existing ones and
-links conflicts (DESIGN §6 dedup). ``judge_activated`` measures each activated
+links conflicts (design.md §6 dedup). ``judge_activated`` measures each activated
 lesson's utility against comparable runs without it, then applies the promotion,
-suppression and archive rules (DESIGN §6). Nothing here does I/O: the facade writes
+suppression and archive rules (design.md §6). Nothing here does I/O: the facade writes
 what these functions return.
 """
 
@@ -114,7 +114,7 @@ def integrate_candidates(
     now: float,
     lookup: LessonLookup | None = None,
 ) -> Integration:
-    """Dedup candidates into the existing lessons and link conflicts (DESIGN §6).
+    """Dedup candidates into the existing lessons and link conflicts (design.md §6).
 
     A candidate with the id of an existing lesson, or a near duplicate of one, is merged
     into it (the older id is kept); otherwise it is new. New lessons that share triggers
@@ -311,7 +311,7 @@ def additions(before: Lesson, after: Lesson) -> LessonAdditions | None:
 def apply_evidence(
     lesson: Lesson, ev: RunEvidence, config: MemoryConfig, out: Judgement | None = None
 ) -> Lesson:
-    """``lesson`` with one run's evidence folded in: counts, utility, then the status rules (DESIGN §6).
+    """``lesson`` with one run's evidence folded in: counts, utility, then the status rules (design.md §6).
 
     The one place a lesson's stats and status change. ``end_run`` applies its own
     run's evidence with it as it judges, and every memory folds the evidence other
@@ -368,7 +368,7 @@ def judge_activated(
     """Measure each activated lesson against comparable runs without it, then apply the rules.
 
     ``first_steps`` maps a lesson id to the step at which it was first shown in this run:
-    only failures from that step on count as its "repeats after activation" (DESIGN §6).
+    only failures from that step on count as its "repeats after activation" (design.md §6).
     ``outcomes`` (``learning.outcomes.step_outcomes``) say what followed from the calls each
     lesson was applied to. ``applied`` (``learning.outcomes.applied_in_run``, None when the
     executor does not report it) are the lessons applied to a call: one shown, never applied,
@@ -446,7 +446,7 @@ def apply_conflict_losses(
     out: Judgement,
     now: float = 0.0,
 ) -> None:
-    """Count this run's conflict-cluster losses and suppress lessons that keep losing (DESIGN §6).
+    """Count this run's conflict-cluster losses and suppress lessons that keep losing (design.md §6).
 
     ``losses`` maps a lesson id to the times it lost its conflict cluster at selection in
     this run. With ``conflict_loss_needs_winner_help`` (the default), a loss counts only

@@ -1,4 +1,4 @@
-"""Lesson synthesis with any chat model: strict JSON, validated, one retry, else offline (DESIGN §6).
+"""Lesson synthesis with any chat model: strict JSON, validated, one retry, else offline (design.md §6).
 
 The model sees the run's recurring failures (fingerprint id, fingerprint, failing
 actions and the next attempts, all quoted as data) and answers with JSON, one object

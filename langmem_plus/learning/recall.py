@@ -1,4 +1,4 @@
-"""Episodic recall in time and sequence, pure (seed 002 "Recall by Time", DESIGN §10).
+"""Episodic recall in time and sequence, pure (seed 002 "Recall by Time", design.md §10).
 
 Three ways to recall episodes besides similarity, over a plain list of episodes and an
 explicit ``now`` (no clock reads, no I/O):

@@ -1,4 +1,4 @@
-"""Skills: procedures distilled from repeated successes (DESIGN §6 "Skills", AMM spec §6).
+"""Skills: procedures distilled from repeated successes (design.md §6 "Skills", AMM spec §6).
 
 A subgoal template solved ``skill_min_successes`` (3) times becomes a skill:
 
@@ -156,7 +156,7 @@ def synthesize_skill(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
 ) -> Skill | None:
-    """A skill from the success episodes of one (subgoal template, context), or None (DESIGN §6).
+    """A skill from the success episodes of one (subgoal template, context), or None (design.md §6).
 
     None until the successes, counting merged duplicates (``Episode.count``), reach
     ``skill_min_successes``. With ``existing`` (the skill already stored for the
@@ -201,7 +201,7 @@ def synthesize_skill(
 def record_skill_outcome(
     skill: Skill, *, passed: bool, failure_mode: str | None = None, config: MemoryConfig = DEFAULT_CONFIG
 ) -> Skill:
-    """A copy of ``skill`` with one execution folded in: counts, EMA success rate, failure mode (DESIGN §6).
+    """A copy of ``skill`` with one execution folded in: counts, EMA success rate, failure mode (design.md §6).
 
     ``success_rate <- (1 - alpha) * success_rate + alpha * outcome`` with alpha
     ``skill_ema_alpha``; a failed execution's ``failure_mode`` is appended when new.
@@ -250,7 +250,7 @@ def match_skills(
     *,
     embed: Embed | None = None,
 ) -> list[tuple[Skill, float]]:
-    """Skills that match ``goal``, best first, with their match score (DESIGN §6).
+    """Skills that match ``goal``, best first, with their match score (design.md §6).
 
     A skill matches when the goal's template overlaps one of its templates by at least
     ``skill_match_min_overlap`` (Jaccard of word tokens), or, with ``embed``, when the
@@ -278,7 +278,7 @@ def match_skills(
 
 
 def skill_hints(skill: Skill, satisfied: Collection[str] = ()) -> list[Hint]:
-    """Hints from a matched skill: its first step, then one per missing precondition (DESIGN §6).
+    """Hints from a matched skill: its first step, then one per missing precondition (design.md §6).
 
     Example:
         >>> s = Skill(id="s", namespace=("n",), name="heat", preconds=["burner_on", "beaker"],

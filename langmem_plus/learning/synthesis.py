@@ -1,4 +1,4 @@
-"""Offline lesson synthesis from one run's failures (DESIGN §6 "Lesson synthesis").
+"""Offline lesson synthesis from one run's failures (design.md §6 "Lesson synthesis").
 
 At the end of a run the events are grouped by fingerprint. A fingerprint that
 recurred (``min_occurrences`` times in this run, or in that many runs counting
@@ -67,7 +67,7 @@ def recurring_fingerprints(
     prior_runs_seen: Mapping[str, int],
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> dict[str, list[ErrorEvent]]:
-    """Fingerprints of this run that deserve a lesson, with their events (DESIGN §6).
+    """Fingerprints of this run that deserve a lesson, with their events (design.md §6).
 
     A fingerprint id recurs when it occurred ``min_occurrences`` times in this run,
     or when the runs it occurred in, counting this one, reach ``min_occurrences``.
@@ -309,7 +309,7 @@ def synthesize_offline(
     config: MemoryConfig = DEFAULT_CONFIG,
     now: float,
 ) -> list[Lesson]:
-    """Candidate lessons from one run's recurring failures, without a model (DESIGN §6).
+    """Candidate lessons from one run's recurring failures, without a model (design.md §6).
 
     For each recurring fingerprint (``recurring_fingerprints``) and each of its
     events, the failed step is paired with the next retry that got past the

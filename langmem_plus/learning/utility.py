@@ -1,4 +1,4 @@
-"""Does a lesson help? Utility, reliability and the lifecycle rules of DESIGN §6.
+"""Does a lesson help? Utility, reliability and the lifecycle rules of design.md §6.
 
 A lesson earns its place by measured effect. For a run in which it was shown:
 
@@ -43,10 +43,10 @@ from langmem_plus.learning.outcomes import Outcome
 from langmem_plus.records import Lesson, LessonStatus, RunRecord, TaskSpec, UtilityParts, Verdict
 
 PRIOR_HELPED = 1
-"""Pseudo-count of helpful runs in the reliability prior: Beta(1, 1), uniform (DESIGN §6)."""
+"""Pseudo-count of helpful runs in the reliability prior: Beta(1, 1), uniform (design.md §6)."""
 
 PRIOR_HARMED = 1
-"""Pseudo-count of harmful runs in the reliability prior: Beta(1, 1), uniform (DESIGN §6)."""
+"""Pseudo-count of harmful runs in the reliability prior: Beta(1, 1), uniform (design.md §6)."""
 
 PASS_RATE_TOLERANCE = 1e-9
 """Float slack when comparing a pass-rate drop with ``promote_max_pass_drop`` (0.9 - 0.8 is not exactly 0.1)."""
@@ -57,7 +57,7 @@ def _clip1(x: float) -> float:
 
 
 def error_reduction(baseline_repeats: float, repeats_after: float) -> float:
-    """(baseline - after) / max(baseline, 1), clipped to [-1, 1] (DESIGN §6).
+    """(baseline - after) / max(baseline, 1), clipped to [-1, 1] (design.md §6).
 
     Args:
         baseline_repeats: Mean count of the lesson's trigger fingerprints per
@@ -74,7 +74,7 @@ def error_reduction(baseline_repeats: float, repeats_after: float) -> float:
 
 
 def step_efficiency_gain(baseline_steps: float, steps: float) -> float:
-    """(baseline_steps - steps) / baseline_steps, clipped to [-1, 1]; 0 without a baseline (DESIGN §6).
+    """(baseline_steps - steps) / baseline_steps, clipped to [-1, 1]; 0 without a baseline (design.md §6).
 
     Example:
         >>> step_efficiency_gain(10, 8)
@@ -92,7 +92,7 @@ def utility(
     config: MemoryConfig = DEFAULT_CONFIG,
     outcome: float | None = None,
 ) -> float:
-    """Weighted utility of one activation (DESIGN §6).
+    """Weighted utility of one activation (design.md §6).
 
     ``0.65 error_reduction + 0.35 step_gain``, or, when a referee's score gain is
     known, ``0.50 error_reduction + 0.30 step_gain + 0.20 referee_gain``. With the
@@ -123,7 +123,7 @@ def utility(
 
 
 def reliability(helped: int, harmed: int) -> float:
-    """Posterior mean of helped / (helped + harmed) under a Beta(1, 1) prior (DESIGN §6).
+    """Posterior mean of helped / (helped + harmed) under a Beta(1, 1) prior (design.md §6).
 
     Example:
         >>> reliability(0, 0)
@@ -137,7 +137,7 @@ def reliability(helped: int, harmed: int) -> float:
 
 @dataclass(frozen=True)
 class LessonEvidence:
-    """The figures the lifecycle rules read from a lesson (DESIGN §6).
+    """The figures the lifecycle rules read from a lesson (design.md §6).
 
     Example:
         >>> from langmem_plus.records import Lesson
@@ -201,7 +201,7 @@ def decide_status(
     *,
     runs_since_activation: int,
 ) -> tuple[LessonStatus, str]:
-    """The status a lesson should have now, and why, with the numbers (DESIGN §6).
+    """The status a lesson should have now, and why, with the numbers (design.md §6).
 
     Rules, first match wins; suppressed and archived lessons are left as they are:
 
@@ -214,7 +214,7 @@ def decide_status(
     3. Suppress a promoted lesson whose last ``demote_window`` utilities (its evidence
        turned), or whose mean utility, fall ``<= suppress_max_utility``;
        and a lesson shown in ``suppress_min_activations`` runs whose every measured run
-       was ``<= suppress_max_utility`` (it never helped). This is DESIGN §6 read
+       was ``<= suppress_max_utility`` (it never helped). This is design.md §6 read
        literally ("retrieved >= 3 times and utility for those activations <= 0"): a
        harmful lesson that acted once and since sits in the hints without acting
        again (its WRONG no longer occurs first) would otherwise never gather three
@@ -273,7 +273,7 @@ def decide_status(
 
 
 def record_outcome(lesson: Lesson, u: float, *, passed: bool, now: float, window: int | None = None) -> Lesson:
-    """A copy of ``lesson`` with one evidence run's outcome folded in (DESIGN §6).
+    """A copy of ``lesson`` with one evidence run's outcome folded in (design.md §6).
 
     Appends ``u`` to the utility window (keeping the last ``window``), counts an
     evidence run, a helped (u > 0) or harmed (u < 0) run, updates the running pass
@@ -344,7 +344,7 @@ def activation_utility(
     outcome: Outcome | None = None,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> ActivationUtility | None:
-    """Utility of ``lesson`` in one run where it was activated, or None for "no evidence" (DESIGN §6).
+    """Utility of ``lesson`` in one run where it was activated, or None for "no evidence" (design.md §6).
 
     The baseline comes from ``baseline_for`` over ``prior_runs`` (``run`` itself is
     excluded), with the task id, family and tool of ``task`` (else of ``run``).
@@ -352,7 +352,7 @@ def activation_utility(
     Returns None, meaning the run says nothing about the lesson, when there is no
     comparable run, or when the baseline trigger count is 0 and this run had no
     trigger occurrence either. The second case is a deliberate refinement over
-    DESIGN §6: there the formula would give error_reduction 0 and a utility of
+    design.md §6: there the formula would give error_reduction 0 and a utility of
     about 0, so a lesson shown where its triggers were never at stake would
     collect zeros and be suppressed without ever having had a chance to help.
 
@@ -371,7 +371,7 @@ def activation_utility(
             stake in this very task, so the baseline is at least this count: a lesson
             shown after a failure that then does not recur is credited even when the
             comparable runs (say, other tasks of the family) never met that failure.
-            Refinement over DESIGN §6, which only looks at other runs.
+            Refinement over design.md §6, which only looks at other runs.
         outcome: What followed from the calls the lesson was applied to (``learning.outcomes``; its value under
             the run's verdict, ``run.passed``), None when nothing judged them; it is evidence on its own, even
             without a comparable run.

@@ -209,7 +209,7 @@ class LearningMemory:
             path: Folder of the embedded store (default ``./.langmem_plus``). Ignored with ``url``.
             url: A Chroma server, e.g. ``http://127.0.0.1:8000`` (started with ``chroma run``).
             namespace: Tuple of strings, e.g. ``("acme", "agent-7")``; every read stays inside it.
-            config: Tunable numbers; DESIGN defaults when omitted.
+            config: Tunable numbers; the defaults (design.md §9) when omitted.
             embeddings: A LangChain Embeddings, ``"hashing"`` (offline default) or ``"openai:<model>"``.
             llm: Optional chat model for lesson synthesis and hint distillation.
             audit_dir: Where the JSONL audit log lives (default: the store folder).
@@ -345,7 +345,7 @@ class LearningMemory:
         now: float | None = None,
         k: int | None = None,
     ) -> list[ScoredItem]:
-        """Lessons worth knowing before a task starts (DESIGN §5, pre-run moment).
+        """Lessons worth knowing before a task starts (design.md §5, pre-run moment).
 
         ``k`` replaces the difficulty budget K' (and the tool sheet): at most ``k`` items,
         exactly ``k`` when that many pass the guards and the token cap (a retriever's ``k``).
@@ -417,7 +417,7 @@ class LearningMemory:
         now: float | None = None,
         k: int | None = None,
     ) -> list[ScoredItem]:
-        """Lessons for the failure that just happened: exact fingerprint first (DESIGN §5).
+        """Lessons for the failure that just happened: exact fingerprint first (design.md §5).
 
         ``k``: as in ``retrieve_pre_run``.
         """
@@ -536,7 +536,7 @@ class LearningMemory:
                 run=run,
                 prior_runs=self.runs,
                 task=task,
-                # A referee's score reaches utility as its gain over comparable runs (DESIGN §6); runtime signals
+                # A referee's score reaches utility as its gain over comparable runs (design.md §6); runtime signals
                 # alone are no judgement. What followed from each lesson's calls is its outcome.
                 referee_score=verdict.score if verdict is not None and verdict.source != "signals" else None,
                 outcomes=step_outcomes(steps, verdict, progress=self.config.lifecycle.outcome_from_progress),
@@ -772,7 +772,7 @@ class LearningMemory:
         return [r for r in self.runs if task.family and r.family == task.family and r.tool == task.tool][-self.config.lifecycle.recent_runs:]
 
     def _pre_run_difficulty(self, task: TaskSpec, context_runs: list[RunRecord], known: set[str]) -> float:
-        """Difficulty before a run (DESIGN §5.6): the task's pitfalls, else the tool's failure rate.
+        """Difficulty before a run (design.md §5.6): the task's pitfalls, else the tool's failure rate.
 
         Pitfalls are the lessons the task needed in earlier runs plus the failures its last
         run still had. A failure rate alone would shrink the budget as lessons succeed,

@@ -1,4 +1,4 @@
-"""What ``add_lessons`` stores: imported lessons with their SimHash and their conflict links (DESIGN §6)."""
+"""What ``add_lessons`` stores: imported lessons with their SimHash and their conflict links (design.md §6)."""
 
 from __future__ import annotations
 

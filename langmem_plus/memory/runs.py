@@ -48,7 +48,7 @@ def write_episodes(
     write: Callable[[str, Sequence[BaseModel]], None],
     evidence: list[RunFinding],
 ) -> None:
-    """Write a run's episodes by the DESIGN §6 policy, then consolidate clusters into skills / lessons.
+    """Write a run's episodes by the design.md §6 policy, then consolidate clusters into skills / lessons.
 
     ``write(kind, records)`` stores records and keeps the memory's view in step
     (``StoreSync.write``). Content goes to the store with the stored record's counters;

@@ -1,4 +1,4 @@
-"""Memory types beside lessons, episodes and skills (DESIGN §1, §10).
+"""Memory types beside lessons, episodes and skills (design.md §1, §10).
 
 - ``CognitiveMemory``: the importance-routed working / episodic memory of seed 004;
   ``LearningMemory.cognitive(agent_id)`` opens one persisted in the memory's store.

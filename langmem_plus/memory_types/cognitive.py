@@ -1,4 +1,4 @@
-"""CognitiveMemory: a working FIFO and an importance-routed episodic store (seed 004, DESIGN §10).
+"""CognitiveMemory: a working FIFO and an importance-routed episodic store (seed 004, design.md §10).
 
 Events arrive with an importance in [0, 1]. ``add_experience`` routes an item of at least
 ``cognitive_routing_threshold`` (0.7) to the episodic store and anything else to the

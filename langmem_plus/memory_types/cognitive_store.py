@@ -1,7 +1,7 @@
-"""A CognitiveMemory persisted in a LearningMemory's Chroma store (seed 004 §6.3, DESIGN §4, §10).
+"""A CognitiveMemory persisted in a LearningMemory's Chroma store (seed 004 §6.3, design.md §4, §10).
 
 Each agent's memory lives under its own namespace, the memory's namespace plus
-``("cognitive", agent_id)``, so it gets its own ``cognitive`` collection (DESIGN §4:
+``("cognitive", agent_id)``, so it gets its own ``cognitive`` collection (design.md §4:
 namespaces are separate collections) and no read can see another agent's items. The
 whole state is one ``CognitiveRecord`` document (at most working + episodic capacity
 items, 60 by default), rewritten before each change takes effect; its embedding is

@@ -6,7 +6,7 @@ Two pure sources of (subject, relation, object) claims:
   ``WRONG: filter -> CORRECT: KEEP`` for gridtool gives (gridtool, rejects, filter),
   (gridtool, accepts, KEEP) and (filter, corrected_to, KEEP), the patterns kept as
   case-sensitive ``token`` entities scoped to the tool. Two lessons with different fixes
-  for the same wrong text (DESIGN §6 conflicts) then contradict on ``corrected_to``.
+  for the same wrong text (design.md §6 conflicts) then contradict on ``corrected_to``.
 - ``facts_from_observation``: a **heuristic** reading of text-game observations with a
   small, general pattern set (no game's vocabulary): "The fridge contains milk." ->
   (fridge, contains, milk). It reads containers (``contains``), surfaces ("a counter
@@ -67,7 +67,7 @@ def lesson_evidence(
 ) -> Evidence | None:
     """Evidence a lesson's fix gives in a run: ``observed`` when promoted, ``inferred`` when it helped, else None.
 
-    A promotion rests on measured utility over several runs (DESIGN §6), so it counts as an
+    A promotion rests on measured utility over several runs (design.md §6), so it counts as an
     observation; one run's positive utility is an inference whose confidence is that utility.
     """
     if promoted:

@@ -1,4 +1,4 @@
-"""Where retrieval's candidates come from (DESIGN §5): the sources, apart from how they are ranked.
+"""Where retrieval's candidates come from (design.md §5): the sources, apart from how they are ranked.
 
 Lessons: Chroma's vector neighbours of the query, exact fingerprint matches and rewrite
 lessons whose WRONG pattern the failing action repeats (in-memory indexes of the lesson
@@ -101,7 +101,7 @@ class CandidateSources:
         return out
 
     def support(self, qvec: list[float], goal: str, now: float) -> list[ScoredItem]:
-        """Scored episodes and skills near the query (DESIGN §5.3), each on its own scale."""
+        """Scored episodes and skills near the query (design.md §5.3), each on its own scale."""
         cfg = self.config
         out: list[ScoredItem] = []
         for kind in ("episodes", "skills"):

@@ -112,7 +112,7 @@ def _clip01(x: float) -> float:
 
 
 def default_relevance(item: ScoredItem, config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """A lesson's score (DESIGN §5.3, in [0, 1]); an episode or skill, ``instant_support_weight`` x its cosine;
+    """A lesson's score (design.md §5.3, in [0, 1]); an episode or skill, ``instant_support_weight`` x its cosine;
     a fact (already past ``fact_min_cos``), ``instant_support_weight`` x its confidence: a held fact stays in
     the block when room is left, a doubtful one fades under the eviction threshold."""
     if item.kind == "lesson":

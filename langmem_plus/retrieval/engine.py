@@ -1,4 +1,4 @@
-"""The retrieval pipeline: candidates from three sources, scored, guarded, diversified (DESIGN §5).
+"""The retrieval pipeline: candidates from three sources, scored, guarded, diversified (design.md §5).
 
 On error: exact fingerprint matches (the in-memory index of the lesson graph, not a
 Chroma ``where``), rewrite lessons whose WRONG pattern the failing action repeats
@@ -95,7 +95,7 @@ class Retrieval:
 
 
 class RetrievalEngine:
-    """Runs DESIGN §5 over one namespace's store, graph and lesson cache."""
+    """Runs design.md §5 over one namespace's store, graph and lesson cache."""
 
     def __init__(
         self,
@@ -227,7 +227,7 @@ class RetrievalEngine:
 
     # ------------------------------------------------------------------ moments
     def on_error(self, event: ErrorEvent, ctx: WorkingContext, *, now: float, limit: int | None = None) -> Retrieval:
-        """DESIGN §5 at the moment of an error.
+        """design.md §5 at the moment of an error.
 
         The vector query can run on the worker thread (Chroma releases the GIL) while the
         fingerprint, failing-action and graph candidates are computed here; nothing here
@@ -277,7 +277,7 @@ class RetrievalEngine:
         limit: int | None = None,
         relevance: Relevance | None = None,
     ) -> Retrieval:
-        """DESIGN §5 before a run: task intent in scope, plus this task's recent failure context.
+        """design.md §5 before a run: task intent in scope, plus this task's recent failure context.
 
         ``recent_actions`` are the agent's failed actions in earlier runs of this task (or
         its family): lessons whose WRONG pattern occurs there keep their full fingerprint

@@ -1,8 +1,8 @@
-"""Maximal Marginal Relevance, greedy (DESIGN §5.5; Carbonell & Goldstein, SIGIR 1998).
+"""Maximal Marginal Relevance, greedy (design.md §5.5; Carbonell & Goldstein, SIGIR 1998).
 
 Picks items one at a time, each maximising ``lam * score - (1 - lam) * max_sim``
 where ``max_sim`` is the item's highest similarity to anything already picked. A
-high ``lam`` favours relevance; a low one favours diversity (DESIGN default 0.4).
+high ``lam`` favours relevance; a low one favours diversity (default 0.4, design.md §5.5).
 
 ``mmr_select`` keeps a running vector of max-similarities, so each pick is one
 vectorised pass (O(n) numpy work per pick). ``mmr_select_reference`` is the
@@ -40,7 +40,7 @@ def _check(scores: Sequence[float], similarity: npt.ArrayLike) -> tuple[FloatArr
 
 
 def mmr_select(scores: Sequence[float], similarity: npt.ArrayLike, k: int, lam: float) -> list[int]:
-    """Greedy MMR: indices of up to ``k`` items, in pick order (DESIGN §5.5).
+    """Greedy MMR: indices of up to ``k`` items, in pick order (design.md §5.5).
 
     The first pick is the highest score. Each later pick maximises
     ``lam * score - (1 - lam) * max(similarity to the picked items)``; ties go to

@@ -1,4 +1,4 @@
-"""The block query text of DESIGN §5.1, built from a run's working memory.
+"""The block query text of design.md §5.1, built from a run's working memory.
 
 Retrieval embeds one query string. Writing it in labelled blocks
 (``[GOAL]``, ``[CONTEXT]``, ...) keeps the parts apart for the embedder and makes
@@ -37,7 +37,7 @@ def _join(items: Sequence[str]) -> str:
 
 
 def build_query(ctx: WorkingContext) -> str:
-    """The retrieval query for a working context (DESIGN §5.1).
+    """The retrieval query for a working context (design.md §5.1).
 
     Blocks, in this order, each on its own line and omitted when empty:
     ``[GOAL] [CONTEXT] [INVENTORY] [OBS] [PRECONDS_SAT] [PRECONDS_MISS] [LAST_FAIL]``.

@@ -1,4 +1,4 @@
-"""LangChain surfaces: a BaseRetriever over lessons and a lookup tool (DESIGN §8).
+"""LangChain surfaces: a BaseRetriever over lessons and a lookup tool (design.md §8).
 
 The retriever writes one hook, ``_get_relevant_documents`` (and its async twin);
 LangChain's ``invoke`` handles callbacks and tracing. ``kind="pre_run"`` reads the
@@ -71,7 +71,7 @@ class LessonRetriever(BaseRetriever):
     ``k`` sets how many documents come back, in the constructor or per call
     (``invoke(query, k=3)``); the memory then returns exactly ``k`` items when that many
     pass its guards and token cap. Without ``k`` the memory picks its own budget K'
-    (3 / 5 / 7 by difficulty, DESIGN §5.6), plus the tool sheet before a run.
+    (3 / 5 / 7 by difficulty, design.md §5.6), plus the tool sheet before a run.
 
     Sync and async share one core (``_request``) and differ only where they call the
     memory: ``ainvoke`` awaits ``LearningMemory.aretrieve_*``, which run the retrieval in

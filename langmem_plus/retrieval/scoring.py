@@ -1,4 +1,4 @@
-"""Pure scoring functions behind the hybrid re-rank of DESIGN §5.3.
+"""Pure scoring functions behind the hybrid re-rank of design.md §5.3.
 
 A retrieved lesson is scored from five components (exact fingerprint match, tag
 overlap, text similarity, reliability, recency) and an episode from four (cosine,
@@ -40,7 +40,7 @@ LESSON_WEIGHTS: Mapping[str, str] = {
     "reliability": "w_reliability",
     "recency": "w_recency",
 }
-"""Lesson score component -> the ``MemoryConfig`` field holding its weight (DESIGN §5.3)."""
+"""Lesson score component -> the ``MemoryConfig`` field holding its weight (design.md §5.3)."""
 
 EPISODE_WEIGHTS: Mapping[str, str] = {
     "cos": "ep_w_cos",
@@ -48,7 +48,7 @@ EPISODE_WEIGHTS: Mapping[str, str] = {
     "success_prior": "ep_w_success",
     "recency": "ep_w_recency",
 }
-"""Episode score component -> the ``MemoryConfig`` field holding its weight (DESIGN §5.3)."""
+"""Episode score component -> the ``MemoryConfig`` field holding its weight (design.md §5.3)."""
 
 
 def _finite_or(value: float, default: float) -> float:
@@ -61,7 +61,7 @@ def _clip(value: float, lo: float, hi: float) -> float:
 
 
 def recency(dt_seconds: float, tau_hours: float) -> float:
-    """Exponential recency ``exp(-dt / tau)`` (DESIGN §5.3).
+    """Exponential recency ``exp(-dt / tau)`` (design.md §5.3).
 
     Args:
         dt_seconds: Time since the item was last active, in seconds. Negative values
@@ -84,7 +84,7 @@ def recency(dt_seconds: float, tau_hours: float) -> float:
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
-    """Jaccard overlap |A ∩ B| / |A ∪ B| of two collections of strings (DESIGN §5.3 tag_overlap).
+    """Jaccard overlap |A ∩ B| / |A ∪ B| of two collections of strings (design.md §5.3 tag_overlap).
 
     Two empty collections overlap 0 (nothing in common is not evidence of a match).
 
@@ -100,7 +100,7 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 
 def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
-    """Cosine similarity of two vectors; 0 when either is a zero vector (DESIGN §5.3).
+    """Cosine similarity of two vectors; 0 when either is a zero vector (design.md §5.3).
 
     Example:
         >>> cosine([1.0, 0.0], [1.0, 1.0])  # doctest: +ELLIPSIS
@@ -117,7 +117,7 @@ def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
 
 
 def goal_overlap(a: str, b: str) -> float:
-    """Token overlap of two goal strings, |A ∩ B| / |A ∪ B| over lowercased words (DESIGN §5.3).
+    """Token overlap of two goal strings, |A ∩ B| / |A ∪ B| over lowercased words (design.md §5.3).
 
     Example:
         >>> goal_overlap("sort by age", "sort by name")
@@ -135,7 +135,7 @@ def lesson_components(
     now: float,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> dict[str, float]:
-    """The five components of a lesson's retrieval score (DESIGN §5.3).
+    """The five components of a lesson's retrieval score (design.md §5.3).
 
     Args:
         lesson: The candidate lesson.
@@ -168,7 +168,7 @@ def _weighted(components: Mapping[str, float], weights: Mapping[str, str], confi
 
 
 def lesson_score(components: Mapping[str, float], config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """Weighted lesson score 0.40 fp + 0.25 tags + 0.20 text + 0.10 reliability + 0.05 recency (DESIGN §5.3).
+    """Weighted lesson score 0.40 fp + 0.25 tags + 0.20 text + 0.10 reliability + 0.05 recency (design.md §5.3).
 
     Missing components count as 0; unknown keys are ignored.
     """
@@ -183,7 +183,7 @@ def episode_components(
     now: float,
     config: MemoryConfig = DEFAULT_CONFIG,
 ) -> dict[str, float]:
-    """The four components of an episode's retrieval score (DESIGN §5.3, AMM spec §5.3).
+    """The four components of an episode's retrieval score (design.md §5.3, AMM spec §5.3).
 
     Args:
         episode: The candidate episode.
@@ -205,7 +205,7 @@ def episode_components(
 
 
 def episode_score(components: Mapping[str, float], config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """Weighted episode score 1.0 cos + 0.5 goal_overlap + 0.3 log(1 + w) + 0.2 recency (DESIGN §5.3)."""
+    """Weighted episode score 1.0 cos + 0.5 goal_overlap + 0.3 log(1 + w) + 0.2 recency (design.md §5.3)."""
     return _weighted(components, EPISODE_WEIGHTS, config)
 
 

@@ -1,12 +1,12 @@
-"""Choosing what to show: guards, MMR and the difficulty budget (DESIGN §5.4-5.6).
+"""Choosing what to show: guards, MMR and the difficulty budget (design.md §5.4-5.6).
 
 Candidates arrive scored (``scoring.py``). Selection then
 
-1. applies the guards of DESIGN §5.4: never a suppressed or archived lesson, at
+1. applies the guards of design.md §5.4: never a suppressed or archived lesson, at
    most ``tag_bucket_cap`` items per tag bucket, at most ``per_run_cap`` items from
    any one earlier run, and one winner per conflict cluster;
-2. runs MMR (``mmr.py``) over the survivors for diversity (DESIGN §5.5);
-3. keeps the first K', where K' comes from the difficulty of the moment (DESIGN §5.6),
+2. runs MMR (``mmr.py``) over the survivors for diversity (design.md §5.5);
+3. keeps the first K', where K' comes from the difficulty of the moment (design.md §5.6),
    plus, when one is relevant, one avoidance reminder (``avoidance_reminder``).
 
 Every function is pure: items in, items out, each kept item with a reason.
@@ -43,7 +43,7 @@ Selector = Callable[[Sequence[float], npt.ArrayLike, int, float], list[int]]
 
 
 def difficulty(ctx: WorkingContext, config: MemoryConfig = DEFAULT_CONFIG) -> float:
-    """Difficulty of the current moment in [0, 1] (DESIGN §5.6).
+    """Difficulty of the current moment in [0, 1] (design.md §5.6).
 
     An explicit ``ctx.difficulty`` wins (clipped to [0, 1]). Otherwise it is
     ``1 - exp(-(stalls / stall_steps + recent_failures / repeat_window))``: each
@@ -70,7 +70,7 @@ def difficulty(ctx: WorkingContext, config: MemoryConfig = DEFAULT_CONFIG) -> fl
 
 
 def budget(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -> int:
-    """K', the number of items to show at a difficulty: 3 / 5 / 7 by default (DESIGN §5.6)."""
+    """K', the number of items to show at a difficulty: 3 / 5 / 7 by default (design.md §5.6)."""
     d = difficulty if math.isfinite(difficulty) else 0.0
     return config.budget_for(min(1.0, max(0.0, d)))
 
@@ -81,7 +81,7 @@ def budget(difficulty: float, config: MemoryConfig = DEFAULT_CONFIG) -> int:
 def default_run_of(item: ScoredItem) -> str | None:
     """The earlier run an item came from: a single-run lesson's run, an episode's run.
 
-    The per-run cap (DESIGN §5.4) guards against one anomalous session flooding the
+    The per-run cap (design.md §5.4) guards against one anomalous session flooding the
     context. A lesson learned again in a second run is corroborated, so it no longer
     counts against its first run's cap (measured: with the cap on first runs, a
     gridtool task lost the fourth of the four fixes its first run had taught).
@@ -99,7 +99,7 @@ def default_bucket_of(item: ScoredItem) -> str | None:
 
     Rewrite lessons with different WRONG patterns are different facts even under one
     tag (``filter -> KEEP`` and ``select -> PICK`` are both unknown_command), and a
-    task may need all of them; the cap of DESIGN §5.4 then bounds lessons that fix
+    task may need all of them; the cap of design.md §5.4 then bounds lessons that fix
     the same thing. Episodes and skills have no bucket.
     """
     it = item.item
@@ -309,14 +309,14 @@ def apply_guards(
     run_of: Callable[[ScoredItem], str | None] = default_run_of,
     bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
 ) -> tuple[list[ScoredItem], list[tuple[str, str]]]:
-    """Apply the retrieval guards of DESIGN §5.4, in score order.
+    """Apply the retrieval guards of design.md §5.4, in score order.
 
     - Suppressed and archived lessons are dropped (``"status:<status>"``).
     - A repeated item id keeps only its best-scored copy (``"duplicate"``).
     - Conflict clusters (lessons linked by ``conflicts_with``, transitively, among
       these candidates) keep one lesson: the highest reliability, then the newest
       evidence (``updated_at``). Losers are reported as ``"conflict_loss:<winner id>"``
-      so the caller can count conflict losses (DESIGN §6 suppression).
+      so the caller can count conflict losses (design.md §6 suppression).
     - At most ``tag_bucket_cap`` items per bucket (``"tag_bucket_cap:<bucket>"``) and
       at most ``per_run_cap`` from any one earlier run (``"per_run_cap:<run>"``).
       Items whose bucket or run is None are not capped.
@@ -381,7 +381,7 @@ def select(
     run_of: Callable[[ScoredItem], str | None] = default_run_of,
     bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
 ) -> list[ScoredItem]:
-    """Guards, then MMR over the survivors, then the first ``k`` (DESIGN §5.4-5.5).
+    """Guards, then MMR over the survivors, then the first ``k`` (design.md §5.4-5.5).
 
     Args:
         items: Scored candidates.
@@ -479,7 +479,7 @@ def sheet_fill(
     run_of: Callable[[ScoredItem], str | None] = default_run_of,
     bucket_of: Callable[[ScoredItem], str | None] = default_bucket_of,
 ) -> list[ScoredItem]:
-    """The tool sheet: lessons shown before a run beyond the K' chosen ones (refinement of DESIGN §5.6).
+    """The tool sheet: lessons shown before a run beyond the K' chosen ones (refinement of design.md §5.6).
 
     K' is a floor picked by relevance to the task's own history. A task whose family never
     showed a mistake (an ``==`` in an aggregate task) has nothing pointing at the lesson
@@ -525,7 +525,7 @@ def sheet_fill(
 
 
 def avoidance_reminder(items: Sequence[ScoredItem], chosen: Sequence[ScoredItem]) -> ScoredItem | None:
-    """The best-scored avoidance episode not already chosen: the "+1" of DESIGN §5.6.
+    """The best-scored avoidance episode not already chosen: the "+1" of design.md §5.6.
 
     Args:
         items: All scored candidates of the retrieval (the relevant ones).
@@ -542,7 +542,7 @@ def avoidance_reminder(items: Sequence[ScoredItem], chosen: Sequence[ScoredItem]
         is_reminder = isinstance(it, Episode) and it.kind == "avoidance" and item.item_id not in taken
         if is_reminder and (best is None or item.score > best.score):
             best = item
-    return None if best is None else _with_reason(best, "avoidance reminder (+1, DESIGN §5.6)")
+    return None if best is None else _with_reason(best, "avoidance reminder (+1, design.md §5.6)")
 
 
 __all__ = [

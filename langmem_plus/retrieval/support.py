@@ -1,10 +1,10 @@
 """Episodes and skills beside lessons, and the token cap on what one retrieval hands over.
 
-Episodes and skills are scored on their own scale (DESIGN §5.3: ``1.0 cos + 0.5
+Episodes and skills are scored on their own scale (design.md §5.3: ``1.0 cos + 0.5
 goal_overlap + 0.3 log(1 + w) + 0.2 recency``, up to about 2.2, while a lesson
 scores at most 1), so they are not mixed into the lesson MMR: ``choose_support``
 keeps the best ``episode_budget`` relevant episodes or skills beside the K' lessons,
-plus the avoidance reminder of DESIGN §5.6 (+1) when one is relevant.
+plus the avoidance reminder of design.md §5.6 (+1) when one is relevant.
 
 ``cap_tokens`` then enforces ``MemoryConfig.context.max_context_tokens`` on the rendered
 hints, in priority order. Both are pure; ``cap_tokens_reference`` is the obvious
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 
 def skill_components(skill: Skill, *, cos: float, goal: str) -> dict[str, float]:
-    """A skill's score components on the episode scale (DESIGN §5.3).
+    """A skill's score components on the episode scale (design.md §5.3).
 
     ``cos`` (query vs the skill's name and goal templates), ``goal_overlap`` (best
     over its goal templates), ``success_prior`` = log(1 + successes). Skills carry no
@@ -63,7 +63,7 @@ def choose_support(
     *,
     taken: Collection[str] = (),
 ) -> list[ScoredItem]:
-    """The episodes and skills shown beside the lessons (DESIGN §5.3, §5.6).
+    """The episodes and skills shown beside the lessons (design.md §5.3, §5.6).
 
     Relevant means ``components["cos"] >= episode_min_cos`` and recallable. The best
     ``episode_budget`` relevant non-avoidance items are kept (score order, ties by

@@ -1,4 +1,4 @@
-"""Storage: Chroma collections (the source of truth), the lesson graph, the audit log (DESIGN §4).
+"""Storage: Chroma collections (the source of truth), the lesson graph, the audit log (design.md §4).
 
 Names load on first use, so ``from langmem_plus.store.graph import LessonGraph``
 does not pay for importing chromadb.

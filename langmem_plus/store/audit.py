@@ -1,4 +1,4 @@
-"""AuditLog: an append-only JSON-lines record of what memory did and why (DESIGN §4).
+"""AuditLog: an append-only JSON-lines record of what memory did and why (design.md §4).
 
 Captures, retrievals (query, candidates, score components, chosen), lifecycle
 changes (promote, suppress, archive, merge, conflict) and consolidations are each

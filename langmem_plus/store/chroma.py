@@ -1,8 +1,8 @@
-"""ChromaStore: the single source of truth for every record kind (DESIGN §4).
+"""ChromaStore: the single source of truth for every record kind (design.md §4).
 
 Each namespace gets its own Chroma collections, one per record kind, named
 ``lmp_<stable_hash(namespace)>_<kind>``: a code path cannot forget a namespace
-filter, and queries stay fast because Chroma's metadata filters do not scale (DESIGN §4).
+filter, and queries stay fast because Chroma's metadata filters do not scale (design.md §4).
 Every record's metadata also carries ``ns`` (the namespace as JSON) and reads
 drop anything whose ``ns`` is not this store's, so a stray record never leaks.
 
@@ -74,7 +74,7 @@ from langmem_plus.store.snapshot import SNAPSHOT_KINDS
 logger = logging.getLogger(__name__)
 
 DEFAULT_PATH = Path(".langmem_plus")
-"""Where the embedded store lives when neither a path nor a URL is given (DESIGN §4)."""
+"""Where the embedded store lives when neither a path nor a URL is given (design.md §4)."""
 CONNECT_TIMEOUT_S = 3.0
 """Seconds the heartbeat probe of a Chroma server may take before ``StoreUnavailable``."""
 PAGE_SIZE = 2000
@@ -160,7 +160,7 @@ def _connect_http(url: str) -> tuple[Any, str]:
 
 
 class ChromaStore:
-    """Namespaced record storage on Chroma, embedded or client/server (DESIGN §4).
+    """Namespaced record storage on Chroma, embedded or client/server (design.md §4).
 
     Build one with ``ChromaStore.open``; every method reads and writes only this
     store's namespace.
@@ -505,7 +505,7 @@ class ChromaStore:
             embedding: a precomputed query vector.
             n: Number of neighbours wanted.
             where: Optional Chroma metadata filter on the scalar keys. Slow at
-                scale (DESIGN §4); prefer post-filtering.
+                scale (design.md §4); prefer post-filtering.
 
         Returns:
             ``(record, cosine similarity)`` pairs, similarity = 1 - distance.

@@ -1,4 +1,4 @@
-"""LessonGraph: lessons, fingerprints, tags and scopes as a NetworkX graph (DESIGN §4, §5.2).
+"""LessonGraph: lessons, fingerprints, tags and scopes as a NetworkX graph (design.md §4, §5.2).
 
 The graph answers two retrieval questions quickly:
 
@@ -59,7 +59,7 @@ from langmem_plus.store.ppr import ordered_seeds, personalization, sparse_ppr
 from langmem_plus.store.walk import walk_ids
 
 DEFAULT_EXCLUDED: tuple[str, ...] = ("suppressed", "archived")
-"""Lesson statuses PageRank walks around: never retrieved (DESIGN §5.4)."""
+"""Lesson statuses PageRank walks around: never retrieved (design.md §5.4)."""
 
 FIELD_EDGE_KINDS = frozenset({"triggers", "tagged", "scoped", "conflicts", "supersedes"})
 """Edge kinds rebuilt from a lesson's own fields; owned by (out-edges of) that lesson."""
@@ -115,7 +115,7 @@ def _best(rows: np.ndarray, scores: np.ndarray, top: int) -> list[int]:
 
 
 class LessonGraph:
-    """Lessons and what they answer: indexes and a weighted adjacency, with a networkx view (DESIGN §4).
+    """Lessons and what they answer: indexes and a weighted adjacency, with a networkx view (design.md §4).
 
     The graph's own state is small and flat (statuses, the fingerprint and WRONG-word
     indexes, each lesson's field edges, link weights, skill names, and the CSR
@@ -628,7 +628,7 @@ class LessonGraph:
         Args:
             seeds: Node id -> personalization weight, e.g. ``{"fp:ab12": 1.0, "tag:syntax_structure": 0.5}``.
                 Unknown nodes and non-positive weights are ignored.
-            hops: Neighbourhood radius in edges (DESIGN §5.2).
+            hops: Neighbourhood radius in edges (design.md §5.2).
             max_nodes: Largest neighbourhood PageRank runs on.
             alpha: Damping factor.
             exclude_status: Lesson statuses left out of the walk and the result.

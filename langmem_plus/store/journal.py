@@ -1,4 +1,4 @@
-"""SharedLog: an append-only log on Chroma that many writers share without a lost update (DESIGN §4).
+"""SharedLog: an append-only log on Chroma that many writers share without a lost update (design.md §4).
 
 Each opened log is a *writer* with a fresh id. Its entries get ids ``<writer>:<n>``
 (n = 1, 2, ...), so two writers never write the same entry, and after each append the
@@ -9,7 +9,7 @@ nothing a writer appended can be overwritten by another, whatever the interleavi
 A reader learns what others appended with ``read_new``: one read of the heads (one row
 per writer), then a read by id of exactly the entries past what it has seen. The cost is
 the size of the change, not of the log, and no metadata filter is needed (Chroma's
-``where`` does not scale, DESIGN §4).
+``where`` does not scale, design.md §4).
 
 Crash safety: entries are written before the head that covers them. A writer killed
 between the two leaves entries past its head; no reader ever reads them (its append

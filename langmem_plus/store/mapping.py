@@ -1,4 +1,4 @@
-"""How each record kind maps to a Chroma entry: document, scalar metadata, collection names (DESIGN §4).
+"""How each record kind maps to a Chroma entry: document, scalar metadata, collection names (design.md §4).
 
 Split from ``store.chroma`` (the connection and the store) so the mapping can be read
 and tested on its own. A record is stored as the embedded ``document`` (the text

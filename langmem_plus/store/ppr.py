@@ -1,4 +1,4 @@
-"""Personalized PageRank on a sparse neighbourhood, as pure numpy maths (DESIGN §5.2).
+"""Personalized PageRank on a sparse neighbourhood, as pure numpy maths (design.md §5.2).
 
 ``sparse_ppr`` solves for the PageRank vector by conjugate gradients on the symmetric
 form of the (undirected) neighbourhood and checks the answer with one step of

@@ -1,4 +1,4 @@
-"""The graph step's walk in integer node ids: the bounded neighbourhood without naming its nodes (DESIGN §5.2).
+"""The graph step's walk in integer node ids: the bounded neighbourhood without naming its nodes (design.md §5.2).
 
 ``LessonGraph.neighbourhood`` walks by node name: each neighbour is named, looked up in the
 visited set and in the status map: many string lookups per on-error retrieval (docs/PERFORMANCE.md). ``walk_ids`` visits the same nodes in the

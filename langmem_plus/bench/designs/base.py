@@ -1,7 +1,7 @@
 """The memory-design interface and the one episode loop every design is run through.
 
 A memory design has two methods (the two-interface abstraction of the
-memory-design literature, DESIGN §8): ``general_update(trajectory)`` folds a
+memory-design literature, design.md §8): ``general_update(trajectory)`` folds a
 finished attempt into memory, ``general_retrieve(task)`` returns the ``Context``
 handed to the executor before the task: ``Hint``s the scripted executor applies
 (WRONG -> CORRECT rewrites) and the text a chat model would be shown, whose

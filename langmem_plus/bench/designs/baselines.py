@@ -50,7 +50,7 @@ from langmem_plus.textgames.delivery_start import open_triggered
 TRAJECTORY_MIN_COSINE = 0.3
 """trajectory_retrieval returns the top-1 past trajectory only above this task cosine."""
 FLAT_TOP_K = 7
-"""flat_vector's k: the largest lesson budget K' langmem_plus may use (DESIGN §5.6), so it is not short of slots."""
+"""flat_vector's k: the largest lesson budget K' langmem_plus may use (design.md §5.6), so it is not short of slots."""
 VOTE_INITIAL = 2
 """Importance of a new insight (ExpeL's ADD)."""
 VOTE_UPVOTE = 1

@@ -47,7 +47,7 @@ from langmem_plus.records import Hint, TaskSpec
 from langmem_plus.textgames.rules import abstract_action, conditions_for, task_text_lines
 
 REASONING_TOP_K = 7
-"""reasoning_bank's k: the largest lesson budget K' (DESIGN §5.6), so it is not short of slots."""
+"""reasoning_bank's k: the largest lesson budget K' (design.md §5.6), so it is not short of slots."""
 CHEATSHEET_MAX = 30
 """dynamic_cheatsheet keeps at most this many entries (the newest)."""
 PROCEDURE_MAX = 25
