@@ -50,4 +50,4 @@ def test_every_text_game_rule_and_learning_mechanism_has_a_name_a_module_of_its_
         assert doc.startswith(f"{rule.name}:") and doc.count("\n") + 1 <= MAX_RULE_DOC_LINES, rule.name
         assert (tests / f"{prefix}{rule.name}.py").is_file(), rule.name
         found.append(rule.name)
-    assert len(found) == len(set(found)) == 7 + 10  # every name once
+    assert len(found) == len(set(found)) == 7 + 11  # every name once

@@ -1,4 +1,4 @@
-"""Episodes from runs (DESIGN §6) and hints rendered as quoted data (DESIGN §6, §8)."""
+"""Episodes from runs (design.md §6) and hints rendered as quoted data (design.md §6, §8)."""
 
 from __future__ import annotations
 
@@ -221,3 +221,22 @@ def test_a_text_games_procedure_keeps_reads_a_later_step_acts_on_and_drops_echoe
     (ep,) = [e for e in run_episodes(steps, passed=True, task=game) if e.kind == "success"]
     # the oven was this recipe's choice (it said roast, in words no command has): another recipe fries
     assert ep.action_seq == ["read cookbook", "open fridge", "take <X>", "prepare meal", "eat meal"]
+
+
+def test_a_text_games_procedure_drops_a_step_its_recipe_said_word_for_word_about_one_of_its_things() -> None:
+    recipe = "Ingredients:\n  red onion\nDirections:\n  chop the red onion\n  prepare meal"
+    plan = [  # (action, observation, reward)
+        ("read cookbook", recipe, 0.0),
+        ("take knife", "You take the knife.", 0.0),
+        ("take red onion", "You take the red onion.", 1.0),
+        ("chop red onion with knife", "You chop the red onion.", 1.0),  # another recipe slices: this one's choice
+        ("prepare meal", "Meal prepared.", 1.0),
+        ("eat meal", "You eat the meal.", 1.0),
+    ]
+    actions = [a for a, _, _ in plan]
+    steps = [Step(index=i, action=a, observation=o, feedback=Feedback(reward=r), info={"valid_actions": actions})
+             for i, (a, o, r) in enumerate(plan)]
+    game = TaskSpec(task_id="g", goal="Cook a meal. Check the cookbook for the recipe.", tool="game", domain="text-game")
+    (ep,) = [e for e in run_episodes(steps, passed=True, task=game) if e.kind == "success"]
+    assert "take <X>" in ep.action_seq and "prepare meal" in ep.action_seq
+    assert not any(a.startswith("chop") for a in ep.action_seq)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from langmem_plus.config import DEFAULT_CONFIG, MemoryConfig
-from langmem_plus.learning.textmatch import Pattern, norm_words, says_line
+from langmem_plus.learning.textmatch import Pattern, norm, norm_words, says_line
 from langmem_plus.records import Step, TaskSpec
 from langmem_plus.textgames.effects import effect_of
 from langmem_plus.textgames.entities import FUNCTION_WORDS
@@ -27,7 +27,8 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
     acts on it (``_informs``: ``read cookbook`` before ``cook red apple in oven``, not
     ``take cookbook`` or a second ``examine cookbook``); exploration that changed nothing is
     dropped, so a success becomes a procedure another task of the family can follow. So is a step that carried out
-    a line of the task's text in other words than its own (``_chosen_by_text``): its choice was this task's.
+    a line of the task's text about one of its things, in other words than its own (``_chosen_by_text``) or in its
+    own (``chop <X>`` where the recipe says ``chop the red onion``): its choice was this task's.
     """
     goal = str(task.context.get("goal") or task.goal or "")
     lines = task_text_lines(goal, commands)
@@ -45,13 +46,22 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
             keep.add(i)
         seen.update(read)
     commands_known = offered_verbs(commands, task)
-    return [s.model_copy(update={"action": abstract_action(s.action, lines, goal, config)[0]})
-            for i, s in enumerate(commands) if i in keep and not _chosen_by_text(s, lines, commands_known)]
+    out = []
+    for i, s in enumerate(commands):
+        pattern, bindings = abstract_action(s.action, lines, goal, config)
+        if i in keep and not _chosen_by_text(s, lines, commands_known, bool(bindings)):
+            out.append(s.model_copy(update={"action": pattern}))
+    return out
 
 
-def _chosen_by_text(step: Step, lines: Sequence[str], commands: Collection[str]) -> bool:
-    """Whether the step did what a line of the task's text asks in words no command has (``effects.effect_of``:
-    ``cook red apple in oven`` answering ``You roast the red apple`` where the recipe says ``roast the red apple``)."""
+def _chosen_by_text(step: Step, lines: Sequence[str], commands: Collection[str], of_a_thing: bool) -> bool:
+    """Whether the step did what a line of the task's text asks about one of its things (``of_a_thing``: the action
+    names a thing the text names), in its own words (``chop red onion``, or ``chop red onion with knife``, where the
+    recipe says ``chop the red onion``; another recipe slices), or in words no command has (``effects.effect_of``: ``cook red apple in oven`` answering
+    ``You roast the red apple`` where the recipe says ``roast the red apple``)."""
+    action = norm(step.action)
+    if of_a_thing and any(action == line or action.startswith(line + " ") for line in lines):
+        return True
     effect = effect_of(step.action, step.observation, commands)
     if effect is None:
         return False

@@ -3,7 +3,8 @@
 ``textgames.learn.learn_text_rules`` reads a finished run once (``base.RunLearning``) and runs ``PIPELINE`` over it
 in order: ``attribution`` turns each teaching step into a rule, reading an avoidance's situation with the first of
 ``SITUATIONS`` that applies; ``effects`` adds what the game said commands did; ``revision`` rewrites stored
-avoidances with what memory knows now; the three kin mechanisms extend what one command taught to its kind.
+avoidances with what memory knows now; the three kin mechanisms extend what one command taught to its kind; ``enablers`` recommends the step
+that makes a directed command possible.
 ``MemoryConfig.textgames.text_learners_off`` (``bench env --without NAME``) switches any of them off by name but
 ``attribution``; ``docs/text-games.md`` gives each one's reasons and the ablation.
 """
@@ -15,6 +16,7 @@ from langmem_plus.textgames.learners.attribution import Attribution
 from langmem_plus.textgames.learners.base import Learner, RunLearning, SituationReader
 from langmem_plus.textgames.learners.directed_kin import DirectedKin
 from langmem_plus.textgames.learners.effects import Effects
+from langmem_plus.textgames.learners.enablers import Enablers
 from langmem_plus.textgames.learners.goal_directed import GoalDirected
 from langmem_plus.textgames.learners.goal_role import GoalRole
 from langmem_plus.textgames.learners.revision import Revision
@@ -27,7 +29,7 @@ from langmem_plus.textgames.switches import switched_off
 SITUATIONS: tuple[type[SituationReader], ...] = (Undirected, GoalDirected, Unnamed, GoalRole)
 """The readings of a fatal step's situation, in the order ``attribution`` tries them."""
 
-PIPELINE: tuple[type[Learner], ...] = (Attribution, Effects, Revision, UndirectedKin, DirectedKin, WidenedKin)
+PIPELINE: tuple[type[Learner], ...] = (Attribution, Effects, Revision, UndirectedKin, DirectedKin, WidenedKin, Enablers)
 """The mechanisms in the order they run over a finished run."""
 
 SWITCHABLE_LEARNERS: dict[str, str] = {
