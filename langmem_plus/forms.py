@@ -214,15 +214,11 @@ def _match_at(
             gaps.append((i, len(tokens)))
             return len(tokens)
         for j in range(i, len(tokens) + 1):  # the shortest run that lets the rest match
+            kept = len(gaps)
             gaps.append((i, j))
-            mark_slots, mark_anys, mark_gaps = dict(slots), len(anys), len(gaps)
-            end = _match_at(elements, k + 1, tokens, j, slots, anys, gaps)
+            end = _attempt(elements, k + 1, tokens, j, slots, anys, gaps, kept)
             if end is not None:
                 return end
-            slots.clear()
-            slots.update(mark_slots)
-            del anys[mark_anys:]
-            del gaps[mark_gaps - 1:]
         return None
     if element.kind == "end":
         return i if i == len(tokens) else None
@@ -244,6 +240,25 @@ def _match_at(
             return None
         slots[element.text] = binding
     return _match_at(elements, k + 1, tokens, i + 1, slots, anys, gaps)
+
+
+def _attempt(
+    elements: Sequence[Element], k: int, tokens: Sequence[Token], i: int,
+    slots: dict[str, Binding], anys: list[Binding], gaps: list[tuple[int, int]], kept_gaps: int,
+    binding: tuple[str, Binding] | None = None,
+) -> int | None:
+    """``_match_at`` of ``elements[k:]`` from token ``i`` after ``binding`` (a placeholder's choice) is made; when it
+    fails, the bindings are put back as they were, the gaps cut to their first ``kept_gaps``."""
+    mark_slots, mark_anys = dict(slots), len(anys)
+    if binding is not None:
+        slots[binding[0]] = binding[1]
+    end = _match_at(elements, k, tokens, i, slots, anys, gaps)
+    if end is None:
+        slots.clear()
+        slots.update(mark_slots)
+        del anys[mark_anys:]
+        del gaps[kept_gaps:]
+    return end
 
 
 def _joined(tokens: Sequence[Token]) -> str:
@@ -268,15 +283,9 @@ def _match_phrase(
         phrase = _joined(tokens[i:j])
         if bound is not None and phrase != bound.inner:
             continue
-        mark_slots, mark_anys, mark_gaps = dict(slots), len(anys), len(gaps)
-        slots[name] = Binding(phrase, phrase, False)
-        end = _match_at(elements, k + 1, tokens, j, slots, anys, gaps)
+        end = _attempt(elements, k + 1, tokens, j, slots, anys, gaps, len(gaps), (name, Binding(phrase, phrase, False)))
         if end is not None:
             return end
-        slots.clear()
-        slots.update(mark_slots)
-        del anys[mark_anys:]
-        del gaps[mark_gaps:]
     return None
 
 
