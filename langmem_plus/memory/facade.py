@@ -77,10 +77,14 @@ from langmem_plus.store.graph import LessonGraph
 from langmem_plus.store.snapshot import RecordTable, SnapshotDir, snapshot_dir
 
 if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
     from langmem_plus.integrations.middleware import LearningMiddleware
+    from langmem_plus.integrations.store import LangGraphChromaStore
     from langmem_plus.memory_types.cognitive import CognitiveMemory
     from langmem_plus.memory_types.semantic import FactHit, SemanticMemory
     from langmem_plus.referee import Referee
+    from langmem_plus.retrieval.retrievers import LessonRetriever
 
 logger = logging.getLogger(__name__)
 
@@ -863,13 +867,13 @@ class LearningMemory:
         return {"hints": [h.model_dump() for h in hints], "text": result.text, "items": items}
 
     # ------------------------------------------------------------------ LangChain surfaces
-    def as_retriever(self, kind: str = "pre_run", **kwargs: Any) -> Any:
+    def as_retriever(self, kind: str = "pre_run", **kwargs: Any) -> "LessonRetriever":
         """A LangChain BaseRetriever over this memory (``kind``: ``pre_run`` or ``on_error``)."""
         from langmem_plus.retrieval.retrievers import LessonRetriever
 
         return LessonRetriever(memory=self, kind=kind, **kwargs)
 
-    def as_tool(self) -> Any:
+    def as_tool(self) -> "BaseTool":
         """A LangChain tool an agent can call to look up lessons for an error or a goal."""
         from langmem_plus.retrieval.retrievers import lesson_lookup_tool
 
@@ -881,7 +885,7 @@ class LearningMemory:
 
         return LearningMiddleware(self, **options)
 
-    def as_store(self, index: Any = None) -> Any:
+    def as_store(self, index: Any = None) -> "LangGraphChromaStore":
         """A LangGraph ``BaseStore`` on this memory's Chroma, in collections of its own under its namespace."""
         from langmem_plus.integrations.store import LangGraphChromaStore
 
