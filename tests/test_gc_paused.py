@@ -28,14 +28,14 @@ def test_an_application_freeze_is_left_alone(monkeypatch: pytest.MonkeyPatch) ->
     kept = [{"frozen": True}]
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
         calls: list[str] = []
         monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
         monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
         with gc_paused():
             made = [[1]]
             assert any(o is made[0] for o in gc.get_objects(generation=0))  # not aged while paused
-        assert calls == [] and gc.get_freeze_count() == frozen and gc.isenabled()
+        # no unfreeze released them (the count itself may fall as frozen objects die elsewhere)
+        assert calls == [] and gc.get_freeze_count() > 0 and gc.isenabled()
     finally:
         monkeypatch.undo()
         gc.unfreeze()
