@@ -48,8 +48,10 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
     commands_known = offered_verbs(commands, task)
     out = []
     for i, s in enumerate(commands):
+        if i not in keep:
+            continue
         pattern, bindings = abstract_action(s.action, lines, goal, config)
-        if i in keep and not _chosen_by_text(s, lines, commands_known, bool(bindings)):
+        if not _chosen_by_text(s, lines, commands_known, bool(bindings)):
             out.append(s.model_copy(update={"action": pattern}))
     return out
 
@@ -57,8 +59,8 @@ def key_steps(task: TaskSpec, commands: Sequence[Step], config: MemoryConfig = D
 def _chosen_by_text(step: Step, lines: Sequence[str], commands: Collection[str], of_a_thing: bool) -> bool:
     """Whether the step did what a line of the task's text asks about one of its things (``of_a_thing``: the action
     names a thing the text names), in its own words (``chop red onion``, or ``chop red onion with knife``, where the
-    recipe says ``chop the red onion``; another recipe slices), or in words no command has (``effects.effect_of``: ``cook red apple in oven`` answering
-    ``You roast the red apple`` where the recipe says ``roast the red apple``)."""
+    recipe says ``chop the red onion``; another recipe slices), or in words no command has (``effects.effect_of``:
+    ``cook red apple in oven`` answering ``You roast the red apple`` where the recipe says ``roast the red apple``)."""
     action = norm(step.action)
     if of_a_thing and any(action == line or action.startswith(line + " ") for line in lines):
         return True

@@ -32,8 +32,10 @@ class Enablers:
                 continue
             own = norm_words(step.action)[1:]
             verbs = {words[0] for words in map(norm_words, new) if len(words) >= 2 and words[1:] != own} & run.directives
+            if not verbs:
+                continue
             pattern = abstract_action(step.action, run.lines, run.goal, run.config)[0]
-            if not verbs or SLOT.search(pattern) or pattern.split()[0] in run.directives:
+            if SLOT.search(pattern) or pattern.split()[0] in run.directives:
                 continue  # a step on the task's own things, or itself directed: other mechanisms speak for it
             for verb in sorted(verbs):
                 lid = run.rid("enable", pattern, verb)
