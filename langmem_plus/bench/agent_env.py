@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langmem_plus._llm import message_text
 from langmem_plus.bench.contradicted import contradicted_notes
-from langmem_plus.bench.designs.base import Context, MemoryDesign
+from langmem_plus.bench.designs.base import Context, MemoryDesign, goal_of
 from langmem_plus.bench.designs.baselines import LangmemPlus
 from langmem_plus.bench.env import (
     DEFAULT_DELIVERY,
@@ -196,8 +196,7 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
             baseline.general_update(traj.model_copy(update={"run_id": run_id}))
         row = _row(traj, Context(), time.perf_counter() - started)
         row["context_tokens"], row["guarded"] = tokens, guarded
-        row["contradicted_notes"] = contradicted_notes(notes, str(traj.task.context.get("goal") or ""),
-                                                       traj.task.context, traj.steps)
+        row["contradicted_notes"] = contradicted_notes(notes, goal_of(traj.task), traj.task.context, traj.steps)
         return traj, row
 
     try:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langmem_plus.bench.contradicted import contradicted_notes
-from langmem_plus.bench.designs.base import Context, MemoryDesign, run_episode
+from langmem_plus.bench.designs.base import Context, MemoryDesign, goal_of, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.textgames.delivery_rules import SWITCHABLE_RULES
 from langmem_plus.textgames.learners import SWITCHABLE_LEARNERS
@@ -145,10 +145,6 @@ def _tasks(env: Any, fold: str, positions: Sequence[int]) -> list[TaskSpec]:
     return out
 
 
-def _goal(traj: Trajectory) -> str:
-    return str(traj.task.context.get("goal") or traj.task.goal or "")
-
-
 def _row(traj: Trajectory, ctx: Context, seconds: float) -> dict[str, Any]:
     return {
         "task_id": traj.task.task_id,
@@ -214,7 +210,7 @@ def play_phases(collect: list[TaskSpec], deploy: list[TaskSpec], mode: str, play
             shown = phase == "collection" or mode == "dynamic"
             traj, row = play(phase, t, shown)
             out[phase].append(row)
-            played.append(Episode(str(t.context.get("goal") or t.goal or ""), traj.steps, shown,
+            played.append(Episode(goal_of(t), traj.steps, shown,
                                   str(traj.task.context.get("observation") or ""),
                                   [str(a) for a in traj.task.context.get("valid_actions") or []]))
     for row, repeated in zip([*out["collection"], *out["deployment"]], repeated_losses(played)):
@@ -239,7 +235,7 @@ def run_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[TaskSp
         if shown:
             design.general_update(traj)
         row = _row(traj, ctx, time.perf_counter() - started)
-        row["contradicted_notes"] = contradicted_notes(notes, _goal(traj), traj.task.context, traj.steps)
+        row["contradicted_notes"] = contradicted_notes(notes, goal_of(traj.task), traj.task.context, traj.steps)
         return traj, row
 
     try:

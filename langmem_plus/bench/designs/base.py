@@ -251,6 +251,11 @@ def task_text(task: TaskSpec) -> str:
     return task.goal
 
 
+def goal_of(task: TaskSpec) -> str:
+    """The goal a text environment gave the attempt (``task.context["goal"]``, copied from the env), else the task's."""
+    return str(task.context.get("goal") or task.goal or "")
+
+
 __all__ = [
     "DEFAULT_EPISODE_STEPS",
     "Context",
@@ -259,6 +264,7 @@ __all__ = [
     "Fix",
     "MemoryDesign",
     "error_fixes",
+    "goal_of",
     "render_rules",
     "render_trajectory",
     "rewrite_hint",

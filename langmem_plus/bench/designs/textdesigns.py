@@ -38,12 +38,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from langmem_plus.bench.designs.base import Context, Embedder, MemoryDesign, render_trajectory, task_text
+from langmem_plus.bench.designs.base import Context, Embedder, MemoryDesign, goal_of, render_trajectory, task_text
 from langmem_plus.bench.designs.baselines import TRAJECTORY_MIN_COSINE, VOTE_DOWNVOTE, VOTE_INITIAL, VOTE_MAX_SHOWN, VOTE_UPVOTE
 from langmem_plus.conditions import parse, render_precondition
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.memory import Trajectory
 from langmem_plus.records import Hint, TaskSpec
+from langmem_plus.retrieval.rule_lines import rule_text
 from langmem_plus.textgames.rules import abstract_action, conditions_for, task_text_lines
 
 REASONING_TOP_K = 7
@@ -76,12 +77,8 @@ class Item(NamedTuple):
 
     @property
     def line(self) -> str:
-        """The item as one line of a design's text: its hint text, then when it holds."""
-        return " ".join(p for p in (self.hint_text, self.precondition) if p)
-
-
-def _goal(traj: Trajectory) -> str:
-    return str(traj.task.context.get("goal") or traj.task.goal or "")
+        """The item as one line of a design's text: its hint text, then when it holds (``rule_lines.rule_text``)."""
+        return rule_text(item_hint(self, ""))
 
 
 def abstracted(action: str, lines: list[str], goal: str) -> tuple[str, tuple[str, ...]]:
@@ -101,7 +98,8 @@ def plain_items(traj: Trajectory, abstract: bool = False) -> list[Item]:
     """The items a trajectory shows: its fatal step (avoid), its score-raising steps (prefer); ``abstract``: each
     abstracted over its task's text (``abstracted``)."""
     steps = sorted(traj.steps, key=lambda s: s.index)
-    lines = task_text_lines(_goal(traj), steps) if abstract else []
+    goal = goal_of(traj.task)
+    lines = task_text_lines(goal, steps) if abstract else []
     out: list[Item] = []
     for s in steps:
         if s.feedback.constraint_failure:
@@ -110,7 +108,7 @@ def plain_items(traj: Trajectory, abstract: bool = False) -> list[Item]:
             avoid = False
         else:
             continue
-        out.append(Item(avoid, *abstracted(s.action, lines, _goal(traj))) if abstract else Item(avoid, s.action))
+        out.append(Item(avoid, *abstracted(s.action, lines, goal)) if abstract else Item(avoid, s.action))
     return list(dict.fromkeys(out))
 
 
@@ -124,17 +122,18 @@ def procedure_hint(traj: Trajectory, source: str, score: float = 0.0, abstract: 
     names as placeholders); None for a lost one."""
     if not (traj.verdict and traj.verdict.passed):
         return None
-    steps = [s for s in sorted(traj.steps, key=lambda s: s.index) if not s.feedback.failed][:PROCEDURE_MAX]
-    lines = task_text_lines(_goal(traj), traj.steps) if abstract else []
-    actions = [abstracted(s.action, lines, _goal(traj))[0] if abstract else s.action for s in steps]
+    ordered = sorted(traj.steps, key=lambda s: s.index)
+    goal = goal_of(traj.task)
+    lines = task_text_lines(goal, ordered) if abstract else []
+    actions = [abstract_action(s.action, lines, goal)[0] if abstract else s.action
+               for s in ordered if not s.feedback.failed][:PROCEDURE_MAX]
     text = "Worked before for a similar goal: " + " ; ".join(f"`{a}`" for a in actions)
     return Hint(text=text, source_kind="episode", source_id=source, score=score)
 
 
 def _listing(title: str, hints: tuple[Hint, ...]) -> str:
-    """A design's text: its title, then a line per hint with its precondition."""
-    lines = [" ".join(p for p in (h.text, h.precondition) if p) for h in hints]
-    return "\n".join([title, *(f"- {line}" for line in lines)]) if hints else ""
+    """A design's text: its title, then a line per hint with its precondition (``rule_lines.rule_text``)."""
+    return "\n".join([title, *(f"- {rule_text(h)}" for h in hints)]) if hints else ""
 
 
 class TextTrajectoryRetrieval:
