@@ -44,7 +44,7 @@ from langgraph.runtime import Runtime
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
-from langmem_plus.memory.run import working_context
+from langmem_plus.memory.run import guard_call, working_context
 from langmem_plus.retrieval.context import assemble
 from langmem_plus.records import (
     Activation,
@@ -58,7 +58,7 @@ from langmem_plus.records import (
     WorkingContext,
 )
 from langmem_plus.referee import Referee
-from langmem_plus.retrieval.call_guard import guard_activations, rewritten_args
+from langmem_plus.retrieval.call_guard import rewritten_args
 from langmem_plus.resolver import MemoryContext, MemoryResolver, MemorySource, resolve_memory
 
 class Node(Protocol):
@@ -170,14 +170,8 @@ def _check_call(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     tool, args = proposed.get("tool"), proposed.get("args") or {}
     if not isinstance(tool, str) or not isinstance(args, dict):
         return {"held": [], "rewritten": None}
-    held = memory.check_call(tool, args)[: memory.config.retrieval.guard_max_lessons]
-    items = [ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in held]
-    step = len(state.get("steps") or [])
-    return {
-        "held": memory.hints(items),
-        "rewritten": rewritten_args(args, held),
-        "activations": guard_activations(held, run_id=state["run_id"], step=step),
-    }
+    guarded = guard_call(memory, tool, args, run_id=state["run_id"], step=len(state.get("steps") or []))
+    return {"held": guarded.hints, "rewritten": rewritten_args(args, guarded.held), "activations": guarded.activations}
 
 
 def _end_of_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -64,6 +64,25 @@ def working_context(task: TaskSpec, steps: Sequence[Step], event: ErrorEvent | N
         stalls=stalls,
         recent_failures=sum(1 for s in steps[-RECENT_STEPS:] if s.feedback.failed),
     )
+
+
+class GuardedCall(NamedTuple):
+    """The call guard's answer to one proposed call, as a run shows it."""
+
+    held: list[Held]
+    """The lessons held against it, at most ``retrieval.guard_max_lessons``, promoted first."""
+    hints: list[Hint]
+    """Those lessons as hints."""
+    activations: list[Activation]
+    """One activation per lesson held, at the step the call would be."""
+
+
+def guard_call(memory: LearningMemory, tool: str, args: Mapping[str, Any], *, run_id: str, step: int) -> GuardedCall:
+    """What memory holds against a proposed call of ``tool`` with ``args`` (``LearningMemory.check_call``), cut to
+    ``retrieval.guard_max_lessons``, as hints, each lesson activated (the ``check_call`` node and ``Run.check``)."""
+    held = memory.check_call(tool, args)[: memory.config.retrieval.guard_max_lessons]
+    items = [ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in held]
+    return GuardedCall(held, memory.hints(items), guard_activations(held, run_id=run_id, step=step))
 
 
 class Run:
@@ -164,9 +183,10 @@ class Run:
         self._check_open()
         memory = self.memory
         if args is not None:
-            self.held = memory.check_call(action, args)[: memory.config.retrieval.guard_max_lessons]
-            self.activations += guard_activations(self.held, run_id=self.run_id, step=len(self.steps))
-            return memory.hints([ScoredItem(kind="lesson", item=h.lesson, score=h.lesson.reliability) for h in self.held])
+            guarded = guard_call(memory, action, args, run_id=self.run_id, step=len(self.steps))
+            self.held = guarded.held
+            self.activations += guarded.activations
+            return guarded.hints
         if self._session is None:
             return []
         self._pre_run()
@@ -250,4 +270,4 @@ class AsyncRun:
             await self.end()
 
 
-__all__ = ["AsyncRun", "Run", "working_context"]
+__all__ = ["AsyncRun", "GuardedCall", "Run", "guard_call", "working_context"]
