@@ -7,7 +7,7 @@ system message, read back from the text. Designs:
 
 - ``no_memory``: the agent without the middleware;
 - every baseline of ``bench.env`` (``reasoning_bank``, ``expel_abstracted``, ...): its pre-run context in the system
-  message as memory-block lines (``BaselineNotes``: the title, then ``rule_lines.joined_hint_lines`` of its hints,
+  message as memory-block lines (``design_notes.DesignNotes``: the title, then ``rule_lines.joined_hint_lines`` of its hints,
   each with its precondition), the surface langmem_plus's notes reach the agent through; it learns from every
   collection game (and, in ``dynamic`` mode, every deployment game) with ``general_update``;
 - ``langmem_plus``: with ``memory.as_middleware(tool=env.name, referee=DeterministicReferee(env), ...)``: in
@@ -23,16 +23,16 @@ the block at every call, so the tokens it reads are that figure times its calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langmem_plus._llm import message_text
 from langmem_plus.bench.contradicted import contradicted_notes
+from langmem_plus.bench.design_notes import DesignNotes
 from langmem_plus.bench.designs.base import Context, MemoryDesign, goal_of
 from langmem_plus.bench.designs.baselines import LangmemPlus
 from langmem_plus.bench.env import (
@@ -56,7 +56,6 @@ from langmem_plus.integrations.agent_run import (
     SHORT_TITLE,
     read_memory_block,
     reported_steps,
-    with_memory,
 )
 from langmem_plus.integrations.env_tool import VALID_ACTIONS_TITLE, env_tool
 from langmem_plus.memory import Trajectory
@@ -70,7 +69,7 @@ DEFAULT_AGENT_EXECUTOR = "text"
 AGENT_EXECUTORS = (DEFAULT_AGENT_EXECUTOR, *OUTSIDE_EXECUTORS)
 """``--executor`` choices: the bench's own, and the outside models written to memory's public text."""
 AGENT_DESIGNS = TEXT_DESIGN_NAMES
-"""The designs an agent can be given: none, each baseline (``BaselineNotes``), or langmem_plus's middleware."""
+"""The designs an agent can be given: none, each baseline (``design_notes.DesignNotes``), or langmem_plus's middleware."""
 DELIVERY_TEXT_RULES = {"triggered": "at_step", "pre_run": "pre_run"}
 """``--delivery`` -> the middleware's ``text_rules``."""
 RECURSION_PER_STEP = 6
@@ -109,22 +108,6 @@ def baseline_block(context: Context) -> str:
     """
     lines = joined_hint_lines(context.hints)
     return "\n".join([SHORT_TITLE, *lines]) if lines else ""
-
-
-class BaselineNotes(AgentMiddleware):  # type: ignore[type-arg]
-    """A baseline design's pre-run notes (``baseline_block``) appended to the system message of every model call."""
-
-    def __init__(self, block: str) -> None:
-        super().__init__()
-        self.block = block
-
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """The request with the notes in its system message."""
-        return handler(request.override(system_message=with_memory(request.system_message, self.block)) if self.block else request)
-
-    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async ``wrap_model_call``."""
-        return await handler(request.override(system_message=with_memory(request.system_message, self.block)) if self.block else request)
 
 
 class _SystemMessages(BaseCallbackHandler):
@@ -189,7 +172,7 @@ def run_agent_design(name: str, env: Any, collect: list[TaskSpec], deploy: list[
                 referee=DeterministicReferee(env), pre_run=deploying, on_error=deploying, end_run=shown,
                 text_rules=text_rules if deploying else "pre_run")]
         elif baseline is not None and deploying:
-            middleware = [BaselineNotes(baseline_block(baseline.general_retrieve(t, run_id=run_id)))]
+            middleware = [DesignNotes(baseline_block(baseline.general_retrieve(t, run_id=run_id)))]
         notes: set[tuple[str, str | None]] = set()
         traj, tokens, guarded = play(env, t, seed + repeat, max_steps, middleware, executor, notes)
         if baseline is not None and shown:
@@ -238,5 +221,5 @@ def run_agent_bench(*, env_name: str, collect: str | None = None, seeds: str | N
                               "delivery": f"middleware:{text_rules}", "max_steps": max_steps})
 
 
-__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "BaselineNotes", "baseline_block", "memory_tokens", "play",
+__all__ = ["AGENT_DESIGNS", "AGENT_EXECUTORS", "DEFAULT_AGENT_EXECUTOR", "baseline_block", "memory_tokens", "play",
            "run_agent_bench", "run_agent_design"]

@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ToolErrorMiddleware
+from langchain.agents.middleware import ToolErrorMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import Field
 
 from langmem_plus._llm import message_text
+from langmem_plus.bench.design_notes import DesignNotes
 from langmem_plus.bench.designs.baselines import make_design
 from langmem_plus.bench.seeds import parse_seeds
 from langmem_plus.bench.designs.base import MemoryDesign
@@ -106,21 +107,6 @@ class AnswerReferee:
         got = any(not s.feedback.failed and want and s.observation.strip() == want for s in trajectory)
         return Verdict(passed=got, score=1.0 if got else 0.0, source="deterministic",
                        reasons=["a call returned the expected output" if got else "no call returned the expected output"])
-
-
-class _DesignNotes(AgentMiddleware):
-    """A baseline design's notes in the system message, in the contract's note format."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.block = ""
-
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        if not self.block:
-            return handler(request)
-        system = request.system_message
-        text = f"{message_text(system)}\n\n{self.block}" if system is not None else self.block
-        return handler(request.override(system_message=SystemMessage(content=text)))
 
 
 def design_block(design_name: str, context: Any) -> str:
@@ -245,7 +231,7 @@ def _design(name: str, root: Path, expected: Mapping[str, str], guard: str) -> I
     else:
         design = make_design(name)
         try:
-            yield [_DesignNotes()], design
+            yield [DesignNotes()], design
         finally:
             design.close()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from langmem_plus.conditions import After, Condition, Listed, NotNamed, NotSaid, Says, read_precondition
+from langmem_plus.conditions import After, Condition, Listed, NotNamed, Says, read_precondition
 from langmem_plus.learning.textmatch import (
     Pattern,
     bind,
