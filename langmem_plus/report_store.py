@@ -54,8 +54,10 @@ FOLDED_LESSONS = 40
 """Lessons whose evidence is replayed for the page (the most measured first); replaying costs one fold per entry."""
 ERRORS_PER_RUN = 3
 """Errors a run's row names (the first ones)."""
-PROGRESS_EVERY = 200
-"""Items between two progress reports within a stage."""
+PROGRESS_REPORTS = 10
+"""Progress reports within a stage of known size, the last one included."""
+PROGRESS_EVERY = 1000
+"""Items between two progress reports within a stage of unknown size."""
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): a stage of ``read_page`` advanced; total 0 when unknown."""
@@ -325,10 +327,12 @@ def fingerprint_texts(captures: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _counting(items: Iterable[Any], stage: str, total: int, progress: Progress | None) -> Iterable[Any]:
-    """``items`` as they are, reporting ``stage`` every ``PROGRESS_EVERY`` items and at the end (``total`` 0: unknown)."""
+    """``items`` as they are, reporting ``stage`` about ``PROGRESS_REPORTS`` times and at the end (``total`` 0: unknown,
+    then every ``PROGRESS_EVERY`` items)."""
+    step = max(total // PROGRESS_REPORTS, 1) if total else PROGRESS_EVERY
     n = 0
     for n, item in enumerate(items, 1):
-        if progress is not None and n % PROGRESS_EVERY == 0:
+        if progress is not None and n % step == 0 and n != total:
             progress(stage, n, total)
         yield item
     if progress is not None:
@@ -367,7 +371,7 @@ def read_page(memory: LearningMemory, *, progress: Progress | None = None, folde
         timeline=timeline((r for r in audit_records if r.get("kind") != "capture"), seqs),
         runs=run_rows(runs),
         mistakes=unanswered_mistakes(runs, lessons, fingerprint_texts(r for r in audit_records if r.get("kind") == "capture")),
-        audit_path=str(memory.audit.path),
+        audit_path=str(memory.audit.path) if not notes else "",
         notes=notes,
     )
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +84,9 @@ def plot_lessons_by_tool(page: StorePage, top: int = PLOTTED_TOOLS) -> Figure:
     ax.set_yticks(range(len(tools)), [_plain(_cut(t, 40)) for t in tools], fontsize=8)
     ax.set_xlabel("lessons")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title("Lessons by tool and status", fontsize=9)
-    ax.legend(fontsize=8)
+    shown = f" (the {len(tools)} of {len(page.by_tool)} tools with most lessons)" if len(page.by_tool) > len(tools) else ""
+    ax.set_title(f"Lessons by tool and status{shown}", fontsize=9)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)  # beside the bars, not on them
     fig.tight_layout()
     return fig
 
@@ -150,8 +151,10 @@ def _num(x: float | None, places: int = 2) -> str:
     return "-" if x is None else f"{x:.{places}f}"
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, rule_cols: Sequence[int] = ()) -> str:
-    """An HTML table, every cell escaped; ``rule_cols`` get the wrapping monospace style."""
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, rule_cols: Sequence[int] = (), empty: str = "None yet.") -> str:
+    """An HTML table, every cell escaped; ``rule_cols`` get the wrapping monospace style; ``empty`` when no rows."""
+    if not rows:
+        return f"<p class='note'>{html.escape(empty)}</p>"
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(
@@ -163,8 +166,8 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, rule_cols: Seq
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _left_out(shown: int, total: int, what: str) -> str:
-    return f"<p class='note'>The newest {shown} of {total} {html.escape(what)}.</p>" if total > shown else ""
+def _left_out(shown: int, total: int, what: str, which: str = "newest") -> str:
+    return f"<p class='note'>The {which} {shown} of {total} {html.escape(what)}.</p>" if total > shown else ""
 
 
 def _shown(ids: Sequence[str], first: int = 6) -> str:
@@ -207,25 +210,25 @@ def render_store_html(page: StorePage, images: dict[str, bytes]) -> str:
         ["id", "status", "tool", "rule", "reliability", "mean utility", "evidence runs", "activations", "source"],
         [[l.id, l.status, l.tool, _cut(l.rule), _num(l.reliability), _num(l.mean_utility), l.evidence_runs, l.activations,
           l.source] for l in page.lessons[:LESSONS_SHOWN]],
-        rule_cols=(3,),
+        rule_cols=(3,), empty="No lessons yet.",
     )
     events = page.timeline[-TIMELINE_SHOWN:]
     timeline = _table(["run seq", "run", "event", "lesson", "what"],
                       [[e.run_seq if e.run_seq is not None else "-", e.run_id or "-", e.kind.replace("_", " "), e.lesson_id,
-                        _cut(e.what)] for e in events], rule_cols=(4,))
+                        _cut(e.what)] for e in events], rule_cols=(4,), empty="No events yet.")
     runs = page.runs[-RUNS_SHOWN:]
     run_table = _table(
         ["seq", "run", "task", "tool", "passed", "score", "steps", "tool errors", "errors", "lessons shown"],
         [[r.seq, r.run_id, r.task_id, r.tool, "yes" if r.passed else "no", _num(r.score), r.steps, r.tool_errors,
           " | ".join(_cut(e, 120) for e in r.errors), _shown(r.activated)] for r in runs],
-        rule_cols=(8,),
+        rule_cols=(8,), empty="No runs yet.",
     )
     mistakes = _table(
         ["fingerprint", "runs", "occurrences", "last run seq", "tools", "example action", "example error", "lessons dropped"],
         [[_cut(m.fingerprint), m.runs, m.occurrences, m.last_seq, ", ".join(m.tools), _cut(m.example_action),
           _cut(m.example_error), ", ".join(m.dropped) or "-"] for m in page.mistakes],
-        rule_cols=(0, 5, 6),
-    ) if page.mistakes else "<p>Every mistake seen in two runs or more has a live lesson.</p>"
+        rule_cols=(0, 5, 6), empty="Every mistake seen in two runs or more has a live lesson.",
+    )
     notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in page.notes)
     total = sum(page.by_status.values())
     return (
@@ -236,7 +239,7 @@ def render_store_html(page: StorePage, images: dict[str, bytes]) -> str:
         f"<p>{total} lessons, {len(page.runs)} runs, {len(page.timeline)} timeline events"
         f"{' (audit log ' + html.escape(page.audit_path) + ')' if page.audit_path else ''}.</p>{notes}"
         f"<h2>Lessons by status and tool</h2><ul>{status}</ul>{by_tool}{plots.get('store_lessons_by_tool', '')}"
-        f"<h2>Lessons</h2>{_left_out(min(len(page.lessons), LESSONS_SHOWN), len(page.lessons), 'lessons (by status, most shown first)')}"
+        f"<h2>Lessons</h2>{_left_out(min(len(page.lessons), LESSONS_SHOWN), len(page.lessons), 'lessons', 'first')}"
         f"{lessons}"
         "<h2>Utility over runs</h2><p>Each point is one run that measured a lesson (design.md §6: error reduction and "
         "step gain against comparable runs without it); reliability is the posterior mean of helped / (helped + harmed).</p>"

@@ -184,3 +184,10 @@ def test_cli_reports_a_store_with_progress_on_stderr(store: Path, tmp_path: Path
 def test_cli_report_needs_exactly_one_source(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", *argv]) == 2
     assert "exactly one source: --from RESULT.json (a bench result) or --store PATH / --url URL" in capsys.readouterr().err
+
+
+def test_an_empty_memory_gets_a_page_that_says_so(tmp_path: Path) -> None:
+    empty = StorePage(namespace=NS, lessons=[], by_status={}, by_tool={}, folds={}, timeline=[], runs=[], mistakes=[])
+    text = write_store_report(empty, tmp_path / "out").read_text()
+    assert text.count("data:image/png;base64,") == len(STORE_PLOTS)
+    assert "No lessons yet." in text and "No runs yet." in text and "No events yet." in text
