@@ -203,12 +203,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def store_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--store", default=DEFAULT_STORE, help="embedded store folder (default ./.langmem_plus)")
-        sp.add_argument("--url", default=None, help="a Chroma server instead, e.g. http://127.0.0.1:8000")
-        sp.add_argument("--namespace", default=None, help="namespace parts joined by '/', e.g. acme/agent-7")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
 
-    d = sub.add_parser("demo", help="watch the scripted agent learn a made-up tool")
+    def store_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="embedded store folder (default ./.langmem_plus)")
+        sp.add_argument("--url", default=None, metavar="URL", help="a Chroma server instead, e.g. http://127.0.0.1:8000")
+        sp.add_argument("--namespace", default=None, metavar="a/b", help="namespace parts joined by '/', e.g. acme/agent-7")
+
+    d = command("demo", "watch the scripted agent learn a made-up tool")
     d.add_argument("--runs", type=int, default=3, help="runs over all tasks (default 3)")
     d.add_argument("--tool", choices=("gridtool", "fluxtool"), default="gridtool")
     d.add_argument("--seed", type=int, default=0)
@@ -216,28 +219,31 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     store_args(d)
     d.set_defaults(func=_cmd_demo)
 
-    l = sub.add_parser("lessons", help="list the lessons of a namespace")
+    l = command("lessons", "list the lessons of a namespace")
     l.add_argument("--status", choices=("candidate", "promoted", "suppressed", "archived"), default=None)
     l.add_argument("--json", action="store_true")
     store_args(l)
     l.set_defaults(func=_cmd_lessons)
 
-    i = sub.add_parser("inspect", help="show one lesson and why it is where it is")
+    i = command("inspect", "show one lesson and why it is where it is")
     i.add_argument("what", choices=("lesson",))
     i.add_argument("id")
     store_args(i)
     i.set_defaults(func=_cmd_inspect)
 
-    rp = sub.add_parser("report", help="an HTML page of a bench result (--from) or of a memory (--store / --url)")
-    rp.add_argument("--from", dest="source", default=None, help="a `bench protocol --json` or `bench env --json` result file")
-    rp.add_argument("--store", default=None, help="a memory instead: its embedded store folder (and audit log with --url)")
-    rp.add_argument("--url", default=None, help="a memory on a Chroma server, e.g. http://127.0.0.1:8000")
-    rp.add_argument("--namespace", default=None, help="the memory's namespace parts joined by '/' (default demo/gridtool)")
-    rp.add_argument("--out", required=True, help="folder for index.html and the PNG plots")
+    rp = command("report", "an HTML page of a bench result (--from) or of a memory (--store / --url)")
+    rp.add_argument("--from", dest="source", default=None, metavar="RESULT.json",
+                    help="a `bench protocol --json` or `bench env --json` result file")
+    rp.add_argument("--store", default=None, metavar="PATH",
+                    help="a memory instead: its embedded store folder (with --url, where its audit log is)")
+    rp.add_argument("--url", default=None, metavar="URL", help="a memory on a Chroma server, e.g. http://127.0.0.1:8000")
+    rp.add_argument("--namespace", default=None, metavar="a/b",
+                    help="the memory's namespace parts joined by '/' (default demo/gridtool)")
+    rp.add_argument("--out", required=True, metavar="DIR", help="folder for index.html and the PNG plots")
     rp.set_defaults(func=_cmd_report)
 
     index = _bench_index()
-    b = sub.add_parser("bench", help=f"measurements, each beside a reference in the same run ({', '.join(index)})")
+    b = command("bench", f"measurements, each beside a reference in the same run ({', '.join(index)})")
     benches = b.add_subparsers(dest="which", required=True, metavar="NAME")
     wanted = _wanted_bench(argv)
     for name, bench in index.items():
