@@ -3,22 +3,38 @@
     langmem-plus demo [--runs N] [--tool gridtool|fluxtool] [--store PATH] [--seed S] [--json]
     langmem-plus lessons [--store PATH] [--namespace a/b] [--status S] [--json]
     langmem-plus inspect lesson ID [--store PATH] [--namespace a/b]
+    langmem-plus report --from RESULT.json --out DIR                      (a bench result's plots)
+    langmem-plus report --store PATH [--url URL] [--namespace a/b] --out DIR   (a memory's page)
     langmem-plus bench NAME [--json] [--seed S] ...   (one per module in langmem_plus/bench/)
-    langmem-plus report --from RESULT.json --out DIR
 
-Errors a user can fix (a bad path, an unreachable server, a bad namespace) print one
-clear line and exit 2; they never dump a traceback.
+``--help`` lists every command in one line each, and a bench's options under
+``bench NAME --help``; a bench module is imported only to run it, so help comes back at
+once. Long commands (``demo``, ``report --store``) print progress on stderr and their
+result on stdout. Errors a user can fix (a bad path, a missing store, an unreachable
+server, a missing extra, a bad namespace) print one line saying what to do and exit 2;
+they never dump a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
+import importlib.util
 import json
 import logging
+import pkgutil
+import re
 import sys
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from langmem_plus.errors import LangmemPlusError
+from langmem_plus.errors import InvalidArgument, LangmemPlusError, StoreUnavailable
+
+if TYPE_CHECKING:
+    from langmem_plus.memory import LearningMemory
 
 DEFAULT_STORE = ".langmem_plus"
 
@@ -46,10 +62,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(args: argparse.Namespace, default_ns: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _existing_store(store: str | None, url: str | None) -> str:
+    """The store folder a reading command opens; a missing one is an error, not a new empty store."""
+    path = store or DEFAULT_STORE
+    if url is None and not Path(path).is_dir():
+        raise StoreUnavailable(
+            f"no memory at {path}: make one with `langmem-plus demo --store {path}`, or give --store the folder of an "
+            "existing store (or --url a Chroma server)"
+        )
+    return path
+
+
+def _open(args: argparse.Namespace, default_ns: tuple[str, ...]) -> LearningMemory:
     from langmem_plus.memory import LearningMemory
 
-    return LearningMemory.open(args.store, url=args.url, namespace=_namespace(args.namespace, default_ns))
+    path = _existing_store(args.store, args.url)
+    return LearningMemory.open(path, url=args.url, namespace=_namespace(args.namespace, default_ns))
 
 
 def _cmd_lessons(args: argparse.Namespace) -> int:
@@ -80,11 +108,21 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from_memory = args.store is not None or args.url is not None
+    if (args.source is None) == (not from_memory):
+        raise InvalidArgument(
+            "report needs exactly one source: --from RESULT.json (a bench result) or --store PATH / --url URL (a memory)"
+        )
     try:
-        from langmem_plus.report import load_result, write_report
+        if from_memory:
+            from langmem_plus.report_store_page import write_store_report
+        else:
+            from langmem_plus.report import load_result, write_report
     except ImportError as exc:
         print(f"langmem-plus: the report needs matplotlib: pip install 'langmem-plus[report]' ({exc})", file=sys.stderr)
         return 2
+    if from_memory:
+        return _report_memory(args, write_store_report)
     try:
         result = load_result(args.source)
     except (OSError, ValueError) as exc:
@@ -94,34 +132,86 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_modules() -> dict[str, Any]:
-    """Bench modules found in ``langmem_plus.bench``: each has ``BENCH_NAME``, ``add_arguments``, ``run``."""
-    import importlib
-    import pkgutil
+def _report_memory(args: argparse.Namespace, write: Callable[..., Path]) -> int:
+    """``report --store``: read the namespace (progress on stderr), then write the page."""
+    from langmem_plus.memory import LearningMemory
+    from langmem_plus.report_store import read_page, stderr_progress
 
+    progress = stderr_progress()
+    namespace = _namespace(args.namespace, ("demo", "gridtool"))
+    print(f"report: opening {args.url or args.store} namespace {'/'.join(namespace)}", file=sys.stderr)
+    with LearningMemory.open(_existing_store(args.store, args.url), url=args.url, namespace=namespace) as mem:
+        page = read_page(mem, progress=progress)
+    print(write(page, args.out, progress=progress))
+    return 0
+
+
+@dataclass(frozen=True)
+class _Bench:
+    """A bench module found in ``langmem_plus.bench``, read from its source: it is imported only to run."""
+
+    name: str
+    module: str
+    summary: str
+
+
+_BENCH_LEAD = re.compile(r"^``langmem-plus bench [\w-]+``:\s*")
+"""The lead of a bench module's docstring, which its help line leaves out."""
+
+
+def _summary(doc: str | None) -> str:
+    """A module docstring's first line without its ``langmem-plus bench NAME``: lead."""
+    first = (doc or "").strip().splitlines()[0] if (doc or "").strip() else ""
+    return _BENCH_LEAD.sub("", first).replace("``", "`")
+
+
+def _bench_index() -> dict[str, _Bench]:
+    """Every module of ``langmem_plus.bench`` that sets ``BENCH_NAME``, by that name, found without importing it:
+    a bench imports the memory, LangChain and Chroma, which ``--help`` has no need of."""
     import langmem_plus.bench as bench_pkg
 
-    found: dict[str, Any] = {}
+    found: dict[str, _Bench] = {}
     for info in sorted(pkgutil.iter_modules(bench_pkg.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"langmem_plus.bench.{info.name}")
-        name = getattr(module, "BENCH_NAME", None)
-        if name and callable(getattr(module, "run", None)):
-            found[name] = module
+        module = f"langmem_plus.bench.{info.name}"
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BENCH_NAME" for t in node.targets)
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                found[node.value.value] = _Bench(node.value.value, module, _summary(ast.get_docstring(tree)))
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for tests and docs)."""
+def _wanted_bench(argv: Sequence[str] | None) -> str | None:
+    """The bench ``argv`` runs (the word after ``bench``), or None."""
+    words = list(argv or ())
+    if "bench" not in words:
+        return None
+    rest = [w for w in words[words.index("bench") + 1:] if not w.startswith("-")]
+    return rest[0] if rest else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs).
+
+    ``argv``: the command line it is built to parse; only the bench it runs is imported, with its options. Without
+    it every bench is imported, so each bench's help lists its options.
+    """
     p = argparse.ArgumentParser(prog="langmem-plus", description="A learning memory for LangGraph agents.")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def store_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--store", default=DEFAULT_STORE, help="embedded store folder (default ./.langmem_plus)")
-        sp.add_argument("--url", default=None, help="a Chroma server instead, e.g. http://127.0.0.1:8000")
-        sp.add_argument("--namespace", default=None, help="namespace parts joined by '/', e.g. acme/agent-7")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
 
-    d = sub.add_parser("demo", help="watch the scripted agent learn a made-up tool")
+    def store_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="embedded store folder (default ./.langmem_plus)")
+        sp.add_argument("--url", default=None, metavar="URL", help="a Chroma server instead, e.g. http://127.0.0.1:8000")
+        sp.add_argument("--namespace", default=None, metavar="a/b", help="namespace parts joined by '/', e.g. acme/agent-7")
+
+    d = command("demo", "watch the scripted agent learn a made-up tool")
     d.add_argument("--runs", type=int, default=3, help="runs over all tasks (default 3)")
     d.add_argument("--tool", choices=("gridtool", "fluxtool"), default="gridtool")
     d.add_argument("--seed", type=int, default=0)
@@ -129,37 +219,48 @@ def build_parser() -> argparse.ArgumentParser:
     store_args(d)
     d.set_defaults(func=_cmd_demo)
 
-    l = sub.add_parser("lessons", help="list the lessons of a namespace")
+    l = command("lessons", "list the lessons of a namespace")
     l.add_argument("--status", choices=("candidate", "promoted", "suppressed", "archived"), default=None)
     l.add_argument("--json", action="store_true")
     store_args(l)
     l.set_defaults(func=_cmd_lessons)
 
-    i = sub.add_parser("inspect", help="show one lesson and why it is where it is")
+    i = command("inspect", "show one lesson and why it is where it is")
     i.add_argument("what", choices=("lesson",))
     i.add_argument("id")
     store_args(i)
     i.set_defaults(func=_cmd_inspect)
 
-    rp = sub.add_parser("report", help="HTML page with plots from a `bench protocol --json` or `bench env --json` result")
-    rp.add_argument("--from", dest="source", required=True, help="the result JSON file")
-    rp.add_argument("--out", required=True, help="folder for index.html and the PNG plots")
+    rp = command("report", "an HTML page of a bench result (--from) or of a memory (--store / --url)")
+    rp.add_argument("--from", dest="source", default=None, metavar="RESULT.json",
+                    help="a `bench protocol --json` or `bench env --json` result file")
+    rp.add_argument("--store", default=None, metavar="PATH",
+                    help="a memory instead: its embedded store folder (with --url, where its audit log is)")
+    rp.add_argument("--url", default=None, metavar="URL", help="a memory on a Chroma server, e.g. http://127.0.0.1:8000")
+    rp.add_argument("--namespace", default=None, metavar="a/b",
+                    help="the memory's namespace parts joined by '/' (default demo/gridtool)")
+    rp.add_argument("--out", required=True, metavar="DIR", help="folder for index.html and the PNG plots")
     rp.set_defaults(func=_cmd_report)
 
-    b = sub.add_parser("bench", help="measurements, each beside a reference in the same run")
-    benches = b.add_subparsers(dest="which", required=True)
-    for name, module in _bench_modules().items():
-        bp = benches.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
+    index = _bench_index()
+    b = command("bench", f"measurements, each beside a reference in the same run ({', '.join(index)})")
+    benches = b.add_subparsers(dest="which", required=True, metavar="NAME")
+    wanted = _wanted_bench(argv)
+    for name, bench in index.items():
+        bp = benches.add_parser(name, help=bench.summary, description=bench.summary)
         bp.add_argument("--json", action="store_true", help="print one JSON object")
         bp.add_argument("--seed", type=int, default=0)
-        module.add_arguments(bp)
-        bp.set_defaults(func=module.run)
+        if argv is None or name == wanted:
+            module = importlib.import_module(bench.module)
+            module.add_arguments(bp)
+            bp.set_defaults(func=module.run)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``langmem-plus`` console script."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
         return int(args.func(args))

@@ -81,7 +81,7 @@ def test_unknown_names_and_settings_are_clear_env_errors(name: str, needle: str)
 def test_missing_game_package_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "textworld_express", None)  # import now raises ImportError
     env = make_env("twx-coin:easy")  # building validates only; the JVM starts on first use
-    with pytest.raises(EnvError, match=r'pip install -e "\.\[envs\]"'):
+    with pytest.raises(EnvError, match=r"pip install 'langmem-plus\[envs\]'"):
         env.reset("train-0")
     monkeypatch.setitem(sys.modules, "scienceworld.constants", None)
     with pytest.raises(EnvError, match="Java 17"):

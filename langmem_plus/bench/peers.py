@@ -154,7 +154,7 @@ def _langmem(lessons: Sequence[Lesson], queries: Sequence[Query], warmup: Sequen
     try:
         from langmem import create_search_memory_tool  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
-        return {"skipped": f"langmem is not installed ({exc}); pip install -e '.[peers]'"}
+        return {"skipped": f"langmem is not installed ({exc}); pip install 'langmem-plus[peers]'"}
     from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
 

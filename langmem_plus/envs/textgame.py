@@ -52,7 +52,7 @@ GAME_STEP_LIMIT = 100_000
 """Step limit handed to the game packages: high, so the caller's budget (the graph's ``max_steps``) decides."""
 MESSAGE_CHARS = 300
 """Longest game message quoted in a fatal-action error text."""
-INSTALL_HINT = 'install the optional extra with `pip install -e ".[envs]"` and a Java 17 runtime (e.g. openjdk-17-jre)'
+INSTALL_HINT = "install the optional extra with `pip install 'langmem-plus[envs]'` and a Java 17 runtime (e.g. openjdk-17-jre)"
 """What to install when a game package or Java is missing."""
 
 DOMAIN = "text-game"

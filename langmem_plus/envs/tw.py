@@ -47,7 +47,7 @@ from langmem_plus.errors import EnvError
 
 PACKAGE = "textworld"
 """The PyPI package behind these environments (it builds Jericho from source: needs gcc and make)."""
-INSTALL = 'install the optional extra with `pip install -e ".[textworld]"` (builds Jericho from source: needs gcc and make)'
+INSTALL = "install the optional extra with `pip install 'langmem-plus[textworld]'` (builds Jericho from source: needs gcc and make)"
 """What to install when TextWorld is missing."""
 CACHE_ENV = "LANGMEM_PLUS_TW_CACHE"
 """Environment variable naming the directory of generated games."""

@@ -142,7 +142,7 @@ def _connect_http(url: str) -> tuple[Any, str]:
     ssl = parsed.scheme == "https"
     port = parsed.port or (443 if ssl else 8000)
     base = f"{parsed.scheme}://{parsed.hostname}:{port}"
-    fix = f"start one with `chroma run --path <dir> --host {parsed.hostname} --port {port}` or fix url="
+    fix = f"start one with `chroma run --path <dir> --host {parsed.hostname} --port {port}`, or give the url of a running one"
     try:
         httpx.get(base + HEARTBEAT_PATH, timeout=CONNECT_TIMEOUT_S).raise_for_status()
     except httpx.HTTPError as exc:
