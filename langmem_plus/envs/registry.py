@@ -10,9 +10,15 @@ Two kinds of names:
 - text games written by others, ``OPTIONAL_ENV_NAMES`` (the ``envs`` extra and a
   Java 17 runtime): ``twx-cooking``, ``twx-coin``, ``twx-twc`` with a setting as
   ``NAME:SETTING`` (``easy``, ``medium``, ``rooms3``, ``default``), and
-  ``sciworld:<task-name>``; ``tw-cooking`` and ``tw-treasure`` (TextWorld games made
-  with tw-make, the ``textworld`` extra). Their game packages are imported only when
-  a game starts.
+  ``sciworld:TASKS[:SIMPLIFICATIONS]``; ``tw-cooking`` and ``tw-treasure`` (TextWorld
+  games made with tw-make, the ``textworld`` extra). Their game packages are imported
+  only when a game starts.
+
+ScienceWorld's ``TASKS`` is one task name (``sciworld:boil``: task ids
+``test-225``), or ``all`` or a comma list of names (``sciworld:all``,
+``sciworld:boil,melt``: one env over those tasks, task ids ``boil/test-225``);
+``SIMPLIFICATIONS`` is ``easy`` (the default), ``none``, or a comma list of
+ScienceWorld's names (``sciworld:boil:none``, ``sciworld:all:teleportaction,opendoors``).
 
 Example:
     >>> env = make_env("gridtool")
@@ -53,12 +59,29 @@ def _make_twx(game: str, setting: str | None) -> Env:
     return TwxEnv(game, setting)
 
 
-def _make_sciworld(task: str | None) -> Env:
-    from langmem_plus.envs.sciworld import SciWorldEnv
+SCIWORLD_ALL = "all"
+"""The ScienceWorld ``TASKS`` field that means every task."""
 
-    if not task:
-        raise EnvError("sciworld needs a task name, e.g. 'sciworld:boil' (see langmem_plus.envs.sciworld.task_names())")
-    return SciWorldEnv(task)
+
+def _make_sciworld(option: str) -> Env:
+    from langmem_plus.envs.sciworld import (
+        DEFAULT_SIMPLIFICATIONS,
+        SciWorldEnv,
+        parse_simplifications,
+    )
+    from langmem_plus.envs.sciworld_suite import SciWorldSuiteEnv
+
+    tasks, _, simplified = option.partition(":")
+    if not tasks:
+        raise EnvError(
+            "sciworld needs a task name, e.g. 'sciworld:boil' or 'sciworld:all' (see langmem_plus.envs.sciworld.task_names())"
+        )
+    simplifications = parse_simplifications(simplified or DEFAULT_SIMPLIFICATIONS)
+    if tasks == SCIWORLD_ALL:
+        return SciWorldSuiteEnv(simplifications=simplifications)
+    if "," in tasks:
+        return SciWorldSuiteEnv([t.strip() for t in tasks.split(",") if t.strip()], simplifications=simplifications)
+    return SciWorldEnv(tasks, simplifications=simplifications)
 
 
 def _make_tw(game: str, setting: str | None) -> Env:
@@ -70,7 +93,8 @@ def _make_tw(game: str, setting: str | None) -> Env:
 def optional_settings(name: str) -> tuple[str, ...]:
     """The settings (TextWorldExpress) or tasks (ScienceWorld) an optional env accepts after the colon.
 
-    ScienceWorld's task list comes from its package, so it raises EnvError when the extra is missing.
+    ScienceWorld's task list comes from its package, so it raises EnvError when the extra is missing;
+    ``all`` and comma lists of its tasks are accepted too (module docstring).
     """
     key = str(name).strip().lower()
     if key.startswith("twx-") and key in OPTIONAL_ENV_NAMES:
@@ -93,7 +117,8 @@ def make_env(name: str) -> Env:
 
     Args:
         name: A bundled name (``"gridtool"``) or an optional one with its setting or
-            task after a colon (``"twx-cooking:easy"``, ``"sciworld:boil"``).
+            task after a colon (``"twx-cooking:easy"``, ``"sciworld:boil"``,
+            ``"sciworld:all:none"``: module docstring).
 
     Raises:
         EnvError: unknown name, setting or task; or an optional env whose extra or Java is missing.
@@ -108,7 +133,7 @@ def make_env(name: str) -> Env:
     if base.startswith("tw-") and base in OPTIONAL_ENV_NAMES:
         return _make_tw(base.removeprefix("tw-"), option or None)
     if base == "sciworld":
-        return _make_sciworld(option or None)
+        return _make_sciworld(option)
     choices = ", ".join((*ENV_NAMES, *(f"{n}:..." for n in OPTIONAL_ENV_NAMES)))
     raise EnvError(f"unknown environment {name!r}; choose one of: {choices}")
 

@@ -36,7 +36,7 @@ import importlib
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
@@ -218,6 +218,19 @@ class TextGameEnv:
         """Goal text of a listed task; may start that game (``tasks()`` replays a game in progress)."""
         return self._backend.new_game(fold, seed).goal
 
+    def _start(self, task_id: str) -> Turn:
+        """Start the game a task id names and return its opening turn (``reset`` and the replay use it)."""
+        fold, seed = self._parse_task_id(task_id)
+        return self._backend.new_game(fold, seed)
+
+    def _listing(self) -> list[TaskSpec]:
+        """The tasks ``tasks()`` lists: the first ``tasks_per_fold`` seeds of each fold."""
+        return [
+            self._spec(fold, seed, self._goal_of(fold, seed))
+            for fold in FOLDS
+            for seed in self._fold_seeds(fold)[: self._tasks_per_fold]
+        ]
+
     # ---- what an executor reads -----------------------------------------------
 
     @property
@@ -249,24 +262,27 @@ class TextGameEnv:
             raise EnvError(f"{self.name}: unknown fold {fold!r}; choose one of: {', '.join(FOLDS)}")
         return self._fold_seeds(fold)
 
+    def fold_task_ids(self, fold: str) -> list[str]:
+        """The id of every task of ``fold``, in the fold's order (a bench picks positions from it)."""
+        return [f"{fold}-{seed}" for seed in self.fold_seeds(fold)]
+
+    def family_of(self, task_id: str) -> str:
+        """Task family of ``task_id``: the same for every task of a single game (per-family aggregation reads it)."""
+        return self.family or self.name
+
     # ---- protocol ------------------------------------------------------------
 
     def tasks(self) -> list[TaskSpec]:
         """The first ``tasks_per_fold`` seeds of train, dev and test, in that order (stable)."""
         if self._task_list is None:
-            listed: list[TaskSpec] = []
-            for fold in FOLDS:
-                for seed in self._fold_seeds(fold)[: self._tasks_per_fold]:
-                    listed.append(self._spec(fold, seed, self._goal_of(fold, seed)))
-            self._task_list = listed
+            self._task_list = self._listing()
             if self._task_id is not None and self.goal_needs_game:
                 self._replay()
         return [t.model_copy(deep=True) for t in self._task_list]
 
     def reset(self, task_id: str) -> str:
         """Start ``task_id`` (``"<fold>-<seed>"``); returns the goal and the first observation."""
-        fold, seed = self._parse_task_id(task_id)
-        self._turn = self._backend.new_game(fold, seed)
+        self._turn = self._start(task_id)
         self._task_id, self._actions, self._best = task_id, [], max(0.0, self._turn.score)
         return f"{self.name} task {task_id}\nGoal: {self._turn.goal}\n\n{self._turn.observation}".rstrip() + "\n"
 
@@ -348,24 +364,32 @@ class TextGameEnv:
         )
 
     def _parse_task_id(self, task_id: str) -> tuple[str, int]:
-        fold, _, raw = str(task_id).strip().partition("-")
-        if fold not in FOLDS or not raw.isdigit():
-            raise EnvError(f"{self.name}: task id {task_id!r} is not '<fold>-<seed>' with fold one of {', '.join(FOLDS)}")
-        seeds = self._fold_seeds(fold)
-        if int(raw) not in seeds:
-            span = f"{min(seeds)}..{max(seeds)}" if seeds else "none"
-            raise EnvError(f"{self.name}: seed {raw} is not in the {fold} fold (its seeds: {span})")
-        return fold, int(raw)
+        return parse_task_id(task_id, self._fold_seeds, self.name)
 
     def _replay(self) -> None:
         """Restart the current game and replay its commands (the games are deterministic per seed)."""
         if self._task_id is None:
             return
-        fold, seed = self._parse_task_id(self._task_id)
-        turn = self._backend.new_game(fold, seed)
+        turn = self._start(self._task_id)
         for action in self._actions:
             turn = self._backend.act(action)
         self._turn = turn
+
+
+def parse_task_id(task_id: str, fold_seeds: Callable[[str], Sequence[int]], name: str) -> tuple[str, int]:
+    """``"<fold>-<seed>"`` as (fold, seed), checked against ``fold_seeds(fold)``; ``name`` prefixes the error.
+
+    Raises:
+        EnvError: not ``<fold>-<seed>``, an unknown fold, or a seed outside its fold.
+    """
+    fold, _, raw = str(task_id).strip().partition("-")
+    if fold not in FOLDS or not raw.isdigit():
+        raise EnvError(f"{name}: task id {task_id!r} is not '<fold>-<seed>' with fold one of {', '.join(FOLDS)}")
+    seeds = fold_seeds(fold)
+    if int(raw) not in seeds:
+        span = f"{min(seeds)}..{max(seeds)}" if seeds else "none"
+        raise EnvError(f"{name}: seed {raw} is not in the {fold} fold (its seeds: {span})")
+    return fold, int(raw)
 
 
 def parse_inventory(text: str, header: str) -> tuple[str, ...]:
@@ -399,6 +423,7 @@ __all__ = [
     "is_rejection",
     "map_feedback",
     "parse_inventory",
+    "parse_task_id",
     "require_java",
     "require_module",
 ]
