@@ -499,6 +499,31 @@ class TextGamesConfig(_Section):
     """Most task-text lines a text rule keeps as its condition (``Lesson.applies_when``)."""
 
 
+class WorkflowConfig(_Section):
+    """Workflows: procedures induced from trajectories (``learning.workflows``) and grounded at each step."""
+
+    workflow_max_steps: int = Field(120, ge=1)
+    """Longest workflow kept (steps after loops are folded); a longer alignment is cut here."""
+    workflow_min_share: float = Field(0.6, gt=0.0, le=1.0)
+    """Share of the trajectories that must have taken a step (aligned) for the workflow to keep it: what most of
+    them did (more than half of two or of five), so a detour one start position needed is left out."""
+    workflow_loop_period: int = Field(3, ge=1)
+    """Longest block of actions (in steps) that, repeated back to back, is folded into one repeated step."""
+    workflow_skip_lookahead: int = Field(4, ge=0)
+    """Later steps tried when the next one cannot be taken now (its action is not offered): the first of them that
+    can be is handed over instead (recovery by skipping)."""
+    workflow_max_sources: int = Field(20, ge=1)
+    """Trajectories a workflow keeps to be induced again from (the newest)."""
+    workflow_suppress_rate: float = Field(0.2, ge=0.0, le=1.0)
+    """A workflow whose success rate (``SkillStats.success_rate``) has fallen below this, once it has been followed
+    ``workflow_min_executions`` times, is no longer handed over."""
+    workflow_min_executions: int = Field(3, ge=1)
+    """Runs that followed a workflow before its success rate can suppress it."""
+    workflow_min_goal_overlap: float = Field(0.5, ge=0.0, le=1.0)
+    """Word overlap (Jaccard) of two goals at or above which their trajectories are of one kind of task and are
+    induced into one workflow."""
+
+
 _SECTION_MODELS: dict[str, type[_Section]] = {
     "capture": CaptureConfig,
     "retrieval": RetrievalConfig,
@@ -508,6 +533,7 @@ _SECTION_MODELS: dict[str, type[_Section]] = {
     "semantic": SemanticConfig,
     "storage": StorageConfig,
     "textgames": TextGamesConfig,
+    "workflows": WorkflowConfig,
 }
 SECTIONS: tuple[str, ...] = tuple(_SECTION_MODELS)
 """The sections, in the order ``MemoryConfig`` holds them."""
@@ -576,6 +602,7 @@ class MemoryConfig(BaseModel):
     semantic: SemanticConfig = Field(default_factory=SemanticConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     textgames: TextGamesConfig = Field(default_factory=TextGamesConfig)
+    workflows: WorkflowConfig = Field(default_factory=WorkflowConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -359,8 +359,27 @@ class SkillStats(_Record):
     success_rate: float = 0.0
 
 
+class ProcedureStep(_Record):
+    """One step of a workflow skill: an action pattern (``<Z>`` a phrase), whether it was looped, whether it scored."""
+
+    action: str
+    repeat: bool = False
+    progress: bool = False
+
+
+class WorkflowSource(_Record):
+    """A trajectory a workflow skill was induced from, kept so the workflow can be induced again as more arrive:
+    its goal, actions and the score after each (None where unknown); observations are not kept."""
+
+    goal: str
+    actions: list[str] = Field(default_factory=list)
+    scores: list[float | None] = Field(default_factory=list)
+    source: str = ""
+
+
 class Skill(_Record):
-    """A procedure distilled from repeated successes (design.md §2, §6)."""
+    """A procedure distilled from repeated successes (design.md §2, §6), or a workflow induced from trajectories
+    (``procedure`` set; design.md §6 "Workflows")."""
 
     id: str
     namespace: Namespace
@@ -375,6 +394,16 @@ class Skill(_Record):
     created_at: float = Field(default_factory=time.time)
     retired: str | None = None
     """Why the skill is no longer delivered (every episode it was built on was retired), or None."""
+    goal_pattern: str = ""
+    """A workflow's goal pattern (``<A>`` where its trajectories' goals differ); empty for other skills."""
+    procedure: list[ProcedureStep] = Field(default_factory=list)
+    """A workflow's steps; empty for other skills."""
+    slot_values: dict[str, list[str]] = Field(default_factory=dict)
+    """A workflow's slots and the values its trajectories gave them: the facts a run binds a slot with."""
+    sources: list[WorkflowSource] = Field(default_factory=list)
+    """The trajectories a workflow was induced from (newest last, at most ``workflow_max_sources``)."""
+    version: int = 1
+    """Bumped each time the workflow is induced again with a changed procedure."""
 
 
 # --------------------------------------------------------------------------- runs, retrieval
@@ -836,6 +865,8 @@ __all__ = [
     "FactEvidence",
     "SkillEvidence",
     "LessonAdditions",
+    "ProcedureStep",
+    "WorkflowSource",
     "Activation",
     "BeliefChange",
     "Channel",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langmem_plus.bench.contradicted import contradicted_notes
+from langmem_plus.bench.demos import DEMO_DESIGNS
 from langmem_plus.bench.designs.base import Context, MemoryDesign, goal_of, run_episode
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.textgames.delivery_rules import SWITCHABLE_RULES
@@ -369,7 +370,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="static", choices=("static", "dynamic"))
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
-    parser.add_argument("--designs", nargs="+", default=list(TEXT_DESIGN_NAMES), choices=TEXT_DESIGN_NAMES)
+    parser.add_argument("--designs", nargs="+", default=None, choices=list(dict.fromkeys([*TEXT_DESIGN_NAMES, *DEMO_DESIGNS])),
+                        help="the designs to compare (default: every design of the mode; with --demos, bench.demos.DEMO_DESIGNS)")
     parser.add_argument("--context-tokens", type=int, default=None,
                         help="langmem_plus's max_context_tokens (default: the config's)")
     parser.add_argument("--delivery", default=DEFAULT_DELIVERY, choices=("triggered", "pre_run"),
@@ -383,6 +385,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", default="text", choices=("text", "careless", "literal"),
                         help="who plays: the bench's TextGameExecutor (default), or an outside chat model written to "
                              "memory's public text only (bench.outside; implies --agent)")
+    parser.add_argument("--demos", type=int, default=None, metavar="N",
+                        help="learn from N demonstrations per task (the env's gold sequences of train variations) "
+                             "instead of collection runs, and compare the demonstration designs (bench.demos)")
+    parser.add_argument("--variations", type=int, default=1, metavar="K",
+                        help="with --demos: variations of --fold played per task (default 1)")
+    parser.add_argument("--tasks", default=None, metavar="A,B",
+                        help="with --demos: the tasks to play (default: every task of the env, e.g. all 30 of sciworld)")
     parser.add_argument("--llm-base-url", default=None,
                         help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
                              "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
@@ -406,6 +415,8 @@ def run(args: argparse.Namespace) -> int:
     factory, label = executor_from_args(args)
     started = time.perf_counter()
     outside = getattr(args, "executor", "text")
+    if getattr(args, "demos", None) is not None:
+        return _run_demos(args, factory)
     if getattr(args, "agent", False) or outside != "text":
         if label != "text":
             raise InvalidArgument("--agent plays a chat model of the bench's inside the agent; it does not take --llm-* options")
@@ -414,17 +425,52 @@ def run(args: argparse.Namespace) -> int:
         from langmem_plus.bench.agent_env import run_agent_bench
 
         result = run_agent_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold,
-                                 mode=args.mode, repeats=args.repeats, max_steps=args.max_steps, designs=args.designs,
+                                 mode=args.mode, repeats=args.repeats, max_steps=args.max_steps, designs=args.designs or list(TEXT_DESIGN_NAMES),
                                  seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True),
                                  delivery=args.delivery, executor=outside)
     else:
         result = run_env_bench(env_name=args.env, collect=args.collect_seeds, seeds=args.seeds, fold=args.fold, mode=args.mode,
-                               repeats=args.repeats, max_steps=args.max_steps, designs=args.designs, seed=args.seed,
+                               repeats=args.repeats, max_steps=args.max_steps, designs=args.designs or list(TEXT_DESIGN_NAMES), seed=args.seed,
                                progress=lambda m: print(m, file=sys.stderr, flush=True), context_tokens=args.context_tokens,
                                executor_factory=factory, executor_name=label, delivery=args.delivery,
                                without=[n.strip() for n in args.without.split(",") if n.strip()])
     print(f"[env] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_text(result))
+    return 0
+
+
+def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
+    """``bench env --demos N``: the demonstration designs task by task (``bench.demos``)."""
+    from langmem_plus.bench.demos import DEFAULT_DEMOS_MAX_STEPS, format_demo_text, run_demo_bench
+    from langmem_plus.bench.demos import sciworld_demonstrations, stderr_progress
+
+    base, _, setting = args.env.partition(":")
+    if base != "sciworld":
+        raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld); {base!r} has none here")
+    if args.demos < 1 or args.variations < 1:
+        raise InvalidArgument("--demos and --variations must be at least 1")
+    from langmem_plus.envs.sciworld import task_names
+
+    names = task_names()
+    if args.tasks:
+        tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    elif setting and setting != "all":
+        tasks = [setting]
+    else:
+        tasks = names
+    unknown = [t for t in tasks if t not in names]
+    if unknown:
+        raise InvalidArgument(f"unknown ScienceWorld task(s) {unknown}; choose from {', '.join(names)}")
+    chosen = list(args.designs or DEMO_DESIGNS)
+    if any(d not in DEMO_DESIGNS for d in chosen):
+        raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
+    started = time.perf_counter()
+    result = run_demo_bench(env_base=base, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
+                            repeats=args.repeats, max_steps=args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS,
+                            designs=chosen, seed=args.seed, executor_factory=factory,
+                            source=sciworld_demonstrations(), progress=stderr_progress)
+    print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    print(json.dumps(result) if args.json else format_demo_text(result))
     return 0
 
 

@@ -281,10 +281,10 @@ def skill_hints(skill: Skill, satisfied: Collection[str] = ()) -> list[Hint]:
     """Hints from a matched skill: its first step, then one per missing precondition (design.md §6).
 
     Example:
-        >>> s = Skill(id="s", namespace=("n",), name="heat", preconds=["burner_on", "beaker"],
-        ...           steps=["light burner"])
-        >>> [h.text for h in skill_hints(s, satisfied={"beaker"})]
-        ['Skill heat: start with `light burner`', 'Skill heat needs burner_on first']
+        >>> s = Skill(id="s", namespace=("n",), name="deploy", preconds=["logged_in", "built"],
+        ...           steps=["push image"])
+        >>> [h.text for h in skill_hints(s, satisfied={"built"})]
+        ['Skill deploy: start with `push image`', 'Skill deploy needs logged_in first']
     """
     hints: list[Hint] = []
     if skill.steps:

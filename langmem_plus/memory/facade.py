@@ -39,6 +39,9 @@ from langmem_plus.learning.lifecycle import (
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.outcomes import applied_in_run, step_outcomes
+from langmem_plus.learning.procedures import group_by_kind, is_workflow, matching, workflow_of, workflow_skill
+from langmem_plus.learning.trajectory_import import demonstration
+from langmem_plus.learning.workflows import Grounded, ground, workflow_line
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.memory.facts import SharedFacts
@@ -62,6 +65,7 @@ from langmem_plus.records import (
     RunReport,
     ScoredItem,
     Skill,
+    SkillEvidence,
     Step,
     TaskSpec,
     Verdict,
@@ -466,6 +470,53 @@ class LearningMemory:
             if i.kind == "lesson"
         ]
 
+    # ------------------------------------------------------------------ workflows
+    def learn_from_trajectories(
+        self, trajectories: Iterable[Any], *, goal: str | None = None, family: str | None = None, source: str = ""
+    ) -> list[Skill]:
+        """Induce workflows (procedures with slots) from successful or partly successful trajectories; the workflow
+        skills written, each joined with what it already held of its kind (design.md §6 "Workflows").
+
+        A trajectory is a ``workflows.Demonstration``, a LangChain message list (a ``create_agent`` run's
+        ``messages``), recorded ``Step``s, plain steps (actions, ``(action, observation, score)`` tuples or
+        mappings), or ``{"goal": ..., "steps": [...]}`` (``learning.trajectory_import``). ``goal`` is the goal of
+        trajectories that do not carry one; ``family`` names their kind of task (otherwise goals that overlap are
+        one kind, ``workflow_min_goal_overlap``).
+
+        Raises:
+            InvalidArgument: a trajectory of an unknown shape, or without a goal.
+        """
+        demos = [d for d in (demonstration(t, goal=goal, source=source) for t in trajectories) if d.steps]
+        cfg = self.config.workflows
+        now = self.clock()
+        with self._lock:
+            groups = group_by_kind(demos, list(self.view.skills.values()), family=family, config=cfg)
+            written = [self.view.skill_record(workflow_skill(more, self.namespace, family=family, existing=held,
+                                                             config=cfg, now=now)) for held, more in groups]
+            if written:
+                self.sync.write("skills", written)
+                for skill in written:
+                    self.audit.write("workflow", skill_id=skill.id, version=skill.version, sources=len(skill.sources),
+                                     steps=[s.action for s in skill.procedure][:50])
+        return written
+
+    def workflows_for(self, goal: str, *, family: str | None = None) -> list[Skill]:
+        """The workflow skills that fit ``goal`` (their goal's slots bind), not suppressed, best first."""
+        return matching(goal, list(self.view.skills.values()), family=family, config=self.config.workflows)
+
+    def workflow_step(
+        self, goal: str, done: Sequence[str], offered: Sequence[str], *, family: str | None = None
+    ) -> Hint | None:
+        """The next step of the best workflow for ``goal`` after the actions ``done``, grounded on the ``offered``
+        actions (slots bound; a step that cannot be taken skipped or first brought within reach), as a hint whose
+        ``source_id`` is the workflow's; None when no workflow fits or none carries the attempt on."""
+        for skill in self.workflows_for(goal, family=family):
+            wf = workflow_of(skill)
+            grounded: Grounded | None = ground(wf, goal, done, offered, self.config.workflows)
+            if grounded is not None:
+                return Hint(text=workflow_line(grounded, wf), source_kind="skill", source_id=skill.id)
+        return None
+
     def check_call(self, tool: str, args: Mapping[str, Any]) -> list[Held]:
         """What memory holds against a proposed call of ``tool`` with ``args``, before it runs (the call guard):
         each lesson of the tool whose WRONG form matches inside an argument, with the argument rewritten when the
@@ -594,6 +645,11 @@ class LearningMemory:
                 audit_run(self.audit, self.view, run, integ, judged)
                 write_episodes(self.audit, self.view, self.config, episodes, run=run, task=task, events=events,
                                now=now, lookup=self._lookup(), write=self.sync.write, evidence=evidence)
+                for sid in sorted(activated):  # a workflow followed in the run: its outcome, as a skill's
+                    followed = self.view.skills.get(sid)
+                    if followed is not None and is_workflow(followed):
+                        evidence.append(SkillEvidence(skill_id=sid, run_id=run_id, run_seq=seq, at=now, passed=run.passed,
+                                                      failure_mode=events[0].fingerprint if events else None))
             self._semantic_from_run(run_id, judged)
             self._semantic_from_observations(run_id, steps, claimed is not None)
             by_status = self.lessons_by_status()

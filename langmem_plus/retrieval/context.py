@@ -91,7 +91,7 @@ def whole_actions(words: Sequence[str], limit: int) -> int:
     A reader can use a procedure cut after its second step, not one cut inside its first.
 
     Example:
-        >>> words = "start with `connect red wire to battery` then `look`".split()
+        >>> words = "start with `connect red cable to router` then `look`".split()
         >>> whole_actions(words, 4), whole_actions(words, 8), whole_actions("a b c".split(), 2)
         (7, 7, 2)
     """

@@ -32,6 +32,7 @@ import numpy as np
 from langmem_plus.bench.designs.base import (
     Context,
     Embedder,
+    goal_of,
     MemoryDesign,
     error_fixes,
     render_rules,
@@ -42,6 +43,7 @@ from langmem_plus.bench.designs.base import (
 from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
+from langmem_plus.memory.advisor import WorkflowAdvisor
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
 from langmem_plus.textgames.delivery import StepDelivery
 from langmem_plus.textgames.shown import is_text_rule
@@ -244,7 +246,7 @@ class LangmemPlus:
     """``pre_run``: every lesson in the block before the task (``LearningMemory.general_retrieve``);
     ``triggered``: text rules leave the pre-run block and reach the executor at the steps they fire
     on (``textgames.delivery.StepDelivery``), everything else stays before the task."""
-    _triggered: dict[str, tuple[list[ScoredItem], StepDelivery]] = field(default_factory=dict)
+    _triggered: dict[str, tuple[list[ScoredItem], StepDelivery | WorkflowAdvisor]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.delivery not in ("pre_run", "triggered"):
@@ -285,7 +287,9 @@ class LangmemPlus:
         cfg = self.memory.config
         items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
         start = open_triggered(items, cfg, budget=cfg.context.max_context_tokens)
-        stepper = start.delivery(self.memory.text_rules(task.tool), [r for r in self.memory.runs if r.tool == task.tool], cfg)
+        stepper: StepDelivery | WorkflowAdvisor = start.delivery(self.memory.text_rules(task.tool), [r for r in self.memory.runs if r.tool == task.tool], cfg)
+        if self.memory.workflows_for(goal_of(task), family=task.family):  # a workflow's next step comes first
+            stepper = WorkflowAdvisor(self.memory, stepper)
         self._triggered[run_id] = (list(start.fitted), stepper)  # held ones are in force from the start
         while len(self._triggered) > TRIGGERED_UNCLAIMED_MAX:  # retrievals never followed by an update (a frozen memory)
             del self._triggered[next(iter(self._triggered))]

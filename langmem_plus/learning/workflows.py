@@ -1,0 +1,682 @@
+"""Workflows: procedures induced from trajectories, with slots for what differs between them (design.md §6).
+
+A workflow keeps what several trajectories of one kind of task share and turns what differs into slots:
+
+1. **Loops fold.** A block of up to ``workflow_loop_period`` actions repeated back to back (look, measure, look,
+   measure) becomes one block marked ``repeat``.
+2. **Goal slots.** The goals are aligned word by word (``skills.common_subsequence``); each stretch where they differ
+   is a slot (``<A>``, ``<B>``, ...) of the goal's pattern, and its words in each trajectory's actions become that
+   slot. One trajectory (or several whose goals never differ) has no goal to differ from: a phrase naming a thing
+   that its goal and its actions share becomes a slot.
+3. **Steps.** The trajectories' actions are aligned (a longest common subsequence in which two actions that differ
+   in a phrase, ``review pull request 12`` / ``review pull request 40``, align as one step ``review pull request <Z>``); a step at least
+   ``workflow_min_share`` of the trajectories took is kept, with a slot for each phrase that differs and the values
+   it took (the facts that bind it). Two steps whose phrases agree in every trajectory that took both share a slot.
+4. **Effects.** A step after which the score rose in most trajectories is marked as progress.
+
+``ground`` turns a workflow into the next action of an attempt: the goal's slots bound from the task's own text, a
+step's other slots from what the attempt already did (a step it took binds them) or from the values the
+trajectories gave them, and only to an action the environment offers now. When the next step cannot be taken, an
+offered action that ends with its thing in the same relation (``... to <thing>``: a way to it) comes first; failing that, the first later
+step that can be taken is handed over, passing over steps whose slot nothing here binds and at most
+``workflow_skip_lookahead`` others, and never past a scoring step (its effect is needed later). Everything here is
+pure and knows no environment: it reads goals, actions, observations and scores.
+
+Example:
+    >>> demos = [Demonstration("draw a green chart", (DemoStep("load table in editor"), DemoStep("save editor", score=1.0))),
+    ...          Demonstration("draw a violet chart", (DemoStep("load table in viewer"), DemoStep("save viewer", score=1.0)))]
+    >>> wf = induce_workflow(demos)
+    >>> wf.goal, [s.action for s in wf.steps]
+    ('draw <A> chart', ['load table in <Z>', 'save <Z>'])
+    >>> ground(wf, "Draw an orange chart.", ["load table in notebook"], ["save notebook", "save editor", "list files"]).action
+    'save notebook'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langmem_plus.config import DEFAULT_CONFIG, WorkflowConfig
+from langmem_plus.learning.skills import common_subsequence
+from langmem_plus.learning.textmatch import norm, norm_words
+
+GOAL_LETTERS = "ABCDEFGHIJKLM"
+"""Letters of goal slots, in the order the goal's differing stretches come."""
+STEP_LETTERS = "ZYXWVUTSRQPON"
+"""Letters of step slots (a phrase the actions differ in), from the end of the alphabet."""
+FUNCTION_WORDS = frozenset(
+    {"a", "an", "the", "some", "to", "in", "on", "of", "at", "for", "with", "into", "from", "by", "and", "or", "it",
+     "is", "are", "be", "your", "you", "this", "that", "then", "first", "when", "which", "its", "as", "there", "up",
+     "down", "out", "off"})
+"""Words that alone make no slot: a slot's phrase names a thing, so it holds at least one other word."""
+
+_SLOT = re.compile(r"<([A-Z])>")
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One step of a trajectory: the action, what came back, the score after it (None: not known)."""
+
+    action: str
+    observation: str = ""
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    """A trajectory memory learns a procedure from: the goal it pursued and its steps, with where it came from."""
+
+    goal: str
+    steps: tuple[DemoStep, ...]
+    source: str = ""
+    """Where it came from (a run id, ``gold``, an expert's name): provenance, not read by induction."""
+
+
+@dataclass(frozen=True)
+class WorkflowStep:
+    """One step of a workflow: an action pattern in the lessons' language (``<Z>`` a phrase), and what it did."""
+
+    action: str
+    repeat: bool = False
+    """The trajectories took it in a loop (folded): it may be taken again before the next step."""
+    progress: bool = False
+    """The score rose after it in most trajectories: its expected effect."""
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A procedure induced from trajectories of one kind of task."""
+
+    goal: str
+    """The goal's pattern: its words, ``<A>`` where the trajectories' goals differed."""
+    steps: tuple[WorkflowStep, ...]
+    values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each slot's values in the trajectories, first seen first: the facts a run binds a step slot with."""
+    sources: int = 1
+    """How many trajectories it was induced from."""
+
+    def slots(self) -> list[str]:
+        """Every slot letter the goal and the steps use, in order of first use."""
+        text = " ".join([self.goal, *(s.action for s in self.steps)])
+        return list(dict.fromkeys(_SLOT.findall(text)))
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The action ``ground`` hands over and why: the workflow's step ``index``, taken as it stands, after skipping
+    steps that could not be taken, or an action that first brings the step within reach."""
+
+    action: str
+    index: int
+    how: str
+    """``step``, ``skip`` or ``reach``."""
+
+
+# ---------------------------------------------------------------------------- loops and goals
+
+
+def fold_loops(actions: Sequence[str], period: int) -> list[tuple[str, bool]]:
+    """``actions`` with every block of up to ``period`` actions repeated back to back kept once, marked repeated.
+
+    Example:
+        >>> fold_loops(["go", "look", "measure", "look", "measure", "look", "done"], 2)
+        [('go', False), ('look', True), ('measure', True), ('look', False), ('done', False)]
+    """
+    return [(a, r) for a, r, _ in _fold(actions, period)]
+
+
+def _fold(actions: Sequence[str], period: int) -> list[tuple[str, bool, int]]:
+    """``fold_loops`` with, for each kept action, the index of the last original action it stands for."""
+    out: list[tuple[str, bool, int]] = []
+    i = 0
+    while i < len(actions):
+        for p in range(period, 0, -1):
+            block = list(actions[i : i + p])
+            if len(block) == p and list(actions[i + p : i + 2 * p]) == block:
+                k = i + p
+                while list(actions[k : k + p]) == block:
+                    k += p
+                out.extend((a, True, k - p + n) for n, a in enumerate(block))
+                i = k
+                break
+        else:
+            out.append((actions[i], False, i))
+            i += 1
+    return out
+
+
+def _content(words: Sequence[str]) -> bool:
+    return any(w not in FUNCTION_WORDS for w in words)
+
+
+def _gaps(words: Sequence[str], anchors: Sequence[str]) -> list[list[str]]:
+    """The stretches of ``words`` around ``anchors`` matched greedily left to right (len(anchors) + 1 stretches)."""
+    gaps: list[list[str]] = [[]]
+    k = 0
+    for w in words:
+        if k < len(anchors) and w == anchors[k]:
+            gaps.append([])
+            k += 1
+        else:
+            gaps[-1].append(w)
+    gaps.extend([] for _ in range(len(anchors) + 1 - len(gaps)))
+    return gaps
+
+
+def goal_slots(goals: Sequence[str]) -> tuple[str, list[dict[str, str]]]:
+    """The goals' shared pattern (``<A>`` where they differ) and each goal's slot values.
+
+    Example:
+        >>> goal_slots(["draw green chart now", "draw orange chart now"])
+        ('draw <A> chart now', [{'A': 'green'}, {'A': 'orange'}])
+    """
+    words = [norm_words(g) for g in goals]
+    anchors = common_subsequence(words)
+    gaps = [_gaps(w, anchors) for w in words]
+    pattern: list[str] = []
+    values: list[dict[str, str]] = [{} for _ in goals]
+    letters = iter(GOAL_LETTERS)
+    by_values: dict[tuple[str, ...], str] = {}  # stretches that agree in every goal are one slot
+    for k in range(len(anchors) + 1):
+        stretch = [g[k] for g in gaps]
+        if any(stretch) and len({tuple(s) for s in stretch}) > 1:
+            if all(_content(s) for s in stretch):
+                key = tuple(" ".join(s) for s in stretch)
+                letter = by_values.get(key) or next(letters, None)
+                if letter is not None:
+                    by_values[key] = letter
+                    pattern.append(f"<{letter}>")
+                    for v, s in zip(values, stretch):
+                        v[letter] = " ".join(s)
+                else:
+                    pattern.extend(stretch[0])
+            else:
+                pattern.extend(stretch[0])
+        elif stretch and stretch[0]:
+            pattern.extend(stretch[0])
+        if k < len(anchors):
+            pattern.append(anchors[k])
+    return " ".join(pattern), values
+
+
+def shared_phrases(goal: str, actions: Sequence[str]) -> list[str]:
+    """Phrases naming a thing (not only function words, and not an action's command) that a goal and some action
+    share, longest first: a single trajectory's slots.
+
+    Example:
+        >>> shared_phrases("draw the green chart", ["label green chart", "save file"])
+        ['green chart']
+    """
+    goal_words = norm_words(goal)
+    found: set[str] = set()
+    for action in actions:
+        words = norm_words(action)
+        for i in range(1, len(words)):  # an action's first word is its command, not a thing
+            for j in range(len(words), i, -1):
+                phrase = words[i:j]
+                if phrase[0] in FUNCTION_WORDS or phrase[-1] in FUNCTION_WORDS:
+                    continue
+                if _content(phrase) and _contains(goal_words, phrase) and not any(
+                        _contains(norm_words(f), phrase) for f in found):
+                    found.add(" ".join(phrase))
+                    break
+    longest = sorted(found, key=lambda p: (-len(p.split()), p))
+    return [p for p in longest if not any(p != q and _contains(q.split(), p.split()) for q in longest)]
+
+
+def _contains(words: Sequence[str], phrase: Sequence[str]) -> bool:
+    n = len(phrase)
+    return any(list(words[i : i + n]) == list(phrase) for i in range(len(words) - n + 1))
+
+
+def substitute(action: str, values: Mapping[str, str]) -> str:
+    """``action`` normalised, with each slot value (longest first, whole words) replaced by its ``<letter>``.
+
+    Example:
+        >>> substitute("copy budget sheet to red folder", {"A": "red", "Z": "budget sheet"})
+        'copy <Z> to <A> folder'
+    """
+    text = norm(action)
+    for letter, value in sorted(values.items(), key=lambda kv: (-len(kv[1].split()), kv[0])):
+        if value.split():
+            text = substitute_words(text, value, letter)
+    return text
+
+
+# ---------------------------------------------------------------------------- step alignment
+
+
+def _slot_only(words: Sequence[str]) -> bool:
+    """Whether ``words`` are one slot token (``<A>``): the goal's thing, which a step slot may take as a value."""
+    return len(words) == 1 and _SLOT.fullmatch(words[0]) is not None
+
+
+def _template(actions: Sequence[str]) -> tuple[list[str], list[list[str]]] | None:
+    """The words ``actions`` share (``?`` in each stretch where they differ) and each action's phrases there; None
+    when they do not share their first word or a differing stretch does not name a thing in one of them.
+
+    Example:
+        >>> _template(["copy notes in main branch in repo", "copy notes in docs in site"])
+        (['copy', 'notes', 'in', '?', 'in', '?'], [['main branch', 'repo'], ['docs', 'site']])
+    """
+    words = [a.split() for a in actions]
+    if not words[0] or any(not w or w[0] != words[0][0] for w in words):
+        return None
+    anchors = common_subsequence(words)
+    gaps = [_gaps(w, anchors) for w in words]
+    pattern: list[str] = []
+    phrases: list[list[str]] = [[] for _ in actions]
+    for k in range(len(anchors) + 1):
+        stretch = [g[k] for g in gaps]
+        if len({tuple(x) for x in stretch}) > 1:
+            if not all(stretch) or not all(_content(x) or _slot_only(x) for x in stretch) or any(
+                    _SLOT.search(" ".join(x)) and not _slot_only(x) for x in stretch):
+                return None  # a differing stretch names a thing: a phrase, or a slot of the goal whole
+            pattern.append("?")
+            for ph, x in zip(phrases, stretch):
+                ph.append(" ".join(x))
+        elif stretch[0]:
+            pattern.extend(stretch[0])
+        if k < len(anchors):
+            pattern.append(anchors[k])
+    return pattern, phrases
+
+
+def _aligns(column: Sequence[str], action: str) -> int:
+    """How well ``action`` joins an aligned column of actions: 2 the same action, 1 one phrase apart, 0 not."""
+    if all(a == action for a in column):
+        return 2
+    return 1 if _template([*column, action]) is not None else 0
+
+
+def align(sequences: Sequence[Sequence[str]], scoring: Sequence[Sequence[bool]] | None = None) -> list[list[int | None]]:
+    """A progressive alignment of action sequences: rows of indices (one per sequence, None where it has no step),
+    in order; rows every sequence has a step in are the shared steps.
+
+    ``scoring`` marks the steps after which a sequence's score rose: two such steps aligned count double, so
+    where two alignments are otherwise as good, the one that keeps the steps that made progress together wins.
+    """
+    if not sequences:
+        return []
+    rose = [list(r) for r in scoring] if scoring is not None else [[False] * len(s) for s in sequences]
+    rows: list[list[int | None]] = [[i] for i in range(len(sequences[0]))]
+    for k, seq in enumerate(sequences[1:], start=1):
+        columns = [[sequences[d][i] for d, i in enumerate(row) if i is not None] for row in rows]
+        scored = [any(rose[d][i] for d, i in enumerate(row) if i is not None) for row in rows]
+        n, m = len(rows), len(seq)
+        score = [[0] * (m + 1) for _ in range(n + 1)]
+        fit = [[_aligns(columns[i], seq[j]) * (2 if scored[i] and rose[k][j] else 1) for j in range(m)] for i in range(n)]
+        for i in range(n - 1, -1, -1):
+            for j in range(m - 1, -1, -1):
+                best = max(score[i + 1][j], score[i][j + 1])
+                if fit[i][j]:
+                    best = max(best, score[i + 1][j + 1] + fit[i][j])
+                score[i][j] = best
+        merged: list[list[int | None]] = []
+        i = j = 0
+        while i < n or j < m:
+            if i < n and j < m and fit[i][j] and score[i][j] == score[i + 1][j + 1] + fit[i][j]:
+                merged.append([*rows[i], j])
+                i, j = i + 1, j + 1
+            elif i < n and (j >= m or score[i + 1][j] >= score[i][j + 1]):
+                merged.append([*rows[i], None])
+                i += 1
+            else:
+                merged.append([*([None] * k), j])
+                j += 1
+        rows = merged
+    return rows
+
+
+# ---------------------------------------------------------------------------- induction
+
+
+def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows) -> Workflow:
+    """The workflow several trajectories of one kind of task share (module docstring); one trajectory gives one.
+
+    Raises:
+        ValueError: no trajectory, or none with a step.
+    """
+    demos = [d for d in demos if d.steps]
+    if not demos:
+        raise ValueError("a workflow needs at least one trajectory with a step")
+    goal, goal_values = goal_slots([d.goal for d in demos])
+    if not _SLOT.search(goal):  # one trajectory, or goals that never differ: what they act on is the slot
+        goal, goal_values = _slot_shared(goal, goal_values, demos)
+    folded = [_fold([substitute(s.action, v) for s in d.steps], config.workflow_loop_period)
+              for d, v in zip(demos, goal_values)]
+    rises = [_rises(d) for d in demos]
+    need = max(1, math.ceil(config.workflow_min_share * len(demos)))
+    scoring = [[last in up for _, _, last in f] for f, up in zip(folded, rises)]
+    rows = [r for r in align([[a for a, _, _ in f] for f in folded], scoring) if sum(i is not None for i in r) >= need]
+    values: dict[str, list[str]] = {k: list(dict.fromkeys(v[k] for v in goal_values)) for k in goal_values[0]}
+    step_slots: dict[str, dict[int, str]] = {}  # letter -> the phrase it took in each trajectory that has it
+    letters = iter(STEP_LETTERS)
+    steps: list[WorkflowStep] = []
+    for row in rows[: config.workflow_max_steps]:
+        present = [(d, folded[d][i]) for d, i in enumerate(row) if i is not None]
+        actions = [a for _, (a, _, _) in present]
+        action = actions[0]
+        if len(set(actions)) > 1:
+            tpl = _template(actions)
+            if tpl is None:  # no one template: the action most of them took, if enough did
+                common, count = Counter(actions).most_common(1)[0]
+                if count < need:
+                    continue
+                present = [(d, f) for d, f in present if f[0] == common]
+                actions, tpl = [common], None
+            if tpl is None:
+                action = actions[0]
+                repeat = any(r for _, (_, r, _) in present)
+                rose = sum(1 for d, (_, _, last) in present if last in rises[d])
+                steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
+                continue
+            words, phrases = tpl
+            filled: list[str] = []
+            for n in range(len(phrases[0])):
+                took = {d: p[n] for (d, _), p in zip(present, phrases)}
+                letter = next((k for k, v in step_slots.items() if _agree(v, took)), None) or next(letters, None)
+                if letter is None:
+                    break
+                step_slots[letter] = {**step_slots.get(letter, {}), **took}
+                values[letter] = list(dict.fromkeys([*values.get(letter, []), *took.values()]))
+                filled.append(f"<{letter}>")
+            if len(filled) < len(phrases[0]):
+                continue
+            slots = iter(filled)
+            action = " ".join(next(slots) if w == "?" else w for w in words)
+        repeat = any(r for _, (_, r, _) in present)
+        rose = sum(1 for d, (_, _, last) in present if last in rises[d])
+        steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
+    return Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos))
+
+
+def _agree(held: Mapping[int, str], took: Mapping[int, str]) -> bool:
+    """Whether a slot's phrases (by trajectory) and a new stretch's are one slot: equal in every trajectory both
+    have, and there is one."""
+    both = held.keys() & took.keys()
+    return bool(both) and all(held[d] == took[d] for d in both)
+
+
+def _slot_shared(goal: str, goal_values: list[dict[str, str]], demos: Sequence[Demonstration]) -> tuple[str, list[dict[str, str]]]:
+    """``goal`` with each phrase of its words that an action of every trajectory names made a slot too: the goals
+    agree on it, yet it is what the actions act on (the one trajectory's slots, ``shared_phrases``)."""
+    used = set(_SLOT.findall(goal))
+    free = iter(c for c in GOAL_LETTERS if c not in used)
+    literal = " ".join(w for w in goal.split() if not _SLOT.fullmatch(w))
+    per_demo = [set(shared_phrases(literal, [substitute(s.action, v) for s in d.steps])) for d, v in zip(demos, goal_values)]
+    common = sorted(set.intersection(*per_demo), key=lambda p: (-len(p.split()), p)) if per_demo else []
+    values = [dict(v) for v in goal_values]
+    for phrase in common:
+        if not _contains([w for w in goal.split()], phrase.split()):
+            continue  # a longer phrase holding it is a slot already
+        letter = next(free, None)
+        if letter is None:
+            break
+        goal = substitute_words(goal, phrase, letter)
+        for v in values:
+            v[letter] = phrase
+    return goal, values
+
+
+def substitute_words(text: str, phrase: str, letter: str) -> str:
+    """``text`` (already normalised words, slots kept) with each whole-word ``phrase`` replaced by ``<letter>``."""
+    words, target = text.split(), phrase.split()
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if words[i : i + len(target)] == target:
+            out.append(f"<{letter}>")
+            i += len(target)
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out)
+
+
+def _rises(demo: Demonstration) -> set[int]:
+    """Indices of the steps after which the score rose."""
+    out: set[int] = set()
+    last = 0.0
+    for i, s in enumerate(demo.steps):
+        if s.score is not None:
+            if s.score > last:
+                out.add(i)
+            last = s.score
+    return out
+
+
+# ---------------------------------------------------------------------------- grounding
+
+
+def bind_goal(workflow: Workflow, goal: str, min_overlap: float = DEFAULT_CONFIG.workflows.workflow_min_goal_overlap) -> dict[str, str] | None:
+    """The goal slots' values in ``goal`` when it fits the workflow's goal pattern, else None.
+
+    A goal fits when it is the pattern with its slots filled, or, failing that, when the pattern's words it holds
+    in order (a longest common subsequence) are at least ``min_overlap`` of them; each slot then takes the words
+    between the words around it.
+
+    Example:
+        >>> wf = Workflow(goal="draw <A> chart then label <A> chart", steps=())
+        >>> bind_goal(wf, "Draw the orange chart. Then label the orange chart.")
+        {'A': 'orange'}
+        >>> bind_goal(wf, "Draw orange chart, then label it.")
+        {'A': 'orange'}
+    """
+    parts = re.split(r"(<[A-Z]>)", workflow.goal)
+    names: set[str] = set()
+    regex = ""
+    for p in parts:
+        m = _SLOT.fullmatch(p)
+        if m is None:
+            regex += re.escape(p)
+        else:
+            regex += f"(?P={m.group(1)})" if m.group(1) in names else f"(?P<{m.group(1)}>.+?)"
+            names.add(m.group(1))
+    hit = re.fullmatch(regex, norm(goal))
+    if hit is not None:
+        return dict(hit.groupdict())
+    pattern, words = workflow.goal.split(), norm_words(goal)
+    literal = [w for w in pattern if not _SLOT.fullmatch(w)]
+    if not literal:
+        return None
+    pairs = _lcs_pairs(pattern, words)
+    if len(pairs) < min_overlap * len(literal):
+        return None
+    out: dict[str, str] = {}
+    matched = dict(pairs)
+    for i, w in enumerate(pattern):
+        m = _SLOT.fullmatch(w)
+        if m is None or m.group(1) in out:
+            continue
+        left = max((matched[k] for k in range(i) if k in matched), default=-1)
+        right = min((matched[k] for k in range(i + 1, len(pattern)) if k in matched), default=len(words))
+        value = words[left + 1 : right]
+        if not value or not _content(value):
+            return None
+        out[m.group(1)] = " ".join(words[left + 1 : right])
+    return out
+
+
+def _lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
+    """Index pairs of a longest common subsequence of two word lists (slot tokens never match)."""
+    n, m = len(a), len(b)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n and j < m:
+        if a[i] == b[j]:
+            out.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _step_regex(pattern: str, bound: Mapping[str, str]) -> re.Pattern[str]:
+    parts = re.split(r"(<[A-Z]>)", pattern)
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in parts:
+        m = _SLOT.fullmatch(p)
+        if m is None:
+            out.append(re.escape(p))
+        elif m.group(1) in bound:
+            out.append(re.escape(bound[m.group(1)]))
+        elif m.group(1) in seen:
+            out.append(f"(?P={m.group(1)})")
+        else:
+            seen.add(m.group(1))
+            out.append(f"(?P<{m.group(1)}>.+?)")
+    return re.compile("".join(out))
+
+
+def match_step(pattern: str, action: str, bound: Mapping[str, str]) -> dict[str, str] | None:
+    """The slot values under which ``action`` is the step ``pattern`` (given ``bound``), or None.
+
+    Example:
+        >>> match_step("copy <Z> to <A> folder", "copy budget sheet to red folder", {"A": "red"})
+        {'Z': 'budget sheet'}
+    """
+    hit = _step_regex(pattern, bound).fullmatch(norm(action))
+    return {k: v for k, v in hit.groupdict().items()} if hit else None
+
+
+def progress(workflow: Workflow, goal_binding: Mapping[str, str], done: Sequence[str]) -> tuple[int, dict[str, str]]:
+    """How far an attempt that took ``done`` has come through the workflow (the index of its next step) and the
+    slots its actions bound: each action taken moves past the first step from the current one on that it is."""
+    bound = dict(goal_binding)
+    at = 0
+    for action in done:
+        for j in range(at, len(workflow.steps)):
+            hit = match_step(workflow.steps[j].action, action, bound)
+            if hit is not None:
+                bound.update(hit)
+                at = j + 1
+                break
+    return at, bound
+
+
+def _candidates(pattern: str, bound: Mapping[str, str], offered: Sequence[str], workflow: Workflow) -> list[str]:
+    """Offered actions that are the step under ``bound``: with every slot bound, the one action; else those whose
+    phrase is a value the trajectories gave the slot, first seen first."""
+    regex = _step_regex(pattern, bound)
+    hits = [(a, m) for a in offered if (m := regex.fullmatch(norm(a))) is not None]
+    if all(s in bound for s in _SLOT.findall(pattern)):
+        return [a for a, _ in hits]
+
+    def seen(slot: str) -> list[str]:  # a value that is a goal slot stands for what the goal binds it to
+        return [substitute_slots(v, bound) for v in workflow.values.get(slot, ())]
+
+    def known(m: re.Match[str]) -> int | None:
+        ranks = [seen(k).index(v) for k, v in m.groupdict().items() if v in seen(k)]
+        return min(ranks) if len(ranks) == len(m.groupdict()) else None
+
+    ranked = sorted((r, a) for a, m in hits if (r := known(m)) is not None)
+    return [a for _, a in ranked]
+
+
+def substitute_slots(text: str, bound: Mapping[str, str]) -> str:
+    """``text`` with each bound ``<X>`` replaced by its value (unbound ones kept).
+
+    Example:
+        >>> substitute_slots("open <A> in <Z>", {"A": "notes"})
+        'open notes in <Z>'
+    """
+    return _SLOT.sub(lambda m: bound.get(m.group(1), m.group(0)), text)
+
+
+def _thing(pattern: str, bound: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The words naming a step's thing, and the function word before them: what follows the step's last function
+    word, slots bound; ``("", [])`` when it has none or a slot there is unbound.
+
+    Example:
+        >>> _thing("copy <Z> to <A> folder", {"A": "red"}), _thing("open door to <Z>", {}), _thing("save file", {})
+        (('to', ['red', 'folder']), ('', []), ('', []))
+    """
+    words = pattern.split()
+    cut = max((i for i, w in enumerate(words) if w in FUNCTION_WORDS), default=-1)
+    if cut < 1:
+        return "", []
+    out: list[str] = []
+    for w in words[cut + 1 :]:
+        m = _SLOT.fullmatch(w)
+        if m is not None:
+            if m.group(1) not in bound:
+                return "", []
+            out.extend(bound[m.group(1)].split())
+        else:
+            out.append(w)
+    return (words[cut], out) if out else ("", [])
+
+
+def ground(
+    workflow: Workflow,
+    goal: str,
+    done: Sequence[str],
+    offered: Sequence[str],
+    config: WorkflowConfig = DEFAULT_CONFIG.workflows,
+) -> Grounded | None:
+    """The next action of an attempt at ``goal`` that took ``done``, among ``offered`` (module docstring), or None
+    when the goal does not fit the workflow, it is finished, or nothing offered carries it on."""
+    goal_binding = bind_goal(workflow, goal, config.workflow_min_goal_overlap)
+    if goal_binding is None:
+        return None
+    at, bound = progress(workflow, goal_binding, done)
+    taken = {norm(a) for a in done}
+    passed = 0
+    for k in range(at, len(workflow.steps)):
+        step = workflow.steps[k]
+        hits = _candidates(step.action, bound, offered, workflow)
+        if hits:
+            return Grounded(hits[0], k, "step" if k == at else "skip")
+        relation, thing = _thing(step.action, bound)
+        if not thing:
+            continue  # a slot nothing here binds: the step cannot be taken here, nor brought nearer
+        tail = re.compile(rf"\b{re.escape(relation)} {re.escape(' '.join(thing))}$")  # the same relation to the thing
+        reach = [a for a in offered if tail.search(norm(a)) and norm(a) not in taken]
+        if reach:
+            return Grounded(sorted(reach, key=lambda a: (len(a), a))[0], k, "reach")
+        if step.progress:
+            return None  # what it brings about is needed later, and nothing offered brings it nearer
+        passed += 1
+        if passed > config.workflow_skip_lookahead:
+            return None
+    return None
+
+
+def workflow_line(grounded: Grounded, workflow: Workflow) -> str:
+    """The note a reader gets for a grounded step: a recommendation of the one action, with where it comes from."""
+    step = workflow.steps[grounded.index]
+    why = {"step": "the next step", "skip": "the next step that can be taken now",
+           "reach": f"first, to reach the next step `{step.action}`"}[grounded.how]
+    return f"Prefer `{grounded.action}` ({why} of a procedure from {workflow.sources} trajectories)"
+
+
+__all__ = [
+    "DemoStep",
+    "Demonstration",
+    "Grounded",
+    "Workflow",
+    "WorkflowStep",
+    "align",
+    "bind_goal",
+    "fold_loops",
+    "goal_slots",
+    "ground",
+    "induce_workflow",
+    "match_step",
+    "progress",
+    "shared_phrases",
+    "substitute",
+    "workflow_line",
+]

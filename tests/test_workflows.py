@@ -1,0 +1,125 @@
+"""Workflows induced from trajectories: slots from what differs, grounding on offered actions, recovery, storage.
+
+The trajectories here are small, hand-made ones in the shape a text game gives (the ScienceWorld test plays real
+gold trajectories); every assertion is about what induction or grounding decided, which a wrong alignment, slot or
+binding would change.
+"""
+
+from __future__ import annotations
+
+from langmem_plus.learning.procedures import group_by_kind, matching, suppressed, workflow_of, workflow_skill
+from langmem_plus.learning.workflows import (
+    Demonstration,
+    DemoStep,
+    Workflow,
+    WorkflowStep,
+    bind_goal,
+    fold_loops,
+    ground,
+    induce_workflow,
+    progress,
+)
+from langmem_plus.records import SkillStats
+
+
+def demo(goal: str, *actions: str, scores: dict[int, float] | None = None) -> Demonstration:
+    scores = scores or {}
+    return Demonstration(goal, tuple(DemoStep(a, score=scores.get(i)) for i, a in enumerate(actions)))
+
+
+PAINT = [
+    demo("Your task is to create green paint. Then focus on the green paint.",
+         "open door to hallway", "go to hallway", "go to art studio", "pour blue paint in jug", "pour yellow paint in jug",
+         "mix jug", "focus on green paint", scores={5: 0.5, 6: 1.0}),
+    demo("Your task is to create orange paint. Then focus on the orange paint.",
+         "go to art studio", "look around", "pour red paint in bowl", "pour yellow paint in bowl", "mix bowl",
+         "focus on orange paint", scores={4: 0.5, 5: 1.0}),
+]
+
+
+def test_two_variations_give_goal_slots_and_step_slots() -> None:
+    wf = induce_workflow(PAINT)
+    assert wf.goal == "your task is to create <A> paint then focus on <A> paint"
+    assert [s.action for s in wf.steps] == [
+        "go to art studio", "pour <Z> paint in <Y>", "pour yellow paint in <Y>", "mix <Y>", "focus on <A> paint"]
+    assert wf.values["A"] == ("green", "orange") and wf.values["Y"] == ("jug", "bowl")
+    assert [s.progress for s in wf.steps] == [False, False, False, True, True]
+    assert wf.sources == 2
+
+
+def test_one_trajectory_gives_a_workflow_with_fewer_slots() -> None:
+    wf = induce_workflow(PAINT[:1])
+    assert wf.goal == "your task is to create <A> then focus on <A>"
+    assert wf.values == {"A": ("green paint",)}
+    assert [s.action for s in wf.steps][-1] == "focus on <A>"
+    assert "pour blue paint in jug" in [s.action for s in wf.steps]  # nothing to tell a slot there from
+
+
+def test_loops_fold_into_one_repeated_step() -> None:
+    assert fold_loops(["a", "b", "a", "b", "a", "b", "c"], 3) == [("a", True), ("b", True), ("c", False)]
+    wf = induce_workflow([demo("heat the water", "take pot", "look", "measure", "look", "measure", "done")])
+    assert [(s.action, s.repeat) for s in wf.steps] == [("take pot", False), ("look", True), ("measure", True),
+                                                        ("done", False)]
+
+
+def test_grounding_binds_goal_slots_from_the_task_and_step_slots_from_the_attempt() -> None:
+    wf = induce_workflow(PAINT)
+    goal = "Your task is to create violet paint. Then focus on the violet paint."
+    offered = ["go to art studio", "look around", "pour red paint in cup", "pour yellow paint in cup", "mix cup",
+               "focus on violet paint", "focus on red paint"]
+    assert bind_goal(wf, goal) == {"A": "violet"}
+    first = ground(wf, goal, [], offered)
+    assert first is not None and (first.action, first.how) == ("go to art studio", "step")
+    # the attempt poured into a cup: the cup is the container of every later step
+    at, bound = progress(wf, {"A": "violet"}, ["go to art studio", "pour red paint in cup"])
+    assert at == 2 and bound["Y"] == "cup"
+    nxt = ground(wf, goal, ["go to art studio", "pour red paint in cup"], offered)
+    assert nxt is not None and nxt.action == "pour yellow paint in cup"
+    last = ground(wf, goal, ["go to art studio", "pour red paint in cup", "pour yellow paint in cup", "mix cup"], offered)
+    assert last is not None and last.action == "focus on violet paint"
+
+
+def test_an_unbound_slot_takes_a_value_the_trajectories_gave_it_among_those_offered() -> None:
+    wf = induce_workflow(PAINT)
+    goal = "Your task is to create violet paint. Then focus on the violet paint."
+    got = ground(wf, goal, ["go to art studio"], ["pour red paint in tin", "pour blue paint in jug", "look around"])
+    assert got is not None and got.action == "pour blue paint in jug"
+
+
+def test_a_goal_of_another_kind_does_not_fit() -> None:
+    wf = induce_workflow(PAINT)
+    assert bind_goal(wf, "Your task is to boil water.") is None
+    assert ground(wf, "Your task is to boil water.", [], ["go to art studio"]) is None
+
+
+def test_recovery_reaches_the_thing_of_a_step_that_cannot_be_taken_or_skips_to_one_that_can() -> None:
+    wf = Workflow(goal="fetch the <A>", steps=(WorkflowStep("go to kitchen"), WorkflowStep("pick up <A>")), values={})
+    # "go to kitchen" is not offered: an offered action ending with the kitchen brings it within reach
+    reach = ground(wf, "Fetch the apple.", [], ["teleport to kitchen", "look around"])
+    assert reach is not None and (reach.action, reach.index, reach.how) == ("teleport to kitchen", 0, "reach")
+    # nothing offered names the kitchen: the next step that can be taken is handed over
+    skip = ground(wf, "Fetch the apple.", [], ["pick up apple", "look around"])
+    assert skip is not None and (skip.action, skip.index, skip.how) == ("pick up apple", 1, "skip")
+    assert ground(wf, "Fetch the apple.", [], ["look around"]) is None
+    # never past a scoring step: what it brings about is needed later
+    scoring = Workflow(goal="fetch the <A>", steps=(WorkflowStep("go to kitchen", progress=True), WorkflowStep("pick up <A>")))
+    assert ground(scoring, "Fetch the apple.", [], ["pick up apple", "look around"]) is None
+    # a step whose slot nothing binds is passed over freely
+    unbound = Workflow(goal="fetch the <A>", steps=(WorkflowStep("open door to <Z>", progress=True), WorkflowStep("pick up <A>")))
+    got = ground(unbound, "Fetch the apple.", [], ["pick up apple"])
+    assert got is not None and got.action == "pick up apple"
+
+
+def test_workflow_skills_group_by_family_version_and_suppress() -> None:
+    a, b = group_by_kind(PAINT, [], family=None)[0], None
+    assert b is None and len(a[1]) == 2  # overlapping goals are one kind
+    skill = workflow_skill(PAINT[:1], ("ns",), family="paint", now=0.0)
+    again = workflow_skill(PAINT[1:], ("ns",), family="paint", existing=skill, now=1.0)
+    assert again.id == skill.id and again.version == 2 and len(again.sources) == 2
+    same = workflow_skill(PAINT[1:], ("ns",), family="paint", existing=again, now=2.0)
+    assert same.version == 2 and len(same.sources) == 2  # the same trajectory again adds nothing
+    assert workflow_of(again).steps == induce_workflow(PAINT).steps
+    goal = "Your task is to create violet paint. Then focus on the violet paint."
+    assert matching(goal, [again], family="paint") == [again]
+    failing = again.model_copy(update={"stats": SkillStats(executions=5, failures=5, success_rate=0.05)})
+    assert suppressed(failing) and matching(goal, [failing]) == []
