@@ -88,16 +88,16 @@ def test_unknown_tasks_and_simplifications_are_clear_env_errors(name: str, needl
         SciWorldSuiteEnv(["boil", "boil"])
 
 
-def test_a_number_after_an_ambiguous_gold_command_answers_it() -> None:
+def test_a_number_after_a_gold_command_answers_it_and_is_never_a_command() -> None:
     class Scripted(SciWorldServer):
-        """Answers ``move seed`` with an ambiguity; records what it was asked."""
+        """Answers ``move seed`` with an ambiguity (``look around`` with none); records what it was asked."""
 
         def __init__(self) -> None:
             super().__init__()
             self.asked: list[tuple[str, str]] = []
 
         def gold_game(self, task: str, variation: int, simplifications: str) -> tuple[Turn, list[str]]:
-            return Turn("start", goal="grow"), ["move seed", "1", "look around", "wait", "wait"]
+            return Turn("start", goal="grow"), ["move seed", "1", "look around", "0", "wait", "wait"]
 
         def act(self, action: str, answer: str = "0", *, full: bool = True) -> Turn:
             self.asked.append((action, answer))
@@ -106,7 +106,7 @@ def test_a_number_after_an_ambiguous_gold_command_answers_it() -> None:
 
     jvm = Scripted()
     demo = _replay_gold(jvm, "grow-plant", 0, "easy")
-    assert jvm.asked == [("move seed", "1"), ("look around", "0"), ("wait", "0")]  # stops once won
+    assert jvm.asked == [("move seed", "1"), ("look around", "0"), ("wait", "0")]  # no "0" command; stops once won
     assert demo.steps[0] == DemoStep("move seed", "did move seed", 0.5) and demo.goal == "grow" and demo.won
 
 

@@ -4,15 +4,18 @@ The game ships a gold action sequence for every variation. ``gold_demonstrations
 replays it in the game, so each step's observation and score are what an agent
 would see, and it reads only ``get_variations_train()``: a learner can be shown
 solutions without ever seeing the dev and test variations it is measured on.
-A number in a gold sequence answers the ambiguous command before it; the replay
-passes it to the game as that command's answer. The replay stops when the game
+A number in a gold sequence answers the command before it: the replay passes it
+as that command's answer when the game asks which reading was meant, and never
+sends it as a command of its own. The replay stops when the game
 ends; a gold path that falls short of the full score under the chosen
-simplifications is kept, with its final score.
+simplifications is kept, with its final score. The game may build a different
+gold sequence for the same variation on another load (it picks among equivalent
+objects and orders), so two calls need not return the same steps.
 
 Example (needs the ``envs`` extra and Java 17):
     >>> [demo] = gold_demonstrations("find-non-living-thing", 1)     # doctest: +SKIP
-    >>> demo.variation, demo.won, demo.steps[-1].action              # doctest: +SKIP
-    (0, True, 'move chair to red box')
+    >>> demo.variation, demo.won, demo.steps[0].action               # doctest: +SKIP
+    (0, True, 'open door to kitchen')
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def gold_demonstrations(
 
 
 def _replay_gold(server: SciWorldServer, task: str, variation: int, simplifications: str) -> Demonstration:
-    """Replay the gold sequence of one variation; a number after an ambiguous command answers it."""
+    """Replay the gold sequence of one variation; a number after a command is its answer, if the game asks."""
     opening, gold = server.gold_game(task, variation, simplifications)
     steps: list[DemoStep] = []
     i = 0
@@ -113,7 +116,7 @@ def _replay_gold(server: SciWorldServer, task: str, variation: int, simplificati
         action, following = gold[i], gold[i + 1] if i + 1 < len(gold) else ""
         answer = following if following.isdigit() else AMBIGUITY_ANSWER
         turn = server.act(action, answer, full=False)
-        i += 2 if turn.info.get("answer") and following.isdigit() else 1
+        i += 2 if following.isdigit() else 1  # a number answers its command; alone it is no command
         steps.append(DemoStep(action, turn.observation, turn.score))
         if turn.won or turn.lost:
             break
