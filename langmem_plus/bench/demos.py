@@ -234,6 +234,7 @@ def run_demo_bench(
     *,
     env_base: str,
     tasks: Sequence[str],
+    simplifications: str | None = None,
     demos: int,
     variations: int,
     fold: str,
@@ -245,15 +246,16 @@ def run_demo_bench(
     source: DemoSource,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """``{"env", "fold", "demos", "variations", "tasks", "designs": {NAME: {"score", "success", "minus_100",
-    "tokens_per_step", "steps", "per_task": {TASK: {...}}}}}`` (module docstring)."""
+    """``{"env", "simplifications", "fold", "demos", "variations", "tasks", "designs": {NAME: {"score", "success",
+    "minus_100", "tokens_per_step", "steps", "per_task": {TASK: {...}}}}}`` (module docstring); ``simplifications``
+    None plays the env's default."""
     for name in designs:
         make_demo_design(name).close()  # an unknown name is refused before any game is played
     rows: dict[str, dict[str, list[list[dict[str, Any]]]]] = {d: {} for d in designs}
     for t_i, task in enumerate(tasks):
         started = time.perf_counter()
         shown = source(task, demos)
-        env = make_env(f"{env_base}:{task}")
+        env = make_env(f"{env_base}:{task}" + (f":{simplifications}" if simplifications else ""))
         try:
             deploy = _deploy_tasks(env, fold, variations, task)
             for name in designs:
@@ -284,7 +286,7 @@ def run_demo_bench(
             parts = [f"{n} {statistics.fmean(x['score'] for rep in rows[n][task] for x in rep):.2f}"
                      for n in designs if rows[n].get(task) and rows[n][task][0]]
             progress(f"[env --demos] {t_i + 1}/{len(tasks)} {task}: {', '.join(parts)} ({time.perf_counter() - started:.0f}s)")
-    return {"env": env_base, "fold": fold, "demos": demos, "variations": variations, "repeats": repeats,
+    return {"env": env_base, "simplifications": simplifications or "default", "fold": fold, "demos": demos, "variations": variations, "repeats": repeats,
             "max_steps": max_steps, "tasks": list(tasks), "designs": {n: summarize_demo_rows(rows[n]) for n in designs}}
 
 

@@ -452,10 +452,11 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     from langmem_plus.envs.sciworld import task_names
 
     names = task_names()
+    listed, _, simplifications = setting.partition(":")  # sciworld:TASKS[:SIMPLIFICATIONS]
     if args.tasks:
         tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    elif setting and setting != "all":
-        tasks = [setting]
+    elif listed and listed != "all":
+        tasks = [t.strip() for t in listed.split(",") if t.strip()]
     else:
         tasks = names
     unknown = [t for t in tasks if t not in names]
@@ -465,10 +466,10 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     if any(d not in DEMO_DESIGNS for d in chosen):
         raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
     started = time.perf_counter()
-    result = run_demo_bench(env_base=base, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
+    result = run_demo_bench(env_base=base, simplifications=simplifications or None, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
                             repeats=args.repeats, max_steps=args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS,
                             designs=chosen, seed=args.seed, executor_factory=factory,
-                            source=sciworld_demonstrations(), progress=stderr_progress)
+                            source=sciworld_demonstrations(simplifications or None), progress=stderr_progress)
     print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_demo_text(result))
     return 0
