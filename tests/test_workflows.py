@@ -123,3 +123,24 @@ def test_workflow_skills_group_by_family_version_and_suppress() -> None:
     assert matching(goal, [again], family="paint") == [again]
     failing = again.model_copy(update={"stats": SkillStats(executions=5, failures=5, success_rate=0.05)})
     assert suppressed(failing) and matching(goal, [failing]) == []
+
+
+def test_the_workflow_config_is_honoured() -> None:
+    from langmem_plus.config import DEFAULT_CONFIG
+
+    cfg = DEFAULT_CONFIG.workflows
+    three = [demo("make the report", "open sheet", "read notes", "save sheet"),
+             demo("make the report", "open sheet", "save sheet"),
+             demo("make the report", "open sheet", "read notes", "save sheet")]
+    assert "read notes" in [s.action for s in induce_workflow(three, cfg).steps]  # two of three took it
+    strict = cfg.model_copy(update={"workflow_min_share": 1.0})
+    assert "read notes" not in [s.action for s in induce_workflow(three, strict).steps]
+    looped = [demo("poll the queue", "look", "look", "look", "done")]
+    assert [s.repeat for s in induce_workflow(looped, cfg).steps] == [True, False]
+    assert len(induce_workflow(looped, cfg.model_copy(update={"workflow_max_steps": 1})).steps) == 1
+    wf = Workflow(goal="make the report", steps=(WorkflowStep("wash hands"), WorkflowStep("save sheet")))
+    assert ground(wf, "make the report", [], ["save sheet"], cfg) is not None
+    assert ground(wf, "make the report", [], ["save sheet"], cfg.model_copy(update={"workflow_skip_lookahead": 0})) is None
+    loose = cfg.model_copy(update={"workflow_min_goal_overlap": 0.1})
+    assert bind_goal(induce_workflow(PAINT), "create paint", cfg.workflow_min_goal_overlap) is None
+    assert bind_goal(Workflow(goal="create <A> paint now please", steps=()), "create red paint", loose.workflow_min_goal_overlap) == {"A": "red"}

@@ -639,13 +639,14 @@ def ground(
         hits = _candidates(step.action, bound, offered, workflow)
         if hits:
             return Grounded(hits[0], k, "step" if k == at else "skip")
-        relation, thing = _thing(step.action, bound)
-        if not thing:
+        if any(slot not in bound for slot in _SLOT.findall(step.action)):
             continue  # a slot nothing here binds: the step cannot be taken here, nor brought nearer
-        tail = re.compile(rf"\b{re.escape(relation)} {re.escape(' '.join(thing))}$")  # the same relation to the thing
-        reach = [a for a in offered if tail.search(norm(a)) and norm(a) not in taken]
-        if reach:
-            return Grounded(sorted(reach, key=lambda a: (len(a), a))[0], k, "reach")
+        relation, thing = _thing(step.action, bound)
+        if thing:
+            tail = re.compile(rf"\b{re.escape(relation)} {re.escape(' '.join(thing))}$")  # the same relation to it
+            reach = [a for a in offered if tail.search(norm(a)) and norm(a) not in taken]
+            if reach:
+                return Grounded(sorted(reach, key=lambda a: (len(a), a))[0], k, "reach")
         if step.progress:
             return None  # what it brings about is needed later, and nothing offered brings it nearer
         passed += 1
