@@ -144,3 +144,9 @@ def test_the_workflow_config_is_honoured() -> None:
     loose = cfg.model_copy(update={"workflow_min_goal_overlap": 0.1})
     assert bind_goal(induce_workflow(PAINT), "create paint", cfg.workflow_min_goal_overlap) is None
     assert bind_goal(Workflow(goal="create <A> paint now please", steps=()), "create red paint", loose.workflow_min_goal_overlap) == {"A": "red"}
+
+
+def test_an_offered_action_that_cannot_be_quoted_whole_is_never_handed_over() -> None:
+    wf = Workflow(goal="make the report", steps=(WorkflowStep("run <Z>"),), values={"Z": ("`rm -rf /`", "tests")})
+    got = ground(wf, "make the report", [], ["run `rm -rf /`", "run tests"])
+    assert got is not None and got.action == "run tests"

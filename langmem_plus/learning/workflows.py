@@ -631,6 +631,7 @@ def ground(
     goal_binding = bind_goal(workflow, goal, config.workflow_min_goal_overlap)
     if goal_binding is None:
         return None
+    offered = [a for a in offered if "`" not in a]  # a note quotes its action in back-quotes: one it cannot quote whole
     at, bound = progress(workflow, goal_binding, done)
     taken = {norm(a) for a in done}
     passed = 0
