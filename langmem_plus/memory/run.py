@@ -86,16 +86,24 @@ def guard_call(memory: LearningMemory, tool: str, args: Mapping[str, Any], *, ru
 
 
 class Run:
-    """One run of ``task`` with ``memory`` (module docstring). Not thread-safe: one run, one caller."""
+    """One run of ``task`` with ``memory`` (module docstring). Not thread-safe: one run, one caller.
+
+    A run whose record lives elsewhere between calls (a LangGraph state, an agent's state: the nodes and
+    ``LearningMiddleware``) is taken up from what it holds so far, ``steps``, ``events`` and ``activations``, for
+    the call at hand; what that call adds is what ``activations`` (and ``retrieved``) gained.
+    """
 
     def __init__(self, memory: LearningMemory, task: TaskSpec, *, run_id: str | None = None,
-                 step_advice: bool = True) -> None:
+                 step_advice: bool = True, steps: Sequence[Step] = (), events: Sequence[ErrorEvent] = (),
+                 activations: Sequence[Activation] = ()) -> None:
         self.memory = memory
         self.task = task
         self.run_id = run_id or f"{task.task_id}-{uuid.uuid4().hex[:8]}"
-        self.steps: list[Step] = []
-        self.events: list[ErrorEvent] = []
-        self.activations: list[Activation] = []
+        self.steps: list[Step] = list(steps)
+        self.events: list[ErrorEvent] = list(events)
+        self.activations: list[Activation] = list(activations)
+        self.retrieved: list[ScoredItem] = []
+        """The latest retrieval's items (before a run: on the first ``hints()``; after a failure: in ``record``)."""
         self.report: RunReport | None = None
         self.held: list[Held] = []
         """What the latest ``check`` of a tool call held against it (its lessons, and the rewritten values)."""
@@ -123,7 +131,7 @@ class Run:
             memory = self.memory
             items = memory.retrieve_pre_run(self.task, working_context(self.task, self.steps, chars=memory.config.capture.context_text_chars),
                                             run_id=self.run_id)
-            self._pre = items
+            self._pre, self.retrieved = items, list(items)
             shown = list(self._opening().fitted) if self._advisor is not None else items
             self.activations += memory.activations_for(shown, run_id=self.run_id, step=len(self.steps), moment="pre_run")
         return self._pre
@@ -166,7 +174,8 @@ class Run:
             return []
         self.events.append(event)
         chars = memory.config.capture.context_text_chars
-        items = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars), run_id=self.run_id)
+        items = self.retrieved = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars),
+                                                          run_id=self.run_id)
         self.activations += memory.activations_for(items, run_id=self.run_id, step=len(self.steps), moment="on_error",
                                                    fingerprint_id=event.fingerprint_id)
         self._on_error = memory.hints(items)
