@@ -2,9 +2,10 @@
 
 Memory is read deterministically in nodes, not left to a model's decision to call a
 tool, and the end-of-run update runs inside the graph, not on a side thread. The run lives
-in the graph's state; the pre-run, call-guard and end-of-run nodes take it up as a
-``memory.run.Run`` and make the same call a run makes (``hints``, ``check``, ``end``). The
-on-error path stays three nodes (capture, retrieve, distill), so a graph can route between them.
+in the graph's state; each node takes it up as a ``memory.run.Run`` and makes the call a run
+makes: ``hints`` before the first step, ``observe`` for the steps the act node appended,
+``check`` for a proposed call, ``end``. The on-error lessons stay two nodes of their own
+(retrieve, distill: a model may rewrite the hints, and what its block shows is activated).
 
 The state keys are plain TypedDict fields with reducers: ``steps``, ``events`` and
 ``activations`` accumulate; ``hints`` merge by source id. Your own act node appends
@@ -147,7 +148,11 @@ def _pre_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
 
 def _capture(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     steps = state.get("steps") or []
-    events = memory.capture_steps(steps, run_id=state["run_id"], task=task_of(state), start=state.get("captured", 0))
+    start = state.get("captured", 0)
+    run = Run(memory, task_of(state), run_id=state["run_id"], step_advice=False, steps=steps[:start])
+    for step in steps[start:]:  # numbered by the graph's act node
+        run.observe(step)
+    events = run.events
     return {"events": events, "last_event": events[-1] if events else None, "captured": len(steps)}
 
 

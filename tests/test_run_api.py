@@ -89,7 +89,8 @@ def test_a_run_records_fields_ends_once_and_refuses_bad_input(tmp_path: Path) ->
 
 def test_a_run_taken_up_from_what_it_recorded_carries_on_where_it_was(db: Path, tmp_path: Path) -> None:
     """A run whose record lives elsewhere between calls (a graph's state, an agent's state) is taken up from its
-    steps, events and activations: the next step is numbered after them and the end counts them all."""
+    steps, events and activations: a step another loop numbered is observed as it is, the next recorded step is
+    numbered after them all, and the end counts them all."""
     memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
     try:
         for k in range(3):
@@ -101,10 +102,14 @@ def test_a_run_taken_up_from_what_it_recorded_carries_on_where_it_was(db: Path, 
         assert first.retrieved and first.activations and first.events
         taken = Run(memory, task(7), run_id="t-7", step_advice=False, steps=first.steps, events=first.events,
                     activations=first.activations)
-        assert taken.record(sqlite(db, RIGHT)) == [] and [s.index for s in taken.steps] == [0, 1]
+        shown = list(taken.activations)
+        event = taken.observe(sqlite(db, WRONG).model_copy(update={"index": 1}))  # a step another loop numbered
+        assert event is not None and event.step == 1 and taken.activations == shown  # captured, no lessons asked for
+        taken.record(sqlite(db, RIGHT))
+        assert [s.index for s in taken.steps] == [0, 1, 2]
         report = taken.end(Verdict(passed=True, score=1.0))
-        assert (report.steps, report.tool_errors) == (2, 1)
-        assert report.lesson_activations == len(first.activations)  # what the first part showed is measured
+        assert report.steps == 3 and report.tool_errors == 2  # the two refused TOPs
+        assert report.lesson_activations >= len(first.activations)  # what the first part showed is measured
         assert first.steps == [taken.steps[0]]  # taking a run up copies what it recorded
     finally:
         memory.close()

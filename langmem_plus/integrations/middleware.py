@@ -18,7 +18,8 @@ Memory is read and written deterministically around the agent loop (design.md §
   ``text_rules="at_step"`` the text guard answers a proposal the same way; every tool call
   that runs becomes a ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
   failure, and a ``ToolReport`` in the message's artifact (``env_tool``) gives the step all four feedback
-  channels; a failure is fingerprinted (``memory.capture``) and retrieves on-error lessons for the next call.
+  channels; a failure is fingerprinted (``Run.observe``, on the run taken up from the state) and retrieves
+  on-error lessons for the next call.
   The call's ``ToolMessage`` comes back inside a ``Command`` that also carries the
   step, the event and the activations into the state.
 - ``after_agent``: the run taken up from the state ends inside the graph (``Run.end``: synthesis, utility,
@@ -172,8 +173,10 @@ class _Call:
     rewritten: tuple[Held, ...] = ()
     """Promoted lessons the call guard applied to this call before it ran (``guard="rewrite"``)."""
 
-    def capture_args(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "task": self.task, "history": self.history}
+    def run(self) -> Run:
+        """The run taken up from the state for this call: its steps before it (the middleware's own step advice and
+        retrieval stay its own)."""
+        return Run(self.memory, self.task, run_id=self.run_id, step_advice=False, steps=self.history)
 
     def step(self, message: ToolMessage) -> Step:
         applied = applied_lessons(self.action, self.shown)
@@ -514,12 +517,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            call.memory.capture(call.failed(exc), **call.capture_args())
+            call.run().observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = call.memory.capture(step, **call.capture_args())
+        event = call.run().observe(step)
         items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
         return self._with_rules(call, call.update(result, step, event, items))
 
@@ -610,12 +613,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            await call.memory.acapture(call.failed(exc), **call.capture_args())
+            await AsyncRun(call.run()).observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = await call.memory.acapture(step, **call.capture_args())
+        event = await AsyncRun(call.run()).observe(step)
         on_error = event is not None and self.on_error
         items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
         return self._with_rules(call, call.update(result, step, event, items))

@@ -852,17 +852,17 @@ class LearningMemory:
         The lessons ``general_retrieve`` showed for the same run id are measured as its
         activations. ``retrieved_as``: the run id ``general_retrieve`` was called with, when
         the attempt was then recorded under another one (a caller that names runs late). The trajectory's
-        steps are captured, then it ends as a ``Run`` taken up from them (``Run.end``).
+        steps go through a ``Run`` as they were numbered (``Run.observe``), which then ends (``Run.end``).
 
         Kept for one release for code written to the two-interface abstraction; use ``start_run``.
         """
-        events = self.capture_steps(recorder.steps, run_id=recorder.run_id, task=recorder.task)
         with self._lock:
             shown = self._shown.pop(recorder.run_id, [])
             if retrieved_as is not None and retrieved_as != recorder.run_id:
                 shown += [a.model_copy(update={"run_id": recorder.run_id}) for a in self._shown.pop(retrieved_as, [])]
-        run = Run(self, recorder.task, run_id=recorder.run_id, step_advice=False, steps=recorder.steps, events=events,
-                  activations=shown)
+        run = Run(self, recorder.task, run_id=recorder.run_id, step_advice=False, activations=shown)
+        for step in recorder.steps:
+            run.observe(step)
         return run.end(recorder.verdict)
 
     def general_retrieve(self, recorder: Trajectory) -> dict[str, Any]:

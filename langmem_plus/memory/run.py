@@ -9,6 +9,10 @@ utility is measured on the run's outcome. Where the task's domain has a plugin t
 game), ``hints()`` and ``check()`` carry that advice too. ``AsyncRun`` (``memory.astart_run``) is the same for
 ``async`` code, each call on a worker thread (Chroma's embedded client is synchronous).
 
+A loop that keeps the run in a state of its own (the LangGraph nodes, ``LearningMiddleware``) takes it up as a
+``Run`` for each call (``Run(memory, task, steps=..., events=..., activations=...)``) and hands it the steps it
+numbered itself with ``observe(step)``, which captures without asking for lessons.
+
 Example:
     >>> import tempfile
     >>> from langmem_plus import LearningMemory, Step, TaskSpec, Verdict
@@ -168,11 +172,9 @@ class Run:
             step = (step or Step(index=0, **fields)).model_copy(update={"index": len(self.steps)})
         except ValidationError as exc:
             raise InvalidArgument(f"not a step: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc']})") from exc
-        event = memory.capture(step, run_id=self.run_id, task=self.task, history=self.steps)
-        self.steps.append(step)
+        event = self.observe(step)
         if event is None:
             return []
-        self.events.append(event)
         chars = memory.config.capture.context_text_chars
         items = self.retrieved = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars),
                                                           run_id=self.run_id)
@@ -180,6 +182,21 @@ class Run:
                                                    fingerprint_id=event.fingerprint_id)
         self._on_error = memory.hints(items)
         return self._on_error
+
+    def observe(self, step: Step) -> ErrorEvent | None:
+        """Record a step another loop took and numbered (a graph's act node, an agent's tool call) as it is: captured
+        when it failed (the event is returned and kept), with no lessons asked for, that loop asking in its own way.
+        ``record`` is this, numbered, plus the lessons for a failure.
+
+        Raises:
+            InvalidArgument: the run has ended already.
+        """
+        self._check_open()
+        event = self.memory.capture(step, run_id=self.run_id, task=self.task, history=self.steps)
+        self.steps.append(step)
+        if event is not None:
+            self.events.append(event)
+        return event
 
     def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
         """What memory holds against a proposed action before it is taken; ``[]``: take it.
@@ -261,6 +278,10 @@ class AsyncRun:
     async def record(self, step: Step | None = None, /, **fields: Any) -> list[Hint]:
         """``Run.record``."""
         return await asyncio.to_thread(lambda: self.run.record(step, **fields))
+
+    async def observe(self, step: Step) -> ErrorEvent | None:
+        """``Run.observe``."""
+        return await asyncio.to_thread(self.run.observe, step)
 
     async def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
         """``Run.check``."""

@@ -257,8 +257,8 @@ class LangmemPlus:
     def general_update(self, trajectory: Trajectory) -> None:
         """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured.
 
-        With triggered delivery the same steps are captured (``capture_steps``) and end as a ``Run`` taken up from
-        them, the activations being the pre-run items plus each rule delivered, at the step it first fired.
+        With triggered delivery the same steps go through a ``Run`` (``Run.observe``, then ``Run.end``), its
+        activations the pre-run items plus each rule delivered, at the step it first fired.
         """
         retrieved_as = self._retrieved_as.pop(trajectory.task.task_id, None)
         shown = self._triggered.pop(retrieved_as or trajectory.run_id, None)
@@ -267,10 +267,11 @@ class LangmemPlus:
             return
         items, stepper = shown
         run_id = trajectory.run_id
-        events = self.memory.capture_steps(trajectory.steps, run_id=run_id, task=trajectory.task)
         acts = self.memory.activations_for(items, run_id=run_id, step=0, moment="pre_run") + stepper.activations(run_id)
-        Run(self.memory, trajectory.task, run_id=run_id, step_advice=False, steps=trajectory.steps, events=events,
-            activations=acts).end(trajectory.verdict)
+        run = Run(self.memory, trajectory.task, run_id=run_id, step_advice=False, activations=acts)
+        for step in trajectory.steps:
+            run.observe(step)
+        run.end(trajectory.verdict)
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """``LearningMemory.general_retrieve`` under ``run_id`` (a fresh one when not given), or triggered delivery."""
