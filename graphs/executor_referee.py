@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 import os
 
-from langmem_plus import ScriptedExecutor, build_executor_referee_graph, make_env
+from langmem_plus import build_executor_referee_graph, make_env
+from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.resolver import MemoryContext, MemoryResolver
 
 TOOL = os.environ.get("LANGMEM_PLUS_TOOL", "gridtool")

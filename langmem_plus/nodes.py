@@ -1,7 +1,11 @@
 """LangGraph state and node factories for dropping the learning loop into any graph (design.md §8).
 
 Memory is read deterministically in nodes, not left to a model's decision to call a
-tool, and the end-of-run update runs inside the graph, not on a side thread.
+tool, and the end-of-run update runs inside the graph, not on a side thread. The run lives
+in the graph's state; each node takes it up as a ``memory.run.Run`` and makes the call a run
+makes: ``hints`` before the first step, ``observe`` for the steps the act node appended,
+``check`` for a proposed call, ``end``. The on-error lessons stay two nodes of their own
+(retrieve, distill: a model may rewrite the hints, and what its block shows is activated).
 
 The state keys are plain TypedDict fields with reducers: ``steps``, ``events`` and
 ``activations`` accumulate; ``hints`` merge by source id. Your own act node appends
@@ -44,7 +48,7 @@ from langgraph.runtime import Runtime
 from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
-from langmem_plus.memory.run import guard_call, working_context
+from langmem_plus.memory.run import Run, working_context
 from langmem_plus.retrieval.context import assemble
 from langmem_plus.records import (
     Activation,
@@ -58,7 +62,6 @@ from langmem_plus.records import (
     WorkingContext,
 )
 from langmem_plus.referee import Referee
-from langmem_plus.retrieval.call_guard import rewritten_args
 from langmem_plus.resolver import MemoryContext, MemoryResolver, MemorySource, resolve_memory
 
 class Node(Protocol):
@@ -129,20 +132,27 @@ def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_C
 # --------------------------------------------------------------------------- node cores
 
 
+def _run(memory: LearningMemory, state: MemoryState, *, record: bool = False) -> Run:
+    """The state's run taken up for one node (``memory.run.Run``), without a domain's step advice (a graph routes
+    its own steps); with ``record``, from the events and activations it holds (for its end)."""
+    return Run(memory, task_of(state), run_id=state["run_id"], step_advice=False, steps=state.get("steps") or [],
+               events=(state.get("events") or []) if record else (),
+               activations=(state.get("activations") or []) if record else ())
+
+
 def _pre_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
-    items = memory.retrieve_pre_run(task_of(state), _working(state, chars=memory.config.capture.context_text_chars), run_id=state["run_id"])
-    step = len(state.get("steps") or [])
-    return {
-        "retrieved": items,
-        "hints": memory.hints(items),
-        "activations": memory.activations_for(items, run_id=state["run_id"], step=step, moment="pre_run"),
-        "last_event": None,
-    }
+    run = _run(memory, state)
+    hints = run.hints()
+    return {"retrieved": run.retrieved, "hints": hints, "activations": run.activations, "last_event": None}
 
 
 def _capture(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     steps = state.get("steps") or []
-    events = memory.capture_steps(steps, run_id=state["run_id"], task=task_of(state), start=state.get("captured", 0))
+    start = state.get("captured", 0)
+    run = Run(memory, task_of(state), run_id=state["run_id"], step_advice=False, steps=steps[:start])
+    for step in steps[start:]:  # numbered by the graph's act node
+        run.observe(step)
+    events = run.events
     return {"events": events, "last_event": events[-1] if events else None, "captured": len(steps)}
 
 
@@ -170,20 +180,13 @@ def _check_call(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     tool, args = proposed.get("tool"), proposed.get("args") or {}
     if not isinstance(tool, str) or not isinstance(args, dict):
         return {"held": [], "rewritten": None}
-    guarded = guard_call(memory, tool, args, run_id=state["run_id"], step=len(state.get("steps") or []))
-    return {"held": guarded.hints, "rewritten": rewritten_args(args, guarded.held), "activations": guarded.activations}
+    run = _run(memory, state)
+    held = run.check(tool, args)
+    return {"held": held, "rewritten": run.rewritten_args(args), "activations": run.activations}
 
 
 def _end_of_run(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
-    report = memory.end_run(
-        run_id=state["run_id"],
-        task=task_of(state),
-        steps=state.get("steps") or [],
-        events=state.get("events") or [],
-        activations=state.get("activations") or [],
-        verdict=state.get("verdict"),
-    )
-    return {"report": report}
+    return {"report": _run(memory, state, record=True).end(state.get("verdict"))}
 
 
 # --------------------------------------------------------------------------- sync and async nodes over one core

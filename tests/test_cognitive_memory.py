@@ -23,7 +23,6 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import ValidationError
 
 from langmem_plus import (
-    CognitiveMemory,
     InvalidArgument,
     InvalidNamespace,
     InvalidRecord,
@@ -32,6 +31,7 @@ from langmem_plus import (
     MemoryConfig,
     StoreUnavailable,
 )
+from langmem_plus.memory_types import CognitiveMemory
 from langmem_plus.memory_types import cognitive, cognitive_store, cognitive_tool
 from langmem_plus.memory_types.cognitive import decayed_score, keep_best, order_working, rank_episodic
 from langmem_plus.records import CognitiveItem

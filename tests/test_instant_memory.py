@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from langmem_plus.config import nest
-from langmem_plus import InstantMemory, LearningMemory, MemoryConfig, TaskSpec
+from langmem_plus import LearningMemory, MemoryConfig, TaskSpec
+from langmem_plus.memory_types import InstantMemory
 from langmem_plus.errors import ContentTooLarge, InvalidRecord, LangmemPlusError, UnknownItem
 from langmem_plus.integrations.agent_run import SHORT_TITLE, fit_budget, memory_block
 from langmem_plus.learning.hints import HINTS_HEADER
@@ -257,7 +258,7 @@ def test_pre_run_on_error_tool_and_render_honour_the_budget(tmp_path: Path) -> N
     result = mem.last_retrieval
     assert result is not None and chosen and result.tokens == _n(result.text) <= 120
     assert len(chosen) < len(LESSONS) and any(why.startswith("token_cap:") for _, why in result.dropped)
-    out = mem.general_retrieve(__import__("langmem_plus").Trajectory(task=task))
+    out = mem.general_retrieve(__import__("langmem_plus.memory").memory.Trajectory(task=task))
     assert out["text"] == mem.last_retrieval.text and _n(out["text"]) <= 120
     assert [h["source_id"] for h in out["hints"]] == [i.item_id for i in out["items"]]
     items = [ScoredItem(kind="lesson", item=l, score=0.5) for l in LESSONS]

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from langmem_plus import LearningMemory, Trajectory
+from langmem_plus import LearningMemory
+from langmem_plus.memory import Trajectory
 from langmem_plus.config import MemoryConfig
 from langmem_plus.errors import InvalidArgument
 from langmem_plus.plugins import EnvPlugin, LearnInput, StepAdvisor, plugin_for, register_plugin, step_advisor_for

@@ -1,11 +1,15 @@
 """The public API is what __all__ says, sorted, every name resolves, and names and signatures are pinned."""
 
 import difflib
+import importlib
 import inspect
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
 
 import langmem_plus
 
@@ -39,15 +43,41 @@ def test_cli_discovers_bench_modules() -> None:
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
-def test_cognitive_memory_is_public_and_light() -> None:
+def test_cognitive_memory_is_importable_and_light() -> None:
     from langmem_plus.memory_types import CognitiveMemory
 
-    assert "CognitiveMemory" in langmem_plus.__all__ and "InvalidArgument" in langmem_plus.__all__
-    assert langmem_plus.CognitiveMemory is CognitiveMemory
+    assert CognitiveMemory.__name__ == "CognitiveMemory" and "InvalidArgument" in langmem_plus.__all__
     assert issubclass(langmem_plus.InvalidArgument, (langmem_plus.LangmemPlusError, ValueError))
-    code = "import sys; from langmem_plus import CognitiveMemory; print('chromadb' in sys.modules, 'langgraph' in sys.modules)"
+    code = "import sys; from langmem_plus.memory_types import CognitiveMemory; print('chromadb' in sys.modules, 'langgraph' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+# --------------------------------------------------------------------------- the entry points, and the names that moved
+
+
+def test_all_keeps_to_the_entry_points() -> None:
+    assert len(langmem_plus.__all__) <= 25
+    assert {"LearningMemory", "MemoryConfig", "Run", "LearningMiddleware", "LangmemPlusError"} <= set(langmem_plus.__all__)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an entry point never warns
+        for name in langmem_plus.__all__:
+            getattr(langmem_plus, name)
+
+
+@pytest.mark.parametrize("name", sorted(langmem_plus._MOVED))
+def test_a_moved_name_still_imports_with_a_warning_naming_its_module(name: str) -> None:
+    module = langmem_plus._MOVED[name]
+    assert name not in langmem_plus.__all__ and name not in dir(langmem_plus)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"from {module} import {name}")):
+        value = getattr(langmem_plus, name)
+    assert value is getattr(importlib.import_module(module), name)
+
+
+def test_from_import_of_a_moved_name_warns_at_the_importer() -> None:
+    with pytest.warns(DeprecationWarning, match="langmem_plus.records") as caught:
+        from langmem_plus import ScoredItem  # noqa: F401
+    assert caught[0].filename == __file__
 
 
 # --------------------------------------------------------------------------- the pinned surface
@@ -97,7 +127,10 @@ def _signature(obj: object) -> str:
 
 
 def public_api_lines() -> list[str]:
-    """One line per public name: its kind and signature; classes add their public methods and properties."""
+    """One line per public name: its kind and signature; classes add their public methods and properties. Then one
+    line per name that moved out of ``__all__`` (it still imports from the package, with a warning): its module.
+    Signatures show a config default as ``MemoryConfig(...)`` and a field's default factory as ``<factory>``, so
+    the pin is the API's names and signatures, not the values ``MemoryConfig`` defaults to."""
     lines: list[str] = []
     for name in sorted(n for n in langmem_plus.__all__ if n != "__version__"):
         obj = getattr(langmem_plus, name)
@@ -114,6 +147,7 @@ def public_api_lines() -> list[str]:
             lines.append(f"def {name}{_signature(obj)}")
         else:
             lines.append(f"value {name}: {type(obj).__name__}")
+    lines += [f"moved {name}: {module}" for name, module in sorted(langmem_plus._MOVED.items())]
     return lines
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from langmem_plus import InvalidArgument, LearningMemory, Step, TaskSpec, Verdict
+from langmem_plus.memory.run import Run
 from langmem_plus.records import Feedback
 
 pytestmark = pytest.mark.skipif(shutil.which("sqlite3") is None, reason="needs the sqlite3 program")
@@ -82,6 +83,34 @@ def test_a_run_records_fields_ends_once_and_refuses_bad_input(tmp_path: Path) ->
         with memory.start_run(task(1), run_id="r-2") as left_open:
             left_open.record(action="SELECT 3", tool="sqlite3")
         assert left_open.report is not None and [r.run_id for r in memory.runs] == ["r-1", "r-2"]
+    finally:
+        memory.close()
+
+
+def test_a_run_taken_up_from_what_it_recorded_carries_on_where_it_was(db: Path, tmp_path: Path) -> None:
+    """A run whose record lives elsewhere between calls (a graph's state, an agent's state) is taken up from its
+    steps, events and activations: a step another loop numbered is observed as it is, the next recorded step is
+    numbered after them all, and the end counts them all."""
+    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    try:
+        for k in range(3):
+            with memory.start_run(task(k)) as run:
+                run.record(sqlite(db, WRONG))
+                run.record(sqlite(db, RIGHT))
+        first = memory.start_run(task(7), run_id="t-7")
+        assert first.record(sqlite(db, WRONG)), "a failure with a lesson for it returns the lesson"
+        assert first.retrieved and first.activations and first.events
+        taken = Run(memory, task(7), run_id="t-7", step_advice=False, steps=first.steps, events=first.events,
+                    activations=first.activations)
+        shown = list(taken.activations)
+        event = taken.observe(sqlite(db, WRONG).model_copy(update={"index": 1}))  # a step another loop numbered
+        assert event is not None and event.step == 1 and taken.activations == shown  # captured, no lessons asked for
+        taken.record(sqlite(db, RIGHT))
+        assert [s.index for s in taken.steps] == [0, 1, 2]
+        report = taken.end(Verdict(passed=True, score=1.0))
+        assert report.steps == 3 and report.tool_errors == 2  # the two refused TOPs
+        assert report.lesson_activations >= len(first.activations)  # what the first part showed is measured
+        assert first.steps == [taken.steps[0]]  # taking a run up copies what it recorded
     finally:
         memory.close()
 

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from langmem_plus import LearningMemory, ScriptedExecutor
+from langmem_plus import LearningMemory
+from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.envs.registry import make_env
 from langmem_plus.errors import EnvError, InvalidNamespace, StoreUnavailable
 from langmem_plus.graph import RunEnvs, arun_task, build_executor_referee_graph, run_task

@@ -16,7 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langmem_plus import Claim, Evidence, LearningMemory, MemoryConfig, SemanticMemory, facts_from_observation
+from langmem_plus import LearningMemory, MemoryConfig
+from langmem_plus.memory_types import SemanticMemory
+from langmem_plus.memory_types.fact_sources import Claim, facts_from_observation
+from langmem_plus.records import Evidence
 from langmem_plus.errors import InvalidRecord
 from langmem_plus.memory_types import beliefs, fact_sources, semantic
 from langmem_plus.memory_types.beliefs import evidence_strength, normalize_label, settle

@@ -13,10 +13,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from langmem_plus import LearningMemory, LLMExecutor, MemoryConfig, Trajectory
+from langmem_plus import LearningMemory, MemoryConfig
 from langmem_plus.demo import run_demo
 from langmem_plus.envs.registry import make_env
+from langmem_plus.executors.llm import LLMExecutor
+from langmem_plus.executors.scripted import ScriptedExecutor
 from langmem_plus.graph import build_executor_referee_graph, run_task
+from langmem_plus.memory import Trajectory
 from langmem_plus.records import Feedback, Step, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +75,7 @@ def test_malformed_llm_json_in_hint_distillation_falls_back_to_rules(tmp_path: P
     bad_llm = FakeListChatModel(responses=["not json", '{"hints": "nope"}'])
     mem = LearningMemory.open(tmp_path / "s", namespace=("demo", "gridtool"), llm=bad_llm)
     env = make_env("gridtool")
-    graph = build_executor_referee_graph(mem, env, __import__("langmem_plus").ScriptedExecutor(seed=0))
+    graph = build_executor_referee_graph(mem, env, ScriptedExecutor(seed=0))
     final = run_task(graph, env.tasks()[5], run_id="bad-llm")
     assert final["report"].passed
     assert all(h.wrong for h in final["hints"] if h.source_kind == "lesson" and h.correct)

@@ -18,11 +18,12 @@ Memory is read and written deterministically around the agent loop (design.md §
   ``text_rules="at_step"`` the text guard answers a proposal the same way; every tool call
   that runs becomes a ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
   failure, and a ``ToolReport`` in the message's artifact (``env_tool``) gives the step all four feedback
-  channels; a failure is fingerprinted (``memory.capture``) and retrieves on-error lessons for the next call.
+  channels; a failure is fingerprinted (``Run.observe``, on the run taken up from the state) and retrieves
+  on-error lessons for the next call.
   The call's ``ToolMessage`` comes back inside a ``Command`` that also carries the
   step, the event and the activations into the state.
-- ``after_agent``: ``memory.end_run`` inside the graph (synthesis, utility, promotion,
-  suppression); the ``RunReport`` goes into ``lm_report``.
+- ``after_agent``: the run taken up from the state ends inside the graph (``Run.end``: synthesis, utility,
+  promotion, suppression); the ``RunReport`` goes into ``lm_report``.
 
 Per-run data lives in the agent state, so one instance serves any number of concurrent runs and threads.
 
@@ -92,6 +93,7 @@ from langmem_plus.integrations.agent_run import (
     tool_step,
     with_memory,
 )
+from langmem_plus.memory.run import AsyncRun, Run
 from langmem_plus.plugins import StepOpening, step_advisor_for
 from langmem_plus.integrations.guard_answer import (
     answer_entry,
@@ -171,8 +173,10 @@ class _Call:
     rewritten: tuple[Held, ...] = ()
     """Promoted lessons the call guard applied to this call before it ran (``guard="rewrite"``)."""
 
-    def capture_args(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "task": self.task, "history": self.history}
+    def run(self) -> Run:
+        """The run taken up from the state for this call: its steps before it (the middleware's own step advice and
+        retrieval stay its own)."""
+        return Run(self.memory, self.task, run_id=self.run_id, step_advice=False, steps=self.history)
 
     def step(self, message: ToolMessage) -> Step:
         applied = applied_lessons(self.action, self.shown)
@@ -423,8 +427,9 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             state=state, args=args, activated=frozenset(shown_ids),
         )
 
-    def _end_args(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """``end_run``'s arguments from the state: the run's steps in order, events, activations, verdict."""
+    def _ending(self, memory: LearningMemory, state: Mapping[str, Any]) -> tuple[Run, Verdict | None]:
+        """The state's run taken up to end (``memory.run.Run``: its steps in order, events and activations; the step
+        advice of ``text_rules="at_step"`` is the middleware's own session), and its verdict."""
         steps = run_steps(state)
         task = declared_task(_task_of(state), steps)
         verdict: Verdict | None
@@ -432,11 +437,10 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             verdict = agent_verdict(state.get("messages") or [], steps)
         else:
             verdict = self.referee.judge(task, steps) if self.referee is not None else None
-        return {
-            "run_id": state["lm_run_id"], "task": task, "steps": steps,
-            "events": read_records(state, "lm_events", ErrorEvent),
-            "activations": read_records(state, "lm_activations", Activation), "verdict": verdict,
-        }
+        run = Run(memory, task, run_id=str(state["lm_run_id"]), step_advice=False, steps=steps,
+                  events=read_records(state, "lm_events", ErrorEvent),
+                  activations=read_records(state, "lm_activations", Activation))
+        return run, verdict
 
     def _ends(self, state: Mapping[str, Any]) -> bool:
         return self.end_run and bool(state.get("lm_run_id")) and state.get("lm_task") is not None
@@ -455,12 +459,13 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._opened(memory, task, run_id, self._pre_run_items(items))
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        """``end_run`` inside the graph; its report goes into ``lm_report``."""
+        """End the run inside the graph (``Run.end``); its report goes into ``lm_report``."""
         if self._rules is not None:
             self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
-        return {"lm_report": self._memory(runtime).end_run(**self._end_args(state)).model_dump(mode="json")}
+        run, verdict = self._ending(self._memory(runtime), state)
+        return {"lm_report": run.end(verdict).model_dump(mode="json")}
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``after_agent``."""
@@ -468,7 +473,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._rules.drop(str(state.get("lm_run_id")))
         if not self._ends(state):
             return None
-        report = await self._memory(runtime).aend_run(**self._end_args(state))
+        run, verdict = self._ending(self._memory(runtime), state)
+        report = await AsyncRun(run).end(verdict)
         return {"lm_report": report.model_dump(mode="json")}
 
     # ------------------------------------------------------------------ around model and tool calls
@@ -511,12 +517,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            call.memory.capture(call.failed(exc), **call.capture_args())
+            call.run().observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = call.memory.capture(step, **call.capture_args())
+        event = call.run().observe(step)
         items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
         return self._with_rules(call, call.update(result, step, event, items))
 
@@ -607,12 +613,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            await call.memory.acapture(call.failed(exc), **call.capture_args())
+            await AsyncRun(call.run()).observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = await call.memory.acapture(step, **call.capture_args())
+        event = await AsyncRun(call.run()).observe(step)
         on_error = event is not None and self.on_error
         items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
         return self._with_rules(call, call.update(result, step, event, items))

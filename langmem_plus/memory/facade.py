@@ -315,7 +315,10 @@ class LearningMemory:
         history: Sequence[Step] = (),
         now: float | None = None,
     ) -> ErrorEvent | None:
-        """Fingerprint a failed step into an ErrorEvent and store it; None when the step is fine."""
+        """Fingerprint a failed step into an ErrorEvent and store it; None when the step is fine (``Run.record``).
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        """
         event = detect_failure(
             step,
             history,
@@ -335,7 +338,11 @@ class LearningMemory:
     def capture_steps(
         self, steps: Sequence[Step], *, run_id: str, task: TaskSpec | None = None, start: int = 0
     ) -> list[ErrorEvent]:
-        """``capture`` each of ``steps[start:]`` with the steps before it as history; the events found."""
+        """``capture`` each of ``steps[start:]`` with the steps before it as history; the events found (the
+        ``capture`` node, ``general_update``).
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        """
         events: list[ErrorEvent] = []
         for i in range(start, len(steps)):
             event = self.capture(steps[i], run_id=run_id, task=task, history=steps[:i])
@@ -359,7 +366,9 @@ class LearningMemory:
         exactly ``k`` when that many pass the guards and the token cap (a retriever's ``k``).
         The items come back in the order of the hint block instant memory assembled from
         them (``retrieval.context``): lessons ranked by how often the tool's recent runs
-        needed them, within ``max_context_tokens``.
+        needed them, within ``max_context_tokens``. ``Run.hints`` calls it on a run's first hints.
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
         """
         with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
             if run_id is not None and self.clock() - self.sync.refreshed_at >= self.config.lifecycle.shared_refresh_s:
@@ -427,7 +436,9 @@ class LearningMemory:
     ) -> list[ScoredItem]:
         """Lessons for the failure that just happened: exact fingerprint first (design.md §5).
 
-        ``k``: as in ``retrieve_pre_run``.
+        ``k``: as in ``retrieve_pre_run``. ``Run.record`` calls it for a failed step.
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
         """
         now = self.clock() if now is None else now
         ctx = context or WorkingContext(last_fail=event.error_text[: self.config.capture.context_text_chars], context=event.tool or "")
@@ -461,7 +472,11 @@ class LearningMemory:
     def activations_for(
         self, items: Sequence[ScoredItem], *, run_id: str, step: int, moment: Moment, fingerprint_id: str | None = None
     ) -> list[Activation]:
-        """Activation records for the lessons among ``items`` that are shown to the executor."""
+        """Activation records for the lessons among ``items`` that are shown to the executor (a ``Run`` records them
+        as it shows lessons).
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        """
         return [
             Activation(
                 lesson_id=i.item_id, run_id=run_id, step=step, moment=moment, fingerprint_id=fingerprint_id, score=i.score
@@ -546,7 +561,9 @@ class LearningMemory:
         First reads what other writers appended (``refresh``), so the run's sequence
         number follows every run known (a Lamport clock) and its judgement sees their
         evidence. What the run says about each lesson is appended to the shared log as
-        ``RunEvidence``, never written into the lesson's record.
+        ``RunEvidence``, never written into the lesson's record. ``Run.end`` calls it.
+
+        Recording a run by hand with this call is kept for one release; use ``start_run``.
         """
         now = self.clock() if now is None else now
         with self._lock:
@@ -890,27 +907,27 @@ class LearningMemory:
 
         The lessons ``general_retrieve`` showed for the same run id are measured as its
         activations. ``retrieved_as``: the run id ``general_retrieve`` was called with, when
-        the attempt was then recorded under another one (a caller that names runs late).
+        the attempt was then recorded under another one (a caller that names runs late). The trajectory's
+        steps go through a ``Run`` as they were numbered (``Run.observe``), which then ends (``Run.end``).
+
+        Kept for one release for code written to the two-interface abstraction; use ``start_run``.
         """
-        events = self.capture_steps(recorder.steps, run_id=recorder.run_id, task=recorder.task)
         with self._lock:
             shown = self._shown.pop(recorder.run_id, [])
             if retrieved_as is not None and retrieved_as != recorder.run_id:
                 shown += [a.model_copy(update={"run_id": recorder.run_id}) for a in self._shown.pop(retrieved_as, [])]
-        return self.end_run(
-            run_id=recorder.run_id,
-            task=recorder.task,
-            steps=recorder.steps,
-            events=events,
-            activations=shown,
-            verdict=recorder.verdict,
-        )
+        run = Run(self, recorder.task, run_id=recorder.run_id, step_advice=False, activations=shown)
+        for step in recorder.steps:
+            run.observe(step)
+        return run.end(recorder.verdict)
 
     def general_retrieve(self, recorder: Trajectory) -> dict[str, Any]:
         """What memory offers before a task (the ``general_retrieve`` interface).
 
         What it shows is remembered under the trajectory's run id, so the matching
         ``general_update`` can measure whether those lessons helped.
+
+        Kept for one release for code written to the two-interface abstraction; use ``start_run``.
         """
         with self._lock:
             result = self._pre_run(recorder.task, None, now=None, k=None)

@@ -9,6 +9,10 @@ utility is measured on the run's outcome. Where the task's domain has a plugin t
 game), ``hints()`` and ``check()`` carry that advice too. ``AsyncRun`` (``memory.astart_run``) is the same for
 ``async`` code, each call on a worker thread (Chroma's embedded client is synchronous).
 
+A loop that keeps the run in a state of its own (the LangGraph nodes, ``LearningMiddleware``) takes it up as a
+``Run`` for each call (``Run(memory, task, steps=..., events=..., activations=...)``) and hands it the steps it
+numbered itself with ``observe(step)``, which captures without asking for lessons.
+
 Example:
     >>> import tempfile
     >>> from langmem_plus import LearningMemory, Step, TaskSpec, Verdict
@@ -86,16 +90,24 @@ def guard_call(memory: LearningMemory, tool: str, args: Mapping[str, Any], *, ru
 
 
 class Run:
-    """One run of ``task`` with ``memory`` (module docstring). Not thread-safe: one run, one caller."""
+    """One run of ``task`` with ``memory`` (module docstring). Not thread-safe: one run, one caller.
+
+    A run whose record lives elsewhere between calls (a LangGraph state, an agent's state: the nodes and
+    ``LearningMiddleware``) is taken up from what it holds so far, ``steps``, ``events`` and ``activations``, for
+    the call at hand; what that call adds is what ``activations`` (and ``retrieved``) gained.
+    """
 
     def __init__(self, memory: LearningMemory, task: TaskSpec, *, run_id: str | None = None,
-                 step_advice: bool = True) -> None:
+                 step_advice: bool = True, steps: Sequence[Step] = (), events: Sequence[ErrorEvent] = (),
+                 activations: Sequence[Activation] = ()) -> None:
         self.memory = memory
         self.task = task
         self.run_id = run_id or f"{task.task_id}-{uuid.uuid4().hex[:8]}"
-        self.steps: list[Step] = []
-        self.events: list[ErrorEvent] = []
-        self.activations: list[Activation] = []
+        self.steps: list[Step] = list(steps)
+        self.events: list[ErrorEvent] = list(events)
+        self.activations: list[Activation] = list(activations)
+        self.retrieved: list[ScoredItem] = []
+        """The latest retrieval's items (before a run: on the first ``hints()``; after a failure: in ``record``)."""
         self.report: RunReport | None = None
         self.held: list[Held] = []
         """What the latest ``check`` of a tool call held against it (its lessons, and the rewritten values)."""
@@ -123,7 +135,7 @@ class Run:
             memory = self.memory
             items = memory.retrieve_pre_run(self.task, working_context(self.task, self.steps, chars=memory.config.capture.context_text_chars),
                                             run_id=self.run_id)
-            self._pre = items
+            self._pre, self.retrieved = items, list(items)
             shown = list(self._opening().fitted) if self._advisor is not None else items
             self.activations += memory.activations_for(shown, run_id=self.run_id, step=len(self.steps), moment="pre_run")
         return self._pre
@@ -160,17 +172,31 @@ class Run:
             step = (step or Step(index=0, **fields)).model_copy(update={"index": len(self.steps)})
         except ValidationError as exc:
             raise InvalidArgument(f"not a step: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc']})") from exc
-        event = memory.capture(step, run_id=self.run_id, task=self.task, history=self.steps)
-        self.steps.append(step)
+        event = self.observe(step)
         if event is None:
             return []
-        self.events.append(event)
         chars = memory.config.capture.context_text_chars
-        items = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars), run_id=self.run_id)
+        items = self.retrieved = memory.retrieve_on_error(event, working_context(self.task, self.steps, event, chars=chars),
+                                                          run_id=self.run_id)
         self.activations += memory.activations_for(items, run_id=self.run_id, step=len(self.steps), moment="on_error",
                                                    fingerprint_id=event.fingerprint_id)
         self._on_error = memory.hints(items)
         return self._on_error
+
+    def observe(self, step: Step) -> ErrorEvent | None:
+        """Record a step another loop took and numbered (a graph's act node, an agent's tool call) as it is: captured
+        when it failed (the event is returned and kept), with no lessons asked for, that loop asking in its own way.
+        ``record`` is this, numbered, plus the lessons for a failure.
+
+        Raises:
+            InvalidArgument: the run has ended already.
+        """
+        self._check_open()
+        event = self.memory.capture(step, run_id=self.run_id, task=self.task, history=self.steps)
+        self.steps.append(step)
+        if event is not None:
+            self.events.append(event)
+        return event
 
     def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
         """What memory holds against a proposed action before it is taken; ``[]``: take it.
@@ -252,6 +278,10 @@ class AsyncRun:
     async def record(self, step: Step | None = None, /, **fields: Any) -> list[Hint]:
         """``Run.record``."""
         return await asyncio.to_thread(lambda: self.run.record(step, **fields))
+
+    async def observe(self, step: Step) -> ErrorEvent | None:
+        """``Run.observe``."""
+        return await asyncio.to_thread(self.run.observe, step)
 
     async def check(self, action: str, args: Mapping[str, Any] | None = None) -> list[Hint]:
         """``Run.check``."""

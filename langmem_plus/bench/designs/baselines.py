@@ -44,6 +44,7 @@ from langmem_plus.config import MemoryConfig
 from langmem_plus.demo import LogicalClock
 from langmem_plus.memory import LearningMemory, Trajectory
 from langmem_plus.memory.advisor import WorkflowAdvisor
+from langmem_plus.memory.run import Run
 from langmem_plus.records import Hint, ScoredItem, TaskSpec
 from langmem_plus.textgames.delivery import StepDelivery
 from langmem_plus.textgames.shown import is_text_rule
@@ -258,8 +259,8 @@ class LangmemPlus:
     def general_update(self, trajectory: Trajectory) -> None:
         """``LearningMemory.general_update``: capture, synthesis, and the shown lessons measured.
 
-        With triggered delivery the same steps run through the public ``capture_steps`` and
-        ``end_run``, the activations being the pre-run items plus each rule delivered, at the step it first fired.
+        With triggered delivery the same steps go through a ``Run`` (``Run.observe``, then ``Run.end``), its
+        activations the pre-run items plus each rule delivered, at the step it first fired.
         """
         retrieved_as = self._retrieved_as.pop(trajectory.task.task_id, None)
         shown = self._triggered.pop(retrieved_as or trajectory.run_id, None)
@@ -268,10 +269,11 @@ class LangmemPlus:
             return
         items, stepper = shown
         run_id = trajectory.run_id
-        events = self.memory.capture_steps(trajectory.steps, run_id=run_id, task=trajectory.task)
         acts = self.memory.activations_for(items, run_id=run_id, step=0, moment="pre_run") + stepper.activations(run_id)
-        self.memory.end_run(run_id=run_id, task=trajectory.task, steps=trajectory.steps, events=events,
-                            activations=acts, verdict=trajectory.verdict)
+        run = Run(self.memory, trajectory.task, run_id=run_id, step_advice=False, activations=acts)
+        for step in trajectory.steps:
+            run.observe(step)
+        run.end(trajectory.verdict)
 
     def general_retrieve(self, task: TaskSpec, *, run_id: str | None = None) -> Context:
         """``LearningMemory.general_retrieve`` under ``run_id`` (a fresh one when not given), or triggered delivery."""
