@@ -86,6 +86,22 @@ def sciworld_demonstrations(simplifications: str | None = None) -> DemoSource:
     return source
 
 
+def twx_demonstrations(game: str) -> DemoSource:
+    """TextWorldExpress's gold action sequences of ``n`` train games spread over the fold (``spaced``), replayed
+    (``envs.twx.TwxBackend.gold_games``); the "task" is the setting (``easy``, ``medium``, ``rooms3``)."""
+    from langmem_plus.envs.twx import TwxBackend
+
+    def source(setting: str, n: int) -> list[Demonstration]:
+        backend = TwxBackend(game, setting)
+        try:
+            games = backend.gold_games(spaced(backend.fold_seeds("train"), n))
+        finally:
+            backend.close()
+        return [from_steps(g.goal, list(g.steps), source=f"gold:{game}:{setting}:{g.seed}") for g in games]
+
+    return source
+
+
 # ---------------------------------------------------------------------------- literal step delivery
 
 
@@ -180,7 +196,7 @@ def as_trajectory(demo: Demonstration, task: TaskSpec) -> Trajectory:
     """A demonstration as a won trajectory of ``task``'s kind, for designs that fold trajectories in."""
     steps = [Step(index=i, action=s.action, observation=s.observation, feedback=Feedback(progress=s.score))
              for i, s in enumerate(demo.steps)]
-    final = next((s.score for s in reversed(demo.steps) if s.score is not None), 0.0) or 0.0
+    final = max(0.0, next((s.score for s in reversed(demo.steps) if s.score is not None), 0.0) or 0.0)  # -1: failed
     spec = task.model_copy(update={"task_id": demo.source or task.task_id, "goal": demo.goal,
                                    "context": {**task.context, "goal": demo.goal}})
     return Trajectory(task=spec, steps=steps, verdict=Verdict(passed=final >= 1.0, score=final, source="deterministic"),
@@ -347,6 +363,8 @@ __all__ = [
     "make_demo_design",
     "run_demo_bench",
     "sciworld_demonstrations",
+    "spaced",
+    "twx_demonstrations",
     "summarize_demo_rows",
     "teach",
 ]

@@ -445,10 +445,22 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     from langmem_plus.bench.demos import sciworld_demonstrations, stderr_progress
 
     base, _, setting = args.env.partition(":")
-    if base != "sciworld":
-        raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld); {base!r} has none here")
     if args.demos < 1 or args.variations < 1:
         raise InvalidArgument("--demos and --variations must be at least 1")
+    chosen = list(args.designs or DEMO_DESIGNS)
+    if any(d not in DEMO_DESIGNS for d in chosen):
+        raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
+    max_steps = args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS
+    if base == "twx-cooking":  # one "task": the setting; demonstrations are the game's gold sequences of train games
+        from langmem_plus.bench.demos import twx_demonstrations
+
+        result = run_demo_bench(env_base=base, tasks=[setting or "default"], demos=args.demos, variations=args.variations,
+                                fold=args.fold, repeats=args.repeats, max_steps=max_steps, designs=chosen, seed=args.seed,
+                                executor_factory=factory, source=twx_demonstrations("cooking"), progress=stderr_progress)
+        print(json.dumps(result) if args.json else format_demo_text(result))
+        return 0
+    if base != "sciworld":
+        raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld, twx-cooking); {base!r} has none here")
     from langmem_plus.envs.sciworld import task_names
 
     names = task_names()
@@ -462,12 +474,9 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     unknown = [t for t in tasks if t not in names]
     if unknown:
         raise InvalidArgument(f"unknown ScienceWorld task(s) {unknown}; choose from {', '.join(names)}")
-    chosen = list(args.designs or DEMO_DESIGNS)
-    if any(d not in DEMO_DESIGNS for d in chosen):
-        raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
     started = time.perf_counter()
     result = run_demo_bench(env_base=base, simplifications=simplifications or None, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
-                            repeats=args.repeats, max_steps=args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS,
+                            repeats=args.repeats, max_steps=max_steps,
                             designs=chosen, seed=args.seed, executor_factory=factory,
                             source=sciworld_demonstrations(simplifications or None), progress=stderr_progress)
     print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)

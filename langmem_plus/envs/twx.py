@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langmem_plus.envs.textgame import (
     GAME_STEP_LIMIT,
@@ -119,6 +119,14 @@ def game_params(game: str, setting: str) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
+class GoldGame(NamedTuple):
+    """A train game's gold action sequence, replayed: its seed, goal, and each step as (action, observation, score)."""
+
+    seed: int
+    goal: str
+    steps: tuple[tuple[str, str, float], ...]
+
+
 class TwxBackend:
     """One TextWorldExpress JVM, loaded with one game and setting, reused across resets."""
 
@@ -155,6 +163,33 @@ class TwxBackend:
     def act(self, action: str) -> Turn:
         observation, _, _, infos = self._server().step(action)
         return self._turn(infos, str(observation))
+
+    def gold_games(self, seeds: Sequence[int]) -> list[GoldGame]:
+        """The gold action sequences of the train games ``seeds``, replayed so observations and scores are real.
+
+        Raises:
+            EnvError: a seed that is not a train seed (the dev and test games stay unseen).
+        """
+        server = self._server()
+        train = set(self.fold_seeds("train"))
+        outside = [s for s in seeds if s not in train]
+        if outside:
+            raise EnvError(f"seeds {outside} are not train seeds of twx-{self.game}")
+        out: list[GoldGame] = []
+        for seed in seeds:
+            _, infos = server.reset(seed=seed, gameFold="train", generateGoldPath=True)
+            goal = str(infos.get("taskDescription", ""))
+            steps: list[tuple[str, str, float]] = []
+            for action in server.getGoldActionSequence():
+                if action == "look around" and not steps:
+                    continue  # the sequence opens with the look the reset already answered
+                turn = self.act(str(action))
+                steps.append((str(action), turn.observation, turn.score))
+                if turn.won or turn.lost:
+                    break
+            out.append(GoldGame(seed, goal, tuple(steps)))
+        self._task = ""
+        return out
 
     def help_text(self) -> str:
         return HELP.format(game=self.game, extra=HELP_EXTRA.get(self.game, ""), task=self._task or "(reset to see the task)")
@@ -200,4 +235,4 @@ class TwxEnv(TextGameEnv):
         self.setting = setting
 
 
-__all__ = ["DEFAULT_SETTING", "GAMES", "REJECTIONS", "SETTINGS", "TwxBackend", "TwxEnv", "game_params"]
+__all__ = ["DEFAULT_SETTING", "GAMES", "GoldGame", "REJECTIONS", "SETTINGS", "TwxBackend", "TwxEnv", "game_params"]
