@@ -19,9 +19,8 @@ Memory is read and written deterministically around the agent loop (design.md §
   that runs becomes a ``Step``; a raised exception or a ``ToolMessage`` with ``status="error"`` is a hard
   failure, and a ``ToolReport`` in the message's artifact (``env_tool``) gives the step all four feedback
   channels; a failure is fingerprinted (``Run.observe``, on the run taken up from the state) and retrieves
-  on-error lessons for the next call.
-  The call's ``ToolMessage`` comes back inside a ``Command`` that also carries the
-  step, the event and the activations into the state.
+  on-error lessons for the next call. The call's ``ToolMessage`` comes back inside a ``Command`` that also
+  carries the step, the event and the activations into the state.
 - ``after_agent``: the run taken up from the state ends inside the graph (``Run.end``: synthesis, utility,
   promotion, suppression); the ``RunReport`` goes into ``lm_report``.
 
