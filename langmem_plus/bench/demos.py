@@ -3,7 +3,9 @@
 Per task (``--tasks``, default every task of the env family), the env's own demonstrations of ``N`` train variations
 (ScienceWorld's gold action sequences, replayed so their observations and scores are real) are handed to every
 design; then the first ``--variations K`` variations of ``--fold`` (test by default) are played by the same
-executor, once per repeat. The designs, each told the task's family and handed the same demonstrations:
+executor, once per repeat, memory frozen (``--mode static``, the default) or folding each attempt in (``dynamic``).
+TextWorldExpress's cooking games work the same way, the setting standing for the task and its gold sequences of
+train games for the demonstrations. The designs, each told the task's family and handed the same demonstrations:
 
 - ``no_memory``: nothing;
 - ``literal_replay``: the demonstration nearest the task's goal (cosine of the offline embeddings) replayed word
@@ -257,6 +259,7 @@ def run_demo_bench(
     repeats: int,
     max_steps: int,
     designs: Sequence[str],
+    mode: str = "static",
     seed: int,
     executor_factory: Callable[[int], Executor],
     source: DemoSource,
@@ -265,6 +268,8 @@ def run_demo_bench(
     """``{"env", "simplifications", "fold", "demos", "variations", "tasks", "designs": {NAME: {"score", "success",
     "minus_100", "tokens_per_step", "steps", "per_task": {TASK: {...}}}}}`` (module docstring); ``simplifications``
     None plays the env's default."""
+    if mode not in ("static", "dynamic"):
+        raise EnvError(f"mode must be static or dynamic, got {mode!r}")
     for name in designs:
         make_demo_design(name).close()  # an unknown name is refused before any game is played
     rows: dict[str, dict[str, list[list[dict[str, Any]]]]] = {d: {} for d in designs}
@@ -286,7 +291,8 @@ def run_demo_bench(
                             run_id = f"r{r}-{t.task_id}"
                             ctx = design.general_retrieve(t, run_id=run_id)
                             traj = run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps)
-                            design.general_update(traj)
+                            if mode == "dynamic":  # static: memory is what the demonstrations taught
+                                design.general_update(traj)
                             score = traj.verdict.score if traj.verdict else 0.0
                             rep.append({"score": max(score, 0.0), "passed": bool(traj.verdict and traj.verdict.passed),
                                         "minus_100": int(any(s.feedback.constraint_failure for s in traj.steps)),
@@ -302,7 +308,7 @@ def run_demo_bench(
             parts = [f"{n} {statistics.fmean(x['score'] for rep in rows[n][task] for x in rep):.2f}"
                      for n in designs if rows[n].get(task) and rows[n][task][0]]
             progress(f"[env --demos] {t_i + 1}/{len(tasks)} {task}: {', '.join(parts)} ({time.perf_counter() - started:.0f}s)")
-    return {"env": env_base, "simplifications": simplifications or "default", "fold": fold, "demos": demos, "variations": variations, "repeats": repeats,
+    return {"env": env_base, "simplifications": simplifications or "default", "fold": fold, "mode": mode, "demos": demos, "variations": variations, "repeats": repeats,
             "max_steps": max_steps, "tasks": list(tasks), "designs": {n: summarize_demo_rows(rows[n]) for n in designs}}
 
 

@@ -455,7 +455,7 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
         from langmem_plus.bench.demos import twx_demonstrations
 
         result = run_demo_bench(env_base=base, tasks=[setting or "default"], demos=args.demos, variations=args.variations,
-                                fold=args.fold, repeats=args.repeats, max_steps=max_steps, designs=chosen, seed=args.seed,
+                                fold=args.fold, repeats=args.repeats, max_steps=max_steps, designs=chosen, mode=args.mode, seed=args.seed,
                                 executor_factory=factory, source=twx_demonstrations("cooking"), progress=stderr_progress)
         print(json.dumps(result) if args.json else format_demo_text(result))
         return 0
@@ -477,7 +477,7 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     started = time.perf_counter()
     result = run_demo_bench(env_base=base, simplifications=simplifications or None, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
                             repeats=args.repeats, max_steps=max_steps,
-                            designs=chosen, seed=args.seed, executor_factory=factory,
+                            designs=chosen, mode=args.mode, seed=args.seed, executor_factory=factory,
                             source=sciworld_demonstrations(simplifications or None), progress=stderr_progress)
     print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_demo_text(result))
