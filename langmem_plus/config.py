@@ -519,6 +519,9 @@ class WorkflowConfig(_Section):
     ``workflow_min_executions`` times, is no longer handed over."""
     workflow_min_executions: int = Field(3, ge=1)
     """Runs that followed a workflow before its success rate can suppress it."""
+    workflow_short_line_words: int = Field(6, ge=1)
+    """A slot no trajectory's value binds may take a phrase named in a line of the attempt's observations of at most
+    this many words (a list's item, a note), never one only a description of everything in view names."""
     workflow_min_goal_overlap: float = Field(0.5, ge=0.0, le=1.0)
     """Word overlap (Jaccard) of two goals at or above which their trajectories are of one kind of task and are
     induced into one workflow."""

@@ -369,11 +369,14 @@ class ProcedureStep(_Record):
 
 class WorkflowSource(_Record):
     """A trajectory a workflow skill was induced from, kept so the workflow can be induced again as more arrive:
-    its goal, actions and the score after each (None where unknown); observations are not kept."""
+    its goal, actions, the score after each (None where unknown) and the short lines each step was answered with;
+    longer observations are not kept."""
 
     goal: str
     actions: list[str] = Field(default_factory=list)
     scores: list[float | None] = Field(default_factory=list)
+    told: list[list[str]] = Field(default_factory=list)
+    """Per step, the short lines of what came back (``workflows.told_lines``): what the slots' cues are read from."""
     source: str = ""
 
 
@@ -400,6 +403,8 @@ class Skill(_Record):
     """A workflow's steps; empty for other skills."""
     slot_values: dict[str, list[str]] = Field(default_factory=dict)
     """A workflow's slots and the values its trajectories gave them: the facts a run binds a slot with."""
+    slot_cues: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    """Per slot and value, what its trajectories were told before taking it (``workflows.Workflow.cues``)."""
     sources: list[WorkflowSource] = Field(default_factory=list)
     """The trajectories a workflow was induced from (newest last, at most ``workflow_max_sources``)."""
     version: int = 1

@@ -150,3 +150,28 @@ def test_an_offered_action_that_cannot_be_quoted_whole_is_never_handed_over() ->
     wf = Workflow(goal="make the report", steps=(WorkflowStep("run <Z>"),), values={"Z": ("`rm -rf /`", "tests")})
     got = ground(wf, "make the report", [], ["run `rm -rf /`", "run tests"])
     assert got is not None and got.action == "run tests"
+
+
+def test_a_slot_no_trajectory_bound_takes_a_phrase_a_short_line_of_the_observations_names() -> None:
+    wf = Workflow(goal="cook the meal", steps=(WorkflowStep("read list"), WorkflowStep("take <Z>")),
+                  values={"Z": ("red pen",)})
+    offered = ["take blue cup", "take green lamp", "look"]
+    told = "You see a blue cup, a green lamp, a desk and a chair on the floor here.\nItems:\n  green lamp"
+    got = ground(wf, "cook the meal", ["read list"], offered, seen=told)
+    assert got is not None and got.action == "take green lamp"  # named alone on a line, not only in the room's list
+    assert ground(wf, "cook the meal", ["read list"], offered, seen=told.splitlines()[0]) is None
+
+
+def test_cues_the_trajectories_were_told_choose_a_slot_value_for_what_this_attempt_is_told() -> None:
+    def cooked(thing: str, how: str, where: str) -> Demonstration:
+        return Demonstration("cook the meal", (DemoStep("read list", f"Directions:\n  {how} the {thing}"),
+                                               DemoStep(f"cook {thing} in {where}", score=1.0)))
+
+    wf = induce_workflow([cooked("red pen", "roast", "oven"), cooked("blue cup", "fry", "stove"),
+                          cooked("green lamp", "roast", "oven")])
+    assert wf.cues["Y"] == {"oven": ("roast <Z>",), "stove": ("fry <Z>",)}
+    offered = ["cook old shoe in oven", "cook old shoe in stove", "look"]
+    fried = ground(wf, "cook the meal", ["read list"], offered, seen="Directions:\n  fry the old shoe")
+    roasted = ground(wf, "cook the meal", ["read list"], offered, seen="Directions:\n  roast the old shoe")
+    assert fried is not None and fried.action == "cook old shoe in stove"
+    assert roasted is not None and roasted.action == "cook old shoe in oven"

@@ -29,6 +29,7 @@ from langmem_plus.learning.workflows import (
     WorkflowStep,
     bind_goal,
     induce_workflow,
+    told_lines,
 )
 from langmem_plus.records import Namespace, ProcedureStep, Skill, SkillStats, WorkflowSource
 
@@ -36,23 +37,28 @@ KIND_PREFIX = "workflow"
 """Leads a workflow skill's goal templates, so a reader tells it from a skill distilled from episodes."""
 
 
-def source_of(demo: Demonstration) -> WorkflowSource:
-    """What a workflow keeps of a trajectory: its goal, actions and scores."""
-    return WorkflowSource(goal=demo.goal, actions=[s.action for s in demo.steps],
-                          scores=[s.score for s in demo.steps], source=demo.source)
+def source_of(demo: Demonstration, config: WorkflowConfig = DEFAULT_CONFIG.workflows) -> WorkflowSource:
+    """What a workflow keeps of a trajectory: its goal, actions, scores and the short lines each step was told."""
+    return WorkflowSource(goal=demo.goal, actions=[s.action for s in demo.steps], scores=[s.score for s in demo.steps],
+                          told=[told_lines(s.observation, config.workflow_short_line_words) for s in demo.steps],
+                          source=demo.source)
 
 
 def demo_of(source: WorkflowSource) -> Demonstration:
-    """A kept trajectory as a ``Demonstration`` again (no observations)."""
-    scores = list(source.scores) + [None] * (len(source.actions) - len(source.scores))
-    return Demonstration(source.goal, tuple(DemoStep(a, score=s) for a, s in zip(source.actions, scores)), source.source)
+    """A kept trajectory as a ``Demonstration`` again (its observations the short lines kept)."""
+    n = len(source.actions)
+    scores = list(source.scores) + [None] * (n - len(source.scores))
+    told = list(source.told) + [[]] * (n - len(source.told))
+    return Demonstration(source.goal, tuple(DemoStep(a, "\n".join(t), s) for a, s, t in zip(source.actions, scores, told)),
+                         source.source)
 
 
 def workflow_of(skill: Skill) -> Workflow:
     """The workflow a workflow skill holds."""
     return Workflow(goal=skill.goal_pattern,
                     steps=tuple(WorkflowStep(s.action, s.repeat, s.progress) for s in skill.procedure),
-                    values={k: tuple(v) for k, v in skill.slot_values.items()}, sources=max(1, len(skill.sources)))
+                    values={k: tuple(v) for k, v in skill.slot_values.items()}, sources=max(1, len(skill.sources)),
+                    cues={k: {v: tuple(c) for v, c in vals.items()} for k, vals in skill.slot_cues.items()})
 
 
 def is_workflow(skill: Skill) -> bool:
@@ -127,7 +133,7 @@ def workflow_skill(
         ValueError: no trajectory has a step.
     """
     unique: dict[tuple[str, tuple[str, ...]], WorkflowSource] = {}
-    for src in [*(existing.sources if existing else []), *map(source_of, demos)]:
+    for src in [*(existing.sources if existing else []), *(source_of(d, config) for d in demos)]:
         unique.setdefault((norm(src.goal), tuple(src.actions)), src)  # one trajectory counts once
     kept = list(unique.values())[-config.workflow_max_sources :]
     wf = induce_workflow([demo_of(s) for s in kept], config)
@@ -146,6 +152,7 @@ def workflow_skill(
         goal_pattern=wf.goal,
         procedure=procedure,
         slot_values={k: list(v) for k, v in wf.values.items()},
+        slot_cues={k: {v: list(c) for v, c in vals.items()} for k, vals in wf.cues.items()},
         sources=kept,
         version=(existing.version + int(changed)) if existing else 1,
     )

@@ -15,8 +15,9 @@ A workflow keeps what several trajectories of one kind of task share and turns w
 4. **Effects.** A step after which the score rose in most trajectories is marked as progress.
 
 ``ground`` turns a workflow into the next action of an attempt: the goal's slots bound from the task's own text, a
-step's other slots from what the attempt already did (a step it took binds them) or from the values the
-trajectories gave them, and only to an action the environment offers now. When the next step cannot be taken, an
+step's other slots from what the attempt already did (a step it took binds them), from the values the trajectories
+gave them, or else from a short line of what the attempt was told (a list, a note), and only to an action the
+environment offers now. When the next step cannot be taken, an
 offered action that ends with its thing in the same relation (``... to <thing>``: a way to it) comes first; failing that, the first later
 step that can be taken is handed over, passing over steps whose slot nothing here binds and at most
 ``workflow_skip_lookahead`` others, and never past a scoring step (its effect is needed later). Everything here is
@@ -98,6 +99,10 @@ class Workflow:
     """Each slot's values in the trajectories, first seen first: the facts a run binds a step slot with."""
     sources: int = 1
     """How many trajectories it was induced from."""
+    cues: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Per slot and value, the short lines the trajectories were told before the step that took it, another slot's
+    value made that slot (``roast <X>`` before ``cook <X> in oven``): the facts that choose the value in a new
+    attempt whose observations say the same of its own thing."""
 
     def slots(self) -> list[str]:
         """Every slot letter the goal and the steps use, in order of first use."""
@@ -392,7 +397,50 @@ def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEF
         repeat = any(r for _, (_, r, _) in present)
         rose = sum(1 for d, (_, _, last) in present if last in rises[d])
         steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
-    return Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos))
+    wf = Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos))
+    return Workflow(wf.goal, wf.steps, wf.values, wf.sources, cues=slot_cues(wf, demos, config))
+
+
+def slot_cues(
+    workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """``Workflow.cues`` from the trajectories: each one's actions matched to the steps in order (as ``progress``
+    does), and at each step with two slots or more, the short lines told so far (``told_lines``) that name one of
+    the step's other values, that value made its slot; a line that came before other values of the slot as well is
+    no cue for any of them."""
+    out: dict[str, dict[str, dict[str, None]]] = {}
+    for demo in demos:
+        bound = bind_goal(workflow, demo.goal, 0.0) or {}
+        told: list[str] = told_lines(demo.goal, config.workflow_short_line_words)
+        at = 0
+        for step in demo.steps:
+            for j in range(at, len(workflow.steps)):
+                hit = match_step(workflow.steps[j].action, step.action, bound)
+                if hit is None:
+                    continue
+                here = {**bound, **hit}
+                own = list(dict.fromkeys(_SLOT.findall(workflow.steps[j].action)))
+                for letter in own:
+                    value = here.get(letter, "")
+                    for other in own:
+                        known = here.get(other, "")
+                        if other == letter or not _content(known.split()):
+                            continue
+                        for line in told:
+                            if _said(known, [line]) and not _said(value, [line]):
+                                cue = substitute_words(line, known, other)
+                                out.setdefault(letter, {}).setdefault(value, {})[cue] = None
+                bound, at = here, j + 1
+                break
+            told.extend(told_lines(step.observation, config.workflow_short_line_words))
+    cues: dict[str, dict[str, tuple[str, ...]]] = {}
+    for letter, vals in out.items():  # a cue tells one value from the others only if none of them had it
+        for value, lines in vals.items():
+            others = {c for v, cs in vals.items() if v != value for c in cs}
+            kept = tuple(c for c in lines if c not in others)
+            if kept:
+                cues.setdefault(letter, {})[value] = kept
+    return cues
 
 
 def _agree(held: Mapping[int, str], took: Mapping[int, str]) -> bool:
@@ -566,9 +614,13 @@ def progress(workflow: Workflow, goal_binding: Mapping[str, str], done: Sequence
     return at, bound
 
 
-def _candidates(pattern: str, bound: Mapping[str, str], offered: Sequence[str], workflow: Workflow) -> list[str]:
-    """Offered actions that are the step under ``bound``: with every slot bound, the one action; else those whose
-    phrase is a value the trajectories gave the slot, first seen first."""
+def _candidates(
+    pattern: str, bound: Mapping[str, str], offered: Sequence[str], workflow: Workflow, lines: Sequence[str] = ()
+) -> list[str]:
+    """Offered actions that are the step under ``bound``: with every slot bound, the one action; else, first, those
+    whose values the trajectories were told of as this attempt is now (``Workflow.cues``); then those whose phrases a
+    short line of what the attempt was told names (``lines``: a list's item, a note); then those whose phrases are
+    values the trajectories gave the slot, first seen first."""
     regex = _step_regex(pattern, bound)
     hits = [(a, m) for a in offered if (m := regex.fullmatch(norm(a))) is not None]
     if all(s in bound for s in _SLOT.findall(pattern)):
@@ -581,8 +633,37 @@ def _candidates(pattern: str, bound: Mapping[str, str], offered: Sequence[str], 
         ranks = [seen(k).index(v) for k, v in m.groupdict().items() if v in seen(k)]
         return min(ranks) if len(ranks) == len(m.groupdict()) else None
 
+    def cued(m: re.Match[str]) -> bool:  # what the trajectories were told before this value, told now of this thing
+        here = {**bound, **m.groupdict()}
+        return any(substitute_slots(c, here) in lines for k, v in m.groupdict().items()
+                   for c in workflow.cues.get(k, {}).get(v, ()) if _SLOT.sub("", c) != c)
+
+    told = [a for a, m in hits if cued(m)]
+    if told:
+        return told
+    free = [k for k in _SLOT.findall(pattern) if k not in bound]
+    said = [a for a, m in hits if all(_said(m.group(k), lines) for k in free)]
+    if said:
+        return said
     ranked = sorted((r, a) for a, m in hits if (r := known(m)) is not None)
     return [a for _, a in ranked]
+
+
+def _said(phrase: str, lines: Sequence[str]) -> bool:
+    """Whether a normalised line names ``phrase`` whole."""
+    return any(re.search(rf"\b{re.escape(phrase)}\b", line) for line in lines)
+
+
+def told_lines(seen: str, max_words: int) -> list[str]:
+    """The short lines of what an attempt was told (at most ``max_words`` words), normalised: direct statements (a
+    list's items, a note) rather than a description of everything in view.
+
+    Example:
+        >>> told_lines("You see a desk, a lamp, a chair and a tall shelf here.\\nIngredients:\\n  red pen", 6)
+        ['ingredients', 'red pen']
+    """
+    lines = (norm(line) for line in seen.splitlines())
+    return [line for line in lines if line and len(line.split()) <= max_words]
 
 
 def substitute_slots(text: str, bound: Mapping[str, str]) -> str:
@@ -625,19 +706,23 @@ def ground(
     done: Sequence[str],
     offered: Sequence[str],
     config: WorkflowConfig = DEFAULT_CONFIG.workflows,
+    seen: str = "",
 ) -> Grounded | None:
     """The next action of an attempt at ``goal`` that took ``done``, among ``offered`` (module docstring), or None
-    when the goal does not fit the workflow, it is finished, or nothing offered carries it on."""
+    when the goal does not fit the workflow, it is finished, or nothing offered carries it on. ``seen`` is what the
+    attempt was told (its observations): a slot no value of the trajectories binds may take a phrase a short line of
+    it names."""
     goal_binding = bind_goal(workflow, goal, config.workflow_min_goal_overlap)
     if goal_binding is None:
         return None
     offered = [a for a in offered if "`" not in a]  # a note quotes its action in back-quotes: one it cannot quote whole
     at, bound = progress(workflow, goal_binding, done)
     taken = {norm(a) for a in done}
+    lines = told_lines(seen, config.workflow_short_line_words)
     passed = 0
     for k in range(at, len(workflow.steps)):
         step = workflow.steps[k]
-        hits = _candidates(step.action, bound, offered, workflow)
+        hits = _candidates(step.action, bound, offered, workflow, lines)
         if hits:
             return Grounded(hits[0], k, "step" if k == at else "skip")
         if any(slot not in bound for slot in _SLOT.findall(step.action)):

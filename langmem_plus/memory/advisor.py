@@ -54,7 +54,9 @@ class WorkflowAdvisor:
     def __call__(self, task: TaskSpec, history: Sequence[Step]) -> list[Hint]:
         """The workflow's grounded next step (if any), then the wrapped source's hints."""
         goal = str(task.context.get("goal") or task.goal or "")
-        hint = self.memory.workflow_step(goal, done_actions(history), offered_actions(task, history), family=task.family)
+        seen = "\n".join([str(task.context.get("observation") or ""), *(s.observation for s in history)])
+        hint = self.memory.workflow_step(goal, done_actions(history), offered_actions(task, history), family=task.family,
+                                         seen=seen)
         rest = list(self.inner(task, history)) if self.inner is not None else []
         if hint is None:
             return rest

@@ -520,14 +520,15 @@ class LearningMemory:
         return matching(goal, list(self.view.skills.values()), family=family, config=self.config.workflows)
 
     def workflow_step(
-        self, goal: str, done: Sequence[str], offered: Sequence[str], *, family: str | None = None
+        self, goal: str, done: Sequence[str], offered: Sequence[str], *, family: str | None = None, seen: str = ""
     ) -> Hint | None:
         """The next step of the best workflow for ``goal`` after the actions ``done``, grounded on the ``offered``
-        actions (slots bound; a step that cannot be taken skipped or first brought within reach), as a hint whose
-        ``source_id`` is the workflow's; None when no workflow fits or none carries the attempt on."""
+        actions (slots bound, also from ``seen``, what the attempt was told; a step that cannot be taken skipped or
+        first brought within reach), as a hint whose ``source_id`` is the workflow's; None when no workflow fits or
+        none carries the attempt on."""
         for skill in self.workflows_for(goal, family=family):
             wf = workflow_of(skill)
-            grounded: Grounded | None = ground(wf, goal, done, offered, self.config.workflows)
+            grounded: Grounded | None = ground(wf, goal, done, offered, self.config.workflows, seen)
             if grounded is not None:
                 return Hint(text=workflow_line(grounded, wf), source_kind="skill", source_id=skill.id)
         return None
