@@ -18,7 +18,8 @@ A workflow keeps what several trajectories of one kind of task share and turns w
 step's other slots from what the attempt already did (a step it took binds them), from the values the trajectories
 gave them, or else from a short line of what the attempt was told (a list, a note), and only to an action the
 environment offers now. When the next step cannot be taken, an
-offered action that ends with its thing in the same relation (``... to <thing>``: a way to it) comes first; failing that, the first later
+offered action that ends with its thing in the same relation (``... to <thing>``: a way to it, once, and not the
+step itself with another thing) comes first; failing that, the first later
 step that can be taken is handed over, passing over steps whose slot nothing here binds and at most
 ``workflow_skip_lookahead`` others, and never past a scoring step (its effect is needed later). Everything here is
 pure and knows no environment: it reads goals, actions, observations and scores.
@@ -435,6 +436,8 @@ def slot_cues(
             told.extend(told_lines(step.observation, config.workflow_short_line_words))
     cues: dict[str, dict[str, tuple[str, ...]]] = {}
     for letter, vals in out.items():  # a cue tells one value from the others only if none of them had it
+        if len(vals) < 2:
+            continue  # one value: nothing to tell it from
         for value, lines in vals.items():
             others = {c for v, cs in vals.items() if v != value for c in cs}
             kept = tuple(c for c in lines if c not in others)
@@ -618,9 +621,10 @@ def _candidates(
     pattern: str, bound: Mapping[str, str], offered: Sequence[str], workflow: Workflow, lines: Sequence[str] = ()
 ) -> list[str]:
     """Offered actions that are the step under ``bound``: with every slot bound, the one action; else, first, those
-    whose values the trajectories were told of as this attempt is now (``Workflow.cues``); then those whose phrases a
-    short line of what the attempt was told names (``lines``: a list's item, a note); then those whose phrases are
-    values the trajectories gave the slot, first seen first."""
+    whose values the trajectories were told of as this attempt is now (``Workflow.cues``); then those whose phrases
+    are values the trajectories gave the slot and that a short line of what the attempt was told names (``lines``:
+    a list's item, a note); then those the lines name when they single out at most half of those offered; then
+    those with values the trajectories gave (first seen first)."""
     regex = _step_regex(pattern, bound)
     hits = [(a, m) for a in offered if (m := regex.fullmatch(norm(a))) is not None]
     if all(s in bound for s in _SLOT.findall(pattern)):
@@ -642,11 +646,12 @@ def _candidates(
     if told:
         return told
     free = [k for k in _SLOT.findall(pattern) if k not in bound]
-    said = [a for a, m in hits if all(_said(m.group(k), lines) for k in free)]
-    if said:
-        return said
-    ranked = sorted((r, a) for a, m in hits if (r := known(m)) is not None)
-    return [a for _, a in ranked]
+    said = {a for a, m in hits if all(_said(m.group(k), lines) for k in free)}
+    ranks = [(known(m), a) for a, m in hits]
+    ranked = [a for _, a in sorted((r, a) for r, a in ranks if r is not None)]
+    singled = len(said) * 2 <= len(hits)  # the lines single out a few of those offered, not list them all
+    both = [a for a in ranked if a in said]
+    return both or ([a for a, _ in hits if a in said] if singled and said else []) or ranked
 
 
 def _said(phrase: str, lines: Sequence[str]) -> bool:
@@ -730,7 +735,9 @@ def ground(
         relation, thing = _thing(step.action, bound)
         if thing:
             tail = re.compile(rf"\b{re.escape(relation)} {re.escape(' '.join(thing))}$")  # the same relation to it
-            reach = [a for a in offered if tail.search(norm(a)) and norm(a) not in taken]
+            command = step.action.split()[0]
+            reached = any(tail.search(a) for a in taken)  # one way to the thing was taken: it is where it leads
+            reach = [] if reached else [a for a in offered if tail.search(norm(a)) and norm(a).split()[0] != command]
             if reach:
                 return Grounded(sorted(reach, key=lambda a: (len(a), a))[0], k, "reach")
         if step.progress:
