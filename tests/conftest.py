@@ -22,6 +22,7 @@ from langmem_plus.bench.server import running_chroma_server as _running
 from langmem_plus.errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from langmem_plus.envs.sciworld import SciWorldServer
     from langmem_plus.envs.textgame import TextGameEnv
 
 
@@ -70,3 +71,16 @@ def cooking() -> Iterator["TextGameEnv"]:
     assert isinstance(env, TextGameEnv)
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module")
+def sciworld_server() -> Iterator["SciWorldServer"]:
+    """One ScienceWorld JVM for a test module (skips without the ``envs`` extra or Java)."""
+    pytest.importorskip("scienceworld")
+    if shutil.which("java") is None:
+        pytest.skip("ScienceWorld needs a Java runtime")
+    from langmem_plus.envs.sciworld import SciWorldServer
+
+    jvm = SciWorldServer()
+    yield jvm
+    jvm.close()

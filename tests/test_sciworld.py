@@ -6,8 +6,7 @@ cleanly without the ``envs`` extra or Java.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -37,13 +36,8 @@ def _names() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[SciWorldServer]:
-    pytest.importorskip("scienceworld")
-    if shutil.which("java") is None:
-        pytest.skip("ScienceWorld needs a Java runtime")
-    jvm = SciWorldServer()
-    yield jvm
-    jvm.close()
+def server(sciworld_server: SciWorldServer) -> SciWorldServer:
+    return sciworld_server
 
 
 # --------------------------------------------------------------------------- names (no JVM)

@@ -4,8 +4,6 @@ only (the test fold is for reported figures)."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,13 +18,8 @@ TASK = "chemistry-mix-paint-secondary-color"
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[SciWorldServer]:
-    pytest.importorskip("scienceworld")
-    if shutil.which("java") is None:
-        pytest.skip("ScienceWorld needs a Java runtime")
-    jvm = SciWorldServer()
-    yield jvm
-    jvm.close()
+def server(sciworld_server: SciWorldServer) -> SciWorldServer:
+    return sciworld_server
 
 
 def two_demos(server: SciWorldServer) -> list[Demonstration]:

@@ -67,24 +67,34 @@ def episode_tokens(ep: Episode) -> list[str]:
     return out
 
 
-def _lcs(a: Sequence[str], b: Sequence[str]) -> list[str]:
-    """Longest common subsequence of two token lists (dynamic programming, O(len(a) * len(b)))."""
+def lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
+    """Index pairs of a longest common subsequence of two token lists (dynamic programming, O(len(a) * len(b))).
+
+    Example:
+        >>> lcs_pairs(["a", "b", "c"], ["b", "x", "c"])
+        [(1, 0), (2, 2)]
+    """
     n, m = len(a), len(b)
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
             table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     i = j = 0
     while i < n and j < m:
         if a[i] == b[j]:
-            out.append(a[i])
+            out.append((i, j))
             i, j = i + 1, j + 1
         elif table[i + 1][j] >= table[i][j + 1]:
             i += 1
         else:
             j += 1
     return out
+
+
+def _lcs(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    """Longest common subsequence of two token lists."""
+    return [a[i] for i, _ in lcs_pairs(a, b)]
 
 
 def common_subsequence(seqs: Sequence[Sequence[str]]) -> list[str]:
@@ -298,6 +308,7 @@ def skill_hints(skill: Skill, satisfied: Collection[str] = ()) -> list[Hint]:
 
 
 __all__ = [
+    "lcs_pairs",
     "GAP",
     "apply_skill_evidence",
     "common_subsequence",

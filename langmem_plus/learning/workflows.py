@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langmem_plus.config import DEFAULT_CONFIG, WorkflowConfig
-from langmem_plus.learning.skills import common_subsequence
+from langmem_plus.learning.skills import common_subsequence, lcs_pairs
 from langmem_plus.learning.textmatch import norm, norm_words
 
 GOAL_LETTERS = "ABCDEFGHIJKLM"
@@ -535,7 +535,7 @@ def bind_goal(workflow: Workflow, goal: str, min_overlap: float = DEFAULT_CONFIG
     literal = [w for w in pattern if not _SLOT.fullmatch(w)]
     if not literal:
         return None
-    pairs = _lcs_pairs(pattern, words)
+    pairs = lcs_pairs(pattern, words)
     if len(pairs) < min_overlap * len(literal):
         return None
     out: dict[str, str] = {}
@@ -550,26 +550,6 @@ def bind_goal(workflow: Workflow, goal: str, min_overlap: float = DEFAULT_CONFIG
         if not value or not _content(value):
             return None
         out[m.group(1)] = " ".join(words[left + 1 : right])
-    return out
-
-
-def _lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
-    """Index pairs of a longest common subsequence of two word lists (slot tokens never match)."""
-    n, m = len(a), len(b)
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
-    out: list[tuple[int, int]] = []
-    i = j = 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            out.append((i, j))
-            i, j = i + 1, j + 1
-        elif table[i + 1][j] >= table[i][j + 1]:
-            i += 1
-        else:
-            j += 1
     return out
 
 
