@@ -13,13 +13,13 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from recording_model import RecordingModel
 
 from langmem_plus import LearningMemory, Step, TaskSpec, Verdict
 from langmem_plus.errors import InvalidArgument
 from langmem_plus.learning.trajectory_import import from_messages, from_steps
 from langmem_plus.memory.advisor import WorkflowAdvisor
 from langmem_plus.records import Activation, Feedback
-from tests.recording_model import RecordingModel
 
 
 def sqlite_tool(db: Path):  # type: ignore[no-untyped-def]

@@ -293,7 +293,8 @@ def _template(actions: Sequence[str]) -> tuple[list[str], list[list[str]]] | Non
 
 
 def _aligns(column: Sequence[str], action: str) -> int:
-    """How well ``action`` joins an aligned column of actions: 2 the same action, 1 one phrase apart, 0 not."""
+    """How well ``action`` joins an aligned column of actions: 2 the same action, 1 apart only in phrases naming
+    things (``_template``), 0 not."""
     if all(a == action for a in column):
         return 2
     return 1 if _template([*column, action]) is not None else 0
