@@ -25,7 +25,6 @@ Scores are clamped at 0 (the convention); ``minus_100`` counts attempts that end
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -351,11 +350,6 @@ def format_demo_text(result: dict[str, Any]) -> str:
         cells = [result["designs"][n]["per_task"].get(task, {}).get("score") for n in names]
         lines.append(f"{task:<46}" + "".join(f"{c:>15.3f}" if c is not None else f"{'-':>15}" for c in cells))
     return "\n".join(lines)
-
-
-def stderr_progress(message: str) -> None:
-    """Progress lines on stderr."""
-    print(message, file=sys.stderr, flush=True)
 
 
 __all__ = [

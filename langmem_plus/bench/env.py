@@ -442,7 +442,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     """``bench env --demos N``: the demonstration designs task by task (``bench.demos``)."""
     from langmem_plus.bench.demos import DEFAULT_DEMOS_MAX_STEPS, format_demo_text, run_demo_bench
-    from langmem_plus.bench.demos import sciworld_demonstrations, stderr_progress
+    from langmem_plus.bench.demos import sciworld_demonstrations, twx_demonstrations
+    from langmem_plus.bench.designs.evaluation import stderr_lines
 
     base, _, setting = args.env.partition(":")
     if args.demos < 1 or args.variations < 1:
@@ -451,34 +452,32 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
     if any(d not in DEMO_DESIGNS for d in chosen):
         raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
     max_steps = args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS
+    simplifications: str | None = None
     if base == "twx-cooking":  # one "task": the setting; demonstrations are the game's gold sequences of train games
-        from langmem_plus.bench.demos import twx_demonstrations
+        tasks, source = [setting or "default"], twx_demonstrations("cooking")
+    elif base == "sciworld":
+        from langmem_plus.envs.sciworld import task_names
 
-        result = run_demo_bench(env_base=base, tasks=[setting or "default"], demos=args.demos, variations=args.variations,
-                                fold=args.fold, repeats=args.repeats, max_steps=max_steps, designs=chosen, mode=args.mode, seed=args.seed,
-                                executor_factory=factory, source=twx_demonstrations("cooking"), progress=stderr_progress)
-        print(json.dumps(result) if args.json else format_demo_text(result))
-        return 0
-    if base != "sciworld":
-        raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld, twx-cooking); {base!r} has none here")
-    from langmem_plus.envs.sciworld import task_names
-
-    names = task_names()
-    listed, _, simplifications = setting.partition(":")  # sciworld:TASKS[:SIMPLIFICATIONS]
-    if args.tasks:
-        tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    elif listed and listed != "all":
-        tasks = [t.strip() for t in listed.split(",") if t.strip()]
+        names = task_names()
+        listed, _, simplifications = setting.partition(":")  # sciworld:TASKS[:SIMPLIFICATIONS]
+        if args.tasks:
+            tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+        elif listed and listed != "all":
+            tasks = [t.strip() for t in listed.split(",") if t.strip()]
+        else:
+            tasks = names
+        unknown = [t for t in tasks if t not in names]
+        if unknown:
+            raise InvalidArgument(f"unknown ScienceWorld task(s) {unknown}; choose from {', '.join(names)}")
+        simplifications = simplifications or None
+        source = sciworld_demonstrations(simplifications)
     else:
-        tasks = names
-    unknown = [t for t in tasks if t not in names]
-    if unknown:
-        raise InvalidArgument(f"unknown ScienceWorld task(s) {unknown}; choose from {', '.join(names)}")
+        raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld, twx-cooking); {base!r} has none here")
     started = time.perf_counter()
-    result = run_demo_bench(env_base=base, simplifications=simplifications or None, tasks=tasks, demos=args.demos, variations=args.variations, fold=args.fold,
-                            repeats=args.repeats, max_steps=max_steps,
-                            designs=chosen, mode=args.mode, seed=args.seed, executor_factory=factory,
-                            source=sciworld_demonstrations(simplifications or None), progress=stderr_progress)
+    result = run_demo_bench(env_base=base, simplifications=simplifications, tasks=tasks, demos=args.demos,
+                            variations=args.variations, fold=args.fold, repeats=args.repeats, max_steps=max_steps,
+                            designs=chosen, mode=args.mode, seed=args.seed, executor_factory=factory, source=source,
+                            progress=stderr_lines)
     print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_demo_text(result))
     return 0

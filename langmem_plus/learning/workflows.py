@@ -519,17 +519,7 @@ def bind_goal(workflow: Workflow, goal: str, min_overlap: float = DEFAULT_CONFIG
         >>> bind_goal(wf, "Draw orange chart, then label it.")
         {'A': 'orange'}
     """
-    parts = re.split(r"(<[A-Z]>)", workflow.goal)
-    names: set[str] = set()
-    regex = ""
-    for p in parts:
-        m = _SLOT.fullmatch(p)
-        if m is None:
-            regex += re.escape(p)
-        else:
-            regex += f"(?P={m.group(1)})" if m.group(1) in names else f"(?P<{m.group(1)}>.+?)"
-            names.add(m.group(1))
-    hit = re.fullmatch(regex, norm(goal))
+    hit = _step_regex(workflow.goal, {}).fullmatch(norm(goal))
     if hit is not None:
         return dict(hit.groupdict())
     pattern, words = workflow.goal.split(), norm_words(goal)
