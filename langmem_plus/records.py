@@ -405,6 +405,10 @@ class Skill(_Record):
     """A workflow's slots and the values its trajectories gave them: the facts a run binds a slot with."""
     slot_cues: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     """Per slot and value, what its trajectories were told before taking it (``workflows.Workflow.cues``)."""
+    slot_kin: dict[str, str] = Field(default_factory=dict)
+    """Step slot -> the slot whose value names the same thing (``workflows.Workflow.kin``)."""
+    slot_passed: dict[str, list[str]] = Field(default_factory=dict)
+    """Step slot -> the lines its trajectories were always told and never chose from (``workflows.Workflow.passed``)."""
     sources: list[WorkflowSource] = Field(default_factory=list)
     """The trajectories a workflow was induced from (newest last, at most ``workflow_max_sources``)."""
     version: int = 1

@@ -108,6 +108,25 @@ def test_a_followed_workflow_is_measured_by_its_runs_and_suppressed_when_it_fail
     mem.close()
 
 
+def test_the_advisor_holds_a_scoring_step_on_another_thing_than_the_task_names(tmp_path: Path) -> None:
+    mem = LearningMemory.open(tmp_path / "store", namespace=("t",))
+    trajectories = [{"goal": f"sign the {x} form", "steps": [("read notes", "", 0.0), (f"sign {x} form", "", 1.0)]}
+                    for x in ("tax", "rent")]
+    mem.learn_from_trajectories(trajectories, family="forms")
+    offered = ["read notes", "sign visa form", "sign bank form"]
+    task = TaskSpec(task_id="t1", goal="sign the visa form", family="forms",
+                    context={"goal": "sign the visa form", "valid_actions": offered})
+    advisor = WorkflowAdvisor(mem)
+    assert [h.text.split("`")[1] for h in advisor(task, [])] == ["read notes"]
+    held = advisor.check(task, [], "sign bank form")
+    assert [h.text.split("`")[1] for h in held] == ["sign bank form"] and "sign visa form" in held[0].text
+    assert advisor.check(task, [], "read notes") == []  # another step: nothing held
+    took = Step(index=0, action="read notes", observation="", feedback=Feedback(), info={"valid_actions": offered})
+    later = [h.text for h in advisor(task, [took])]
+    assert later[0].startswith("Prefer `sign visa form`") and held[0].text in later  # the hold stays in view
+    mem.close()
+
+
 SCIENCEWORLD_WORDS = (
     # task names
     "boil", "melt", "freeze", "thermometer", "melting", "conductivity", "mendelian", "lifespan", "inclined",

@@ -13,6 +13,7 @@ from langmem_plus.learning.workflows import (
     DemoStep,
     Workflow,
     WorkflowStep,
+    against,
     bind_goal,
     fold_loops,
     ground,
@@ -175,3 +176,65 @@ def test_cues_the_trajectories_were_told_choose_a_slot_value_for_what_this_attem
     roasted = ground(wf, "cook the meal", ["read list"], offered, seen="Directions:\n  roast the old shoe")
     assert fried is not None and fried.action == "cook old shoe in stove"
     assert roasted is not None and roasted.action == "cook old shoe in oven"
+
+
+def test_a_step_that_names_where_its_thing_is_matches_the_offered_action_that_does_not() -> None:
+    wf = Workflow(goal="file the <A>", steps=(WorkflowStep("move <A> in tray to cabinet", progress=True),
+                                             WorkflowStep("close cabinet")))
+    offered = ["move memo to bin", "move memo to cabinet", "close cabinet"]
+    got = ground(wf, "File the memo.", [], offered)
+    assert got is not None and (got.action, got.how) == ("move memo to cabinet", "step")
+    assert progress(wf, {"A": "memo"}, ["move memo to cabinet"])[0] == 1  # taken, the step is done
+    # only a phrase with a function word of its own is left out, never a word of the thing
+    plain = Workflow(goal="file the <A>", steps=(WorkflowStep("move big <A> to cabinet", progress=True),))
+    assert ground(plain, "File the memo.", [], ["move memo to cabinet"]) is None
+
+
+def test_an_action_that_gets_where_a_step_goes_another_way_counts_as_that_step() -> None:
+    wf = Workflow(goal="fetch the <A>", steps=(WorkflowStep("go to kitchen", progress=True), WorkflowStep("pick up <A>")))
+    assert progress(wf, {"A": "apple"}, ["teleport to kitchen"])[0] == 1
+    got = ground(wf, "Fetch the apple.", ["teleport to kitchen"], ["pick up apple", "look around"])
+    assert got is not None and (got.action, got.how) == ("pick up apple", "step")
+    # another place, or the same command, is not that step
+    assert progress(wf, {"A": "apple"}, ["teleport to garden"])[0] == 0
+    assert progress(wf, {"A": "apple"}, ["go to garden"])[0] == 0
+
+
+def test_a_slot_the_trajectories_named_by_another_slots_value_is_bound_from_it() -> None:
+    def released(stage: str, thing: str) -> Demonstration:
+        return demo("release the insect", f"focus on {stage} {thing}", f"move {thing} to box", scores={1: 1.0})
+
+    wf = induce_workflow([released("egg", "moth"), released("larva", "wasp"), released("egg", "gnat")])
+    assert [s.action for s in wf.steps] == ["focus on <Z>", "move <Y> to box"]
+    assert wf.kin["Y"] == "Z"
+    offered = ["move spoon to box", "move beetle to box", "look around"]
+    got = ground(wf, "release the insect", ["focus on pupa beetle"], offered)
+    assert got is not None and got.action == "move beetle to box"
+    # without the relation, none of the values the trajectories gave is offered: nothing to hand over
+    bare = Workflow(wf.goal, wf.steps, wf.values, wf.sources, wf.cues)
+    assert ground(bare, "release the insect", ["focus on pupa beetle"], offered) is None
+
+
+def test_a_scoring_step_the_task_names_the_thing_of_holds_a_proposal_on_another_thing() -> None:
+    wf = induce_workflow(PAINT)
+    goal = "Your task is to create violet paint. Then focus on the violet paint."
+    assert against(wf, goal, "focus on red paint") == "focus on violet paint"
+    assert against(wf, goal, "focus on violet paint") is None  # the step itself
+    assert against(wf, goal, "mix cup") is None  # a step whose slot the task does not bind
+    assert against(wf, "Your task is to boil water.", "focus on red paint") is None  # another kind of task
+    # an action that is another step of the procedure (one move of several) is never held
+    moves = Workflow(goal="take the <A> to <B>", steps=(WorkflowStep("go to <Z>"), WorkflowStep("go to <B>", progress=True)))
+    assert against(moves, "take the cup to the desk", "go to hall") is None
+
+
+def test_a_line_every_trajectory_was_told_and_never_chose_from_names_no_value() -> None:
+    demos = [Demonstration("tidy up", (DemoStep("look", f"the robot\n{x}"), DemoStep(f"take {x}", score=1.0)))
+             for x in ("pen", "cup", "key")]
+    wf = induce_workflow(demos)
+    assert wf.passed["Z"] == ("robot", "tidy up")
+    offered = ["take robot", "take lamp", "take desk", "take box"]
+    got = ground(wf, "tidy up", ["look"], offered, seen="the robot\nlamp")
+    assert got is not None and got.action == "take lamp"
+    bare = Workflow(wf.goal, wf.steps, wf.values, wf.sources, wf.cues, wf.kin)
+    naive = ground(bare, "tidy up", ["look"], offered, seen="the robot\nlamp")
+    assert naive is not None and naive.action == "take robot"  # what the trajectories never chose, without it

@@ -58,7 +58,8 @@ def workflow_of(skill: Skill) -> Workflow:
     return Workflow(goal=skill.goal_pattern,
                     steps=tuple(WorkflowStep(s.action, s.repeat, s.progress) for s in skill.procedure),
                     values={k: tuple(v) for k, v in skill.slot_values.items()}, sources=max(1, len(skill.sources)),
-                    cues={k: {v: tuple(c) for v, c in vals.items()} for k, vals in skill.slot_cues.items()})
+                    cues={k: {v: tuple(c) for v, c in vals.items()} for k, vals in skill.slot_cues.items()},
+                    kin=dict(skill.slot_kin), passed={k: tuple(v) for k, v in skill.slot_passed.items()})
 
 
 def is_workflow(skill: Skill) -> bool:
@@ -153,6 +154,8 @@ def workflow_skill(
         procedure=procedure,
         slot_values={k: list(v) for k, v in wf.values.items()},
         slot_cues={k: {v: list(c) for v, c in vals.items()} for k, vals in wf.cues.items()},
+        slot_kin=dict(wf.kin),
+        slot_passed={k: list(v) for k, v in wf.passed.items()},
         sources=kept,
         version=(existing.version + int(changed)) if existing else 1,
     )

@@ -15,9 +15,13 @@ A workflow keeps what several trajectories of one kind of task share and turns w
 4. **Effects.** A step after which the score rose in most trajectories is marked as progress.
 
 ``ground`` turns a workflow into the next action of an attempt: the goal's slots bound from the task's own text, a
-step's other slots from what the attempt already did (a step it took binds them), from the values the trajectories
-gave them, or else from a short line of what the attempt was told (a list, a note), and only to an action the
-environment offers now. When the next step cannot be taken, an
+step's other slots from what the attempt already did (a step it took binds them, and a slot the trajectories named
+the same thing with, ``Workflow.kin``), from the values the trajectories gave them, or else from a short line of
+what the attempt was told (a list, a note; never one every trajectory was told and never chose from), and only to
+an action the environment offers now. A step that names its thing with where it is matches the offered action
+without that phrase (``_shortened``); an action that gets where a step goes another way counts as that step
+(``_reaches``). A proposal that takes a scoring step the task's text names all the things of on another thing is
+held (``against``), and never handed over. When the next step cannot be taken, an
 offered action that ends with its thing in the same relation (``... to <thing>``: a way to it, once, and not the
 step itself with another thing) comes first; failing that, the first later
 step that can be taken is handed over, passing over steps whose slot nothing here binds and at most
@@ -104,6 +108,12 @@ class Workflow:
     """Per slot and value, the short lines the trajectories were told before the step that took it, another slot's
     value made that slot (``roast <X>`` before ``cook <X> in oven``): the facts that choose the value in a new
     attempt whose observations say the same of its own thing."""
+    kin: Mapping[str, str] = field(default_factory=dict)
+    """Step slot -> another slot whose value, in most trajectories, held its value or was part of it (``slot_kin``):
+    one thing the trajectories named two ways, so a run that bound one binds the other."""
+    passed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Step slot -> the short lines every trajectory was told before its step and never took a value from
+    (``slot_passed``): they name no value for that slot in a new attempt either."""
 
     def slots(self) -> list[str]:
         """Every slot letter the goal and the steps use, in order of first use."""
@@ -399,15 +409,17 @@ def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEF
         repeat = any(r for _, (_, r, _) in present)
         rose = sum(1 for d, (_, _, last) in present if last in rises[d])
         steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
-    wf = Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos))
-    return Workflow(wf.goal, wf.steps, wf.values, wf.sources, cues=slot_cues(wf, demos, config))
+    per_slot = {**{k: {d: v[k] for d, v in enumerate(goal_values)} for k in goal_values[0]}, **step_slots}
+    wf = Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos),
+                  kin=slot_kin(per_slot, len(demos), config.workflow_min_share))
+    return Workflow(wf.goal, wf.steps, wf.values, wf.sources, cues=slot_cues(wf, demos, config), kin=wf.kin,
+                    passed=slot_passed(wf, demos, config))
 
 
 def slot_cues(
     workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows
 ) -> dict[str, dict[str, tuple[str, ...]]]:
-    """``Workflow.cues`` from the trajectories: each one's actions matched to the steps in order (as ``progress``
-    does), and at each step with two slots or more, the short lines told so far (``told_lines``) that name one of
+    """``Workflow.cues`` from the trajectories: each one's actions matched to the steps in order (``advance``), and at each step with two slots or more, the short lines told so far (``told_lines``) that name one of
     the step's other values, that value made its slot; a line that came before other values of the slot as well is
     no cue for any of them."""
     out: dict[str, dict[str, dict[str, None]]] = {}
@@ -416,24 +428,18 @@ def slot_cues(
         told: list[str] = told_lines(demo.goal, config.workflow_short_line_words)
         at = 0
         for step in demo.steps:
-            for j in range(at, len(workflow.steps)):
-                hit = match_step(workflow.steps[j].action, step.action, bound)
-                if hit is None:
-                    continue
-                here = {**bound, **hit}
-                own = list(dict.fromkeys(_SLOT.findall(workflow.steps[j].action)))
-                for letter in own:
-                    value = here.get(letter, "")
-                    for other in own:
-                        known = here.get(other, "")
-                        if other == letter or not _content(known.split()):
-                            continue
-                        for line in told:
-                            if _said(known, [line]) and not _said(value, [line]):
-                                cue = substitute_words(line, known, other)
-                                out.setdefault(letter, {}).setdefault(value, {})[cue] = None
-                bound, at = here, j + 1
-                break
+            at, bound, j = advance(workflow, at, bound, step.action)
+            own = list(dict.fromkeys(_SLOT.findall(workflow.steps[j].action))) if j is not None else []
+            for letter in own:
+                value = bound.get(letter, "")
+                for other in own:
+                    known = bound.get(other, "")
+                    if other == letter or not _content(known.split()):
+                        continue
+                    for line in told:
+                        if _said(known, [line]) and not _said(value, [line]):
+                            cue = substitute_words(line, known, other)
+                            out.setdefault(letter, {}).setdefault(value, {})[cue] = None
             told.extend(told_lines(step.observation, config.workflow_short_line_words))
     cues: dict[str, dict[str, tuple[str, ...]]] = {}
     for letter, vals in out.items():  # a cue tells one value from the others only if none of them had it
@@ -445,6 +451,39 @@ def slot_cues(
             if kept:
                 cues.setdefault(letter, {})[value] = kept
     return cues
+
+
+def slot_passed(
+    workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows
+) -> dict[str, tuple[str, ...]]:
+    """``Workflow.passed`` from the trajectories: per step slot, the short lines (``told_lines``) every trajectory
+    that took the slot's step was told before it and that do not name the value it took there (what is always in
+    view and never chosen: ``robot`` of every room's list). At least two trajectories must have taken the step.
+
+    Example:
+        >>> demos = [Demonstration("tidy up", (DemoStep("look", "the robot\\npen"), DemoStep(f"take {x}")))
+        ...          for x in ("pen", "cup")]
+        >>> slot_passed(induce_workflow(demos), demos)
+        {'Z': ('robot', 'tidy up')}
+    """
+    seen: dict[str, list[set[str]]] = {}
+    for demo in demos:
+        bound = bind_goal(workflow, demo.goal, 0.0) or {}
+        told: dict[str, None] = dict.fromkeys(told_lines(demo.goal, config.workflow_short_line_words))
+        at = 0
+        for step in demo.steps:
+            at, bound, j = advance(workflow, at, bound, step.action)
+            for letter in dict.fromkeys(_SLOT.findall(workflow.steps[j].action)) if j is not None else ():
+                if letter in GOAL_LETTERS:
+                    continue
+                value = bound.get(letter, "")
+                seen.setdefault(letter, []).append({line for line in told if not (value and _said(value, [line]))})
+            told.update(dict.fromkeys(told_lines(step.observation, config.workflow_short_line_words)))
+    out: dict[str, tuple[str, ...]] = {}
+    for letter, sets in seen.items():
+        if len(sets) >= 2 and (always := set.intersection(*sets)):
+            out[letter] = tuple(sorted(always))
+    return out
 
 
 def _agree(held: Mapping[int, str], took: Mapping[int, str]) -> bool:
@@ -563,28 +602,79 @@ def _step_regex(pattern: str, bound: Mapping[str, str]) -> re.Pattern[str]:
 
 
 def match_step(pattern: str, action: str, bound: Mapping[str, str]) -> dict[str, str] | None:
-    """The slot values under which ``action`` is the step ``pattern`` (given ``bound``), or None.
+    """The slot values under which ``action`` is the step ``pattern`` (given ``bound``), or None: word for word, else
+    with one qualifying phrase of the step left out (``_shortened``).
 
     Example:
         >>> match_step("copy <Z> to <A> folder", "copy budget sheet to red folder", {"A": "red"})
         {'Z': 'budget sheet'}
+        >>> match_step("copy <Z> on desk to <A> folder", "copy memo to red folder", {"A": "red"})
+        {'Z': 'memo'}
     """
-    hit = _step_regex(pattern, bound).fullmatch(norm(action))
+    for form in (pattern, *_shortened(pattern)):
+        hit = _step_regex(form, bound).fullmatch(norm(action))
+        if hit is not None:
+            return {k: v for k, v in hit.groupdict().items()}
+    return None
+
+
+def _shortened(pattern: str) -> list[str]:
+    """``pattern`` without one qualifying phrase, shortest cut first: a run of its literal words after the command
+    that holds a function word, ends with a word that is not one, and comes before one (``egg in inventory`` of ``move egg <X>
+    egg in inventory to <A>``). A trajectory may name a thing with where it is, where the environment offers the
+    same action by its name alone.
+
+    Example:
+        >>> _shortened("use meter in drawer on <Z>"), _shortened("move big pot to <Z>")
+        (['use meter on <Z>', 'use on <Z>'], [])
+    """
+    words = pattern.split()
+    cut = max((i for i, w in enumerate(words) if w in FUNCTION_WORDS), default=-1)
+    cuts: list[tuple[int, int, int]] = []
+    for i in range(1, cut):
+        for j in range(i + 1, cut + 1):
+            span = words[i:j]
+            if (any(_SLOT.fullmatch(w) for w in span) or not any(w in FUNCTION_WORDS for w in span)
+                    or span[-1] in FUNCTION_WORDS or words[j] not in FUNCTION_WORDS):
+                continue  # a phrase ends with what it names, and a function word follows it
+            cuts.append((j - i, i, j))
+    return [" ".join(words[:i] + words[j:]) for _, i, j in sorted(cuts)]
+
+
+def _reaches(pattern: str, action: str, bound: Mapping[str, str]) -> dict[str, str] | None:
+    """The slot values under which ``action`` gets where the step ``pattern`` goes another way, or None: both are a
+    command, a function word and a thing (``go to <Z>``, ``walk to hall``), with the same function word and thing.
+
+    Example:
+        >>> _reaches("go to <Z>", "walk to hall", {}), _reaches("go to hall", "walk to yard", {})
+        ({'Z': 'hall'}, None)
+    """
+    step, took = pattern.split(), norm(action).split()
+    if len(step) < 3 or len(took) < 3 or step[1] not in FUNCTION_WORDS or step[1] != took[1] or step[0] == took[0]:
+        return None
+    hit = _step_regex(" ".join(step[1:]), bound).fullmatch(" ".join(took[1:]))
     return {k: v for k, v in hit.groupdict().items()} if hit else None
+
+
+def advance(workflow: Workflow, at: int, bound: Mapping[str, str], action: str) -> tuple[int, dict[str, str], int | None]:
+    """Where an attempt at step ``at`` with ``bound`` is after taking ``action``: past the first step from ``at`` on
+    that the action is (``match_step``), else the first it reaches another way (``_reaches``), with the slots it
+    bound, and that step's index (None: the action is no step, nothing moves)."""
+    for way in (match_step, _reaches):
+        for j in range(at, len(workflow.steps)):
+            hit = way(workflow.steps[j].action, action, bound)
+            if hit is not None:
+                return j + 1, {**bound, **hit}, j
+    return at, dict(bound), None
 
 
 def progress(workflow: Workflow, goal_binding: Mapping[str, str], done: Sequence[str]) -> tuple[int, dict[str, str]]:
     """How far an attempt that took ``done`` has come through the workflow (the index of its next step) and the
-    slots its actions bound: each action taken moves past the first step from the current one on that it is."""
+    slots its actions bound (``advance``, action by action)."""
     bound = dict(goal_binding)
     at = 0
     for action in done:
-        for j in range(at, len(workflow.steps)):
-            hit = match_step(workflow.steps[j].action, action, bound)
-            if hit is not None:
-                bound.update(hit)
-                at = j + 1
-                break
+        at, bound, _ = advance(workflow, at, bound, action)
     return at, bound
 
 
@@ -592,12 +682,27 @@ def _candidates(
     pattern: str, bound: Mapping[str, str], offered: Sequence[str], workflow: Workflow, lines: Sequence[str] = ()
 ) -> list[str]:
     """Offered actions that are the step under ``bound``: with every slot bound, the one action; else, first, those
-    whose values the trajectories were told of as this attempt is now (``Workflow.cues``); then those whose phrases
+    whose values the trajectories were told of as this attempt is now (``Workflow.cues``); then those whose values
+    the slot's kin (``Workflow.kin``) names in this attempt; then those whose phrases
     are values the trajectories gave the slot and that a short line of what the attempt was told names (``lines``:
     a list's item, a note); then those the lines name when they single out at most half of those offered; then
-    those with values the trajectories gave (first seen first)."""
-    regex = _step_regex(pattern, bound)
-    hits = [(a, m) for a in offered if (m := regex.fullmatch(norm(a))) is not None]
+    those with values the trajectories gave (first seen first). The step word for word first, else without a
+    qualifying phrase (``_shortened``)."""
+    for form in (pattern, *_shortened(pattern)):
+        regex = _step_regex(form, bound)
+        out = _ranked(pattern, [(a, m) for a in offered if (m := regex.fullmatch(norm(a))) is not None], bound,
+                      workflow, lines)
+        if out:
+            return out
+    return []
+
+
+def _ranked(
+    pattern: str, hits: Sequence[tuple[str, re.Match[str]]], bound: Mapping[str, str], workflow: Workflow,
+    lines: Sequence[str],
+) -> list[str]:
+    """``_candidates`` of one form of the step: the offered actions it matched (``hits``), those it can hand over
+    in order."""
     if all(s in bound for s in _SLOT.findall(pattern)):
         return [a for a, _ in hits]
 
@@ -616,13 +721,54 @@ def _candidates(
     told = [a for a, m in hits if cued(m)]
     if told:
         return told
+    named = [a for a, m in hits if _named_by_kin(m.groupdict(), bound, workflow.kin)]
+    if named:
+        return named  # the thing another slot of this attempt names, as the trajectories' values named each other
     free = [k for k in _SLOT.findall(pattern) if k not in bound]
-    said = {a for a, m in hits if all(_said(m.group(k), lines) for k in free)}
+    said = {a for a, m in hits
+            if all(_said(m.group(k), [line for line in lines if line not in workflow.passed.get(k, ())]) for k in free)}
     ranks = [(known(m), a) for a, m in hits]
     ranked = [a for _, a in sorted((r, a) for r, a in ranks if r is not None)]
     singled = len(said) * 2 <= len(hits)  # the lines single out a few of those offered, not list them all
     both = [a for a in ranked if a in said]
     return both or ([a for a, _ in hits if a in said] if singled and said else []) or ranked
+
+
+def _part_of(a: str, b: str) -> bool:
+    """Whether one of two different phrases is a run of the other's words (``giant moth``, ``egg giant moth``)."""
+    wa, wb = a.split(), b.split()
+    return a != b and _content(wa) and _content(wb) and (_contains(wa, wb) or _contains(wb, wa))
+
+
+def _named_by_kin(values: Mapping[str, str], bound: Mapping[str, str], kin: Mapping[str, str]) -> bool:
+    """Whether every value ``values`` gives a slot with a bound kin (``Workflow.kin``) is that kin's value, part of
+    it, or holds it, and at least one does."""
+    tied = [(v, bound[kin[k]]) for k, v in values.items() if k in kin and kin[k] in bound]
+    return bool(tied) and len(tied) == len(values) and all(v == w or _part_of(v, w) for v, w in tied)
+
+
+def slot_kin(per_slot: Mapping[str, Mapping[int, str]], trajectories: int, min_share: float) -> dict[str, str]:
+    """Step slots whose value, in at least ``min_share`` of the trajectories that gave both, is part of another
+    slot's value or holds it (``move <X> to box`` where ``focus on <Y>`` took ``egg moth`` and ``<X>`` took
+    ``moth``): slot -> that other slot. ``per_slot`` is each slot's value per trajectory index; at least two
+    trajectories must show it (one, when there is one).
+
+    Example:
+        >>> slot_kin({"Y": {0: "egg moth", 1: "egg wasp"}, "X": {0: "moth", 1: "wasp"}}, 2, 0.6)
+        {'Y': 'X', 'X': 'Y'}
+    """
+    need = min(2, trajectories)
+    out: dict[str, str] = {}
+    for letter, took in per_slot.items():
+        if letter in GOAL_LETTERS:
+            continue  # the task's text binds a goal slot
+        for other, theirs in per_slot.items():
+            shared = [d for d in took if d in theirs]
+            held = sum(1 for d in shared if _part_of(took[d], theirs[d]))
+            if other != letter and held >= need and held >= min_share * len(shared):
+                out[letter] = other
+                break
+    return out
 
 
 def _said(phrase: str, lines: Sequence[str]) -> bool:
@@ -691,7 +837,8 @@ def ground(
     goal_binding = bind_goal(workflow, goal, config.workflow_min_goal_overlap)
     if goal_binding is None:
         return None
-    offered = [a for a in offered if "`" not in a]  # a note quotes its action in back-quotes: one it cannot quote whole
+    # a note quotes its action in back-quotes: never one it cannot quote whole, nor one a step on the task's thing holds
+    offered = [a for a in offered if "`" not in a and against(workflow, goal, a, config.workflow_min_goal_overlap) is None]
     at, bound = progress(workflow, goal_binding, done)
     taken = {norm(a) for a in done}
     lines = told_lines(seen, config.workflow_short_line_words)
@@ -719,6 +866,34 @@ def ground(
     return None
 
 
+def against(workflow: Workflow, goal: str, action: str,
+            min_overlap: float = DEFAULT_CONFIG.workflows.workflow_min_goal_overlap) -> str | None:
+    """The workflow's step that ``action`` takes on another thing than the task's text names, bound, or None: a
+    scoring step whose every slot the goal binds (``bind_goal``), proposed with another value in one, where the
+    action is no other step of the workflow. The task's own text then says all that step acts on, the one fact the
+    procedure is sure of.
+
+    Example:
+        >>> wf = Workflow("file <A> report", (WorkflowStep("open drawer"), WorkflowStep("sign <A> report", progress=True)))
+        >>> against(wf, "File the tax report.", "sign rent report"), against(wf, "File the tax report.", "sign tax report")
+        ('sign tax report', None)
+    """
+    goal_binding = bind_goal(workflow, goal, min_overlap)
+    if not goal_binding:
+        return None
+    if any(match_step(s.action, action, goal_binding) is not None for s in workflow.steps):
+        return None  # another step of the procedure, or this one on the task's thing
+    for step in workflow.steps:
+        letters = _SLOT.findall(step.action)
+        if (not step.progress or not letters or any(k not in goal_binding for k in letters)
+                or match_step(step.action, action, goal_binding) is not None):
+            continue
+        hit = match_step(step.action, action, {})
+        if hit is not None and any(norm(hit.get(k, "")) != norm(goal_binding[k]) for k in letters):
+            return substitute_slots(step.action, goal_binding)
+    return None
+
+
 def workflow_line(grounded: Grounded, workflow: Workflow) -> str:
     """The note a reader gets for a grounded step: a recommendation of the one action, with where it comes from."""
     step = workflow.steps[grounded.index]
@@ -733,6 +908,8 @@ __all__ = [
     "Grounded",
     "Workflow",
     "WorkflowStep",
+    "advance",
+    "against",
     "align",
     "bind_goal",
     "fold_loops",
@@ -742,6 +919,8 @@ __all__ = [
     "match_step",
     "progress",
     "shared_phrases",
+    "slot_kin",
+    "slot_passed",
     "substitute",
     "workflow_line",
 ]

@@ -4,8 +4,9 @@
 ``WorkflowAdvisor`` is a step-hint source (the bench's ``StepHints``: called before each step, ``check`` on a
 proposal, ``tokens``, ``activations``). Before each step it asks the memory for the workflow's next step among the
 actions the environment offers (``LearningMemory.workflow_step``) and puts that one line first, then whatever the
-wrapped source delivers. Each workflow it handed over is activated once, so the run's outcome is the workflow's
-(``SkillEvidence``), as a lesson's is.
+wrapped source delivers. A proposal that takes a workflow's scoring step on another thing than the task's text names
+is held (``LearningMemory.workflow_check``), and the hold stays in view at every later step. Each workflow it
+handed over is activated once, so the run's outcome is the workflow's (``SkillEvidence``), as a lesson's is.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class WorkflowAdvisor:
         self.lines: dict[str, None] = {}
         self.delivered: dict[str, int] = {}
         """Workflow skill id -> the step it was first handed over at."""
+        self.held: list[Hint] = []
+        """What the workflows held against proposals so far: handed over again at every later step."""
 
     def __call__(self, task: TaskSpec, history: Sequence[Step]) -> list[Hint]:
         """The workflow's grounded next step (if any), then the wrapped source's hints."""
@@ -57,7 +60,7 @@ class WorkflowAdvisor:
         seen = "\n".join([str(task.context.get("observation") or ""), *(s.observation for s in history)])
         hint = self.memory.workflow_step(goal, done_actions(history), offered_actions(task, history), family=task.family,
                                          seen=seen)
-        rest = list(self.inner(task, history)) if self.inner is not None else []
+        rest = [*self.held, *(self.inner(task, history) if self.inner is not None else [])]
         if hint is None:
             return rest
         self.lines.setdefault(hint.text, None)
@@ -65,8 +68,15 @@ class WorkflowAdvisor:
         return [hint, *rest]
 
     def check(self, task: TaskSpec, history: Sequence[Step], action: str) -> list[Hint]:
-        """The wrapped source's answer to a proposal (a workflow holds nothing against one)."""
-        return list(self.inner.check(task, history, action)) if self.inner is not None else []
+        """What a workflow holds against a proposal (``LearningMemory.workflow_check``: a scoring step on another
+        thing than the task names), then the wrapped source's answer."""
+        goal = str(task.context.get("goal") or task.goal or "")
+        own = [h for h in self.memory.workflow_check(goal, action, family=task.family) if h not in self.held]
+        self.held += own  # shown once, it stands for the rest of the attempt
+        for hint in own:
+            self.lines.setdefault(hint.text, None)
+            self.delivered.setdefault(hint.source_id or "", len(history))
+        return [*own, *(self.inner.check(task, history, action) if self.inner is not None else [])]
 
     @property
     def tokens(self) -> int:

@@ -41,7 +41,7 @@ from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.outcomes import applied_in_run, step_outcomes
 from langmem_plus.learning.procedures import group_by_kind, is_workflow, matching, workflow_of, workflow_skill
 from langmem_plus.learning.trajectory_import import demonstration
-from langmem_plus.learning.workflows import Grounded, ground, workflow_line
+from langmem_plus.learning.workflows import Grounded, against, ground, workflow_line
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
 from langmem_plus.memory.facts import SharedFacts
@@ -524,14 +524,28 @@ class LearningMemory:
     ) -> Hint | None:
         """The next step of the best workflow for ``goal`` after the actions ``done``, grounded on the ``offered``
         actions (slots bound, also from ``seen``, what the attempt was told; a step that cannot be taken skipped or
-        first brought within reach), as a hint whose ``source_id`` is the workflow's; None when no workflow fits or
-        none carries the attempt on."""
+        first brought within reach), as a hint whose ``source_id`` is the workflow's and whose ``correct`` is the
+        action; None when no workflow fits or none carries the attempt on."""
         for skill in self.workflows_for(goal, family=family):
             wf = workflow_of(skill)
             grounded: Grounded | None = ground(wf, goal, done, offered, self.config.workflows, seen)
             if grounded is not None:
-                return Hint(text=workflow_line(grounded, wf), source_kind="skill", source_id=skill.id)
+                return Hint(text=workflow_line(grounded, wf), source_kind="skill", source_id=skill.id,
+                            correct=grounded.action)
         return None
+
+    def workflow_check(self, goal: str, action: str, *, family: str | None = None) -> list[Hint]:
+        """What the workflows for ``goal`` hold against a proposed ``action``: an avoidance when it is one of their
+        scoring steps on another thing than the task's text names (``workflows.against``); empty otherwise, and for
+        an action it could not quote whole (a back-quote in it)."""
+        if "`" in action:
+            return []
+        for skill in self.workflows_for(goal, family=family):
+            step = against(workflow_of(skill), goal, action, self.config.workflows.workflow_min_goal_overlap)
+            if step is not None:
+                text = f"Avoid `{action}` (the task names what this step acts on: `{step}`, a step of a procedure)"
+                return [Hint(text=text, source_kind="skill", source_id=skill.id)]
+        return []
 
     def check_call(self, tool: str, args: Mapping[str, Any]) -> list[Held]:
         """What memory holds against a proposed call of ``tool`` with ``args``, before it runs (the call guard):
