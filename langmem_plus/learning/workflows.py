@@ -419,9 +419,10 @@ def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEF
 def slot_cues(
     workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows
 ) -> dict[str, dict[str, tuple[str, ...]]]:
-    """``Workflow.cues`` from the trajectories: each one's actions matched to the steps in order (``advance``), and at each step with two slots or more, the short lines told so far (``told_lines``) that name one of
-    the step's other values, that value made its slot; a line that came before other values of the slot as well is
-    no cue for any of them."""
+    """``Workflow.cues`` from the trajectories: each one's actions matched to the steps in order (``advance``), and
+    at each step with two slots or more, the short lines told so far (``told_lines``) that name one of the step's
+    other values, that value made its slot; a line that came before other values of the slot as well is no cue for
+    any of them."""
     out: dict[str, dict[str, dict[str, None]]] = {}
     for demo in demos:
         bound = bind_goal(workflow, demo.goal, 0.0) or {}
@@ -620,9 +621,9 @@ def match_step(pattern: str, action: str, bound: Mapping[str, str]) -> dict[str,
 
 def _shortened(pattern: str) -> list[str]:
     """``pattern`` without one qualifying phrase, shortest cut first: a run of its literal words after the command
-    that holds a function word, ends with a word that is not one, and comes before one (``egg in inventory`` of ``move egg <X>
-    egg in inventory to <A>``). A trajectory may name a thing with where it is, where the environment offers the
-    same action by its name alone.
+    that holds a function word, ends with a word that is not one, and comes before one (``pen in tray`` of ``move
+    <X> pen in tray to <A>``). A trajectory may name a thing with where it is, where the environment offers the same
+    action by its name alone.
 
     Example:
         >>> _shortened("use meter in drawer on <Z>"), _shortened("move big pot to <Z>")
@@ -838,7 +839,7 @@ def ground(
     if goal_binding is None:
         return None
     # a note quotes its action in back-quotes: never one it cannot quote whole, nor one a step on the task's thing holds
-    offered = [a for a in offered if "`" not in a and against(workflow, goal, a, config.workflow_min_goal_overlap) is None]
+    offered = [a for a in offered if "`" not in a and _held_by(workflow, goal_binding, a) is None]
     at, bound = progress(workflow, goal_binding, done)
     taken = {norm(a) for a in done}
     lines = told_lines(seen, config.workflow_short_line_words)
@@ -878,15 +879,16 @@ def against(workflow: Workflow, goal: str, action: str,
         >>> against(wf, "File the tax report.", "sign rent report"), against(wf, "File the tax report.", "sign tax report")
         ('sign tax report', None)
     """
-    goal_binding = bind_goal(workflow, goal, min_overlap)
-    if not goal_binding:
-        return None
-    if any(match_step(s.action, action, goal_binding) is not None for s in workflow.steps):
+    return _held_by(workflow, bind_goal(workflow, goal, min_overlap) or {}, action)
+
+
+def _held_by(workflow: Workflow, goal_binding: Mapping[str, str], action: str) -> str | None:
+    """``against`` with the goal's slots already bound (``{}``: the goal does not fit, nothing is held)."""
+    if not goal_binding or any(match_step(s.action, action, goal_binding) is not None for s in workflow.steps):
         return None  # another step of the procedure, or this one on the task's thing
     for step in workflow.steps:
         letters = _SLOT.findall(step.action)
-        if (not step.progress or not letters or any(k not in goal_binding for k in letters)
-                or match_step(step.action, action, goal_binding) is not None):
+        if not step.progress or not letters or any(k not in goal_binding for k in letters):
             continue
         hit = match_step(step.action, action, {})
         if hit is not None and any(norm(hit.get(k, "")) != norm(goal_binding[k]) for k in letters):
