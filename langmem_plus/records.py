@@ -365,6 +365,9 @@ class ProcedureStep(_Record):
     action: str
     repeat: bool = False
     progress: bool = False
+    only_named: bool = False
+    """Every trajectory that took an action of this form took it on what its task's text named
+    (``workflows.WorkflowStep.only_named``)."""
 
 
 class WorkflowSource(_Record):

@@ -223,8 +223,13 @@ def test_a_scoring_step_the_task_names_the_thing_of_holds_a_proposal_on_another_
     assert against(wf, goal, "mix cup") is None  # a step whose slot the task does not bind
     assert against(wf, "Your task is to boil water.", "focus on red paint") is None  # another kind of task
     # an action that is another step of the procedure (one move of several) is never held
-    moves = Workflow(goal="take the <A> to <B>", steps=(WorkflowStep("go to <Z>"), WorkflowStep("go to <B>", progress=True)))
+    moves = Workflow(goal="take the <A> to <B>", steps=(WorkflowStep("go to <Z>"),
+                                                       WorkflowStep("go to <B>", progress=True, only_named=True)))
     assert against(moves, "take the cup to the desk", "go to hall") is None
+    # a trajectory that took the step's form on a thing its goal did not name: the task's text is not all it acts on
+    other = [*PAINT, demo("Your task is to create red paint. Then focus on the red paint.",
+                          "go to art studio", "mix pot", "focus on mixed paint", scores={2: 1.0})]
+    assert against(induce_workflow(other), goal, "focus on blue paint") is None
 
 
 def test_a_line_every_trajectory_was_told_and_never_chose_from_names_no_value() -> None:

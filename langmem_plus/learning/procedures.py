@@ -56,7 +56,7 @@ def demo_of(source: WorkflowSource) -> Demonstration:
 def workflow_of(skill: Skill) -> Workflow:
     """The workflow a workflow skill holds."""
     return Workflow(goal=skill.goal_pattern,
-                    steps=tuple(WorkflowStep(s.action, s.repeat, s.progress) for s in skill.procedure),
+                    steps=tuple(WorkflowStep(s.action, s.repeat, s.progress, s.only_named) for s in skill.procedure),
                     values={k: tuple(v) for k, v in skill.slot_values.items()}, sources=max(1, len(skill.sources)),
                     cues={k: {v: tuple(c) for v, c in vals.items()} for k, vals in skill.slot_cues.items()},
                     kin=dict(skill.slot_kin), passed={k: tuple(v) for k, v in skill.slot_passed.items()})
@@ -138,7 +138,8 @@ def workflow_skill(
         unique.setdefault((norm(src.goal), tuple(src.actions)), src)  # one trajectory counts once
     kept = list(unique.values())[-config.workflow_max_sources :]
     wf = induce_workflow([demo_of(s) for s in kept], config)
-    procedure = [ProcedureStep(action=s.action, repeat=s.repeat, progress=s.progress) for s in wf.steps]
+    procedure = [ProcedureStep(action=s.action, repeat=s.repeat, progress=s.progress, only_named=s.only_named)
+                 for s in wf.steps]
     changed = existing is None or procedure != existing.procedure or wf.goal != existing.goal_pattern
     first_goal = kept[0].goal
     return Skill(

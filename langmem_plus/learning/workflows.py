@@ -91,6 +91,9 @@ class WorkflowStep:
     """The trajectories took it in a loop (folded): it may be taken again before the next step."""
     progress: bool = False
     """The score rose after it in most trajectories: its expected effect."""
+    only_named: bool = False
+    """Its slots are all goal slots, and every trajectory that took an action of its form (any values) took it on
+    the values its own goal gave them (``only_named``): what the task's text names is all it acts on."""
 
 
 @dataclass(frozen=True)
@@ -409,11 +412,37 @@ def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEF
         repeat = any(r for _, (_, r, _) in present)
         rose = sum(1 for d, (_, _, last) in present if last in rises[d])
         steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
+    steps = [WorkflowStep(s.action, s.repeat, s.progress, only_named(s.action, demos, goal_values)) for s in steps]
     per_slot = {**{k: {d: v[k] for d, v in enumerate(goal_values)} for k in goal_values[0]}, **step_slots}
     wf = Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos),
                   kin=slot_kin(per_slot, len(demos), config.workflow_min_share))
     return Workflow(wf.goal, wf.steps, wf.values, wf.sources, cues=slot_cues(wf, demos, config), kin=wf.kin,
                     passed=slot_passed(wf, demos, config))
+
+
+def only_named(pattern: str, demos: Sequence[Demonstration], goal_values: Sequence[Mapping[str, str]]) -> bool:
+    """Whether ``pattern``'s slots are all goal slots and every action of the trajectories of its form (its slots
+    free) took it on the values that trajectory's goal gave them, one at least.
+
+    Example:
+        >>> demos = [Demonstration("sign tax form", (DemoStep("sign tax form"),)),
+        ...          Demonstration("sign rent form", (DemoStep("sign lease form"),))]
+        >>> only_named("sign <A> form", demos[:1], [{"A": "tax"}]), only_named("sign <A> form", demos, [{"A": "tax"}, {"A": "rent"}])
+        (True, False)
+    """
+    letters = _SLOT.findall(pattern)
+    if not letters or any(k not in GOAL_LETTERS for k in letters):
+        return False
+    took = False
+    for demo, given in zip(demos, goal_values):
+        for step in demo.steps:
+            hit = match_step(pattern, step.action, {})
+            if hit is None:
+                continue
+            if any(norm(hit.get(k, "")) != norm(given.get(k, "")) for k in letters):
+                return False
+            took = True
+    return took
 
 
 def slot_cues(
@@ -870,12 +899,13 @@ def ground(
 def against(workflow: Workflow, goal: str, action: str,
             min_overlap: float = DEFAULT_CONFIG.workflows.workflow_min_goal_overlap) -> str | None:
     """The workflow's step that ``action`` takes on another thing than the task's text names, bound, or None: a
-    scoring step whose every slot the goal binds (``bind_goal``), proposed with another value in one, where the
-    action is no other step of the workflow. The task's own text then says all that step acts on, the one fact the
-    procedure is sure of.
+    scoring step that every trajectory took only on what its task named (``WorkflowStep.only_named``), proposed
+    with another value, where the action is no other step of the workflow. The task's own text then says all that
+    step acts on, the one fact the procedure is sure of.
 
     Example:
-        >>> wf = Workflow("file <A> report", (WorkflowStep("open drawer"), WorkflowStep("sign <A> report", progress=True)))
+        >>> wf = Workflow("file <A> report", (WorkflowStep("open drawer"),
+        ...                                   WorkflowStep("sign <A> report", progress=True, only_named=True)))
         >>> against(wf, "File the tax report.", "sign rent report"), against(wf, "File the tax report.", "sign tax report")
         ('sign tax report', None)
     """
@@ -888,7 +918,7 @@ def _held_by(workflow: Workflow, goal_binding: Mapping[str, str], action: str) -
         return None  # another step of the procedure, or this one on the task's thing
     for step in workflow.steps:
         letters = _SLOT.findall(step.action)
-        if not step.progress or not letters or any(k not in goal_binding for k in letters):
+        if not (step.progress and step.only_named) or any(k not in goal_binding for k in letters):
             continue
         hit = match_step(step.action, action, {})
         if hit is not None and any(norm(hit.get(k, "")) != norm(goal_binding[k]) for k in letters):
@@ -919,6 +949,7 @@ __all__ = [
     "ground",
     "induce_workflow",
     "match_step",
+    "only_named",
     "progress",
     "shared_phrases",
     "slot_kin",
