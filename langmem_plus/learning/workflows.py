@@ -20,8 +20,9 @@ the same thing with, ``Workflow.kin``), from the values the trajectories gave th
 what the attempt was told (a list, a note; never one every trajectory was told and never chose from), and only to
 an action the environment offers now. A step that names its thing with where it is matches the offered action
 without that phrase (``_shortened``); an action that gets where a step goes another way counts as that step
-(``_reaches``). A proposal that takes a scoring step the task's text names all the things of on another thing is
-held (``against``), and never handed over. When the next step cannot be taken, an
+(``_reaches``). A proposal that takes a scoring step on another thing than the task's text names is held
+(``against``) where every trajectory took that step only on what its own task named (``only_named``), and such an
+action is never handed over. When the next step cannot be taken, an
 offered action that ends with its thing in the same relation (``... to <thing>``: a way to it, once, and not the
 step itself with another thing) comes first; failing that, the first later
 step that can be taken is handed over, passing over steps whose slot nothing here binds and at most

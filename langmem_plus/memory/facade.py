@@ -536,8 +536,9 @@ class LearningMemory:
 
     def workflow_check(self, goal: str, action: str, *, family: str | None = None) -> list[Hint]:
         """What the workflows for ``goal`` hold against a proposed ``action``: an avoidance when it is one of their
-        scoring steps on another thing than the task's text names (``workflows.against``); empty otherwise, and for
-        an action it could not quote whole (a back-quote in it)."""
+        scoring steps on another thing than the task's text names, a step their trajectories took only on what their
+        own tasks named (``workflows.against``); empty otherwise, and for an action it could not quote whole (a
+        back-quote in it)."""
         if "`" in action:
             return []
         for skill in self.workflows_for(goal, family=family):
