@@ -44,8 +44,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from langmem_plus.config import DEFAULT_CONFIG, WorkflowConfig
 from langmem_plus.learning.skills import common_subsequence, lcs_pairs
@@ -413,12 +413,11 @@ def induce_workflow(demos: Sequence[Demonstration], config: WorkflowConfig = DEF
         repeat = any(r for _, (_, r, _) in present)
         rose = sum(1 for d, (_, _, last) in present if last in rises[d])
         steps.append(WorkflowStep(action=action, repeat=repeat, progress=rose * 2 > len(present)))
-    steps = [WorkflowStep(s.action, s.repeat, s.progress, only_named(s.action, demos, goal_values)) for s in steps]
     per_slot = {**{k: {d: v[k] for d, v in enumerate(goal_values)} for k in goal_values[0]}, **step_slots}
-    wf = Workflow(goal=goal, steps=tuple(steps), values={k: tuple(v) for k, v in values.items()}, sources=len(demos),
+    named = tuple(replace(s, only_named=only_named(s.action, demos, goal_values)) for s in steps)
+    wf = Workflow(goal=goal, steps=named, values={k: tuple(v) for k, v in values.items()}, sources=len(demos),
                   kin=slot_kin(per_slot, len(demos), config.workflow_min_share))
-    return Workflow(wf.goal, wf.steps, wf.values, wf.sources, cues=slot_cues(wf, demos, config), kin=wf.kin,
-                    passed=slot_passed(wf, demos, config))
+    return replace(wf, cues=slot_cues(wf, demos, config), passed=slot_passed(wf, demos, config))
 
 
 def only_named(pattern: str, demos: Sequence[Demonstration], goal_values: Sequence[Mapping[str, str]]) -> bool:
@@ -428,8 +427,10 @@ def only_named(pattern: str, demos: Sequence[Demonstration], goal_values: Sequen
     Example:
         >>> demos = [Demonstration("sign tax form", (DemoStep("sign tax form"),)),
         ...          Demonstration("sign rent form", (DemoStep("sign lease form"),))]
-        >>> only_named("sign <A> form", demos[:1], [{"A": "tax"}]), only_named("sign <A> form", demos, [{"A": "tax"}, {"A": "rent"}])
-        (True, False)
+        >>> only_named("sign <A> form", demos[:1], [{"A": "tax"}])
+        True
+        >>> only_named("sign <A> form", demos, [{"A": "tax"}, {"A": "rent"}])
+        False
     """
     letters = _SLOT.findall(pattern)
     if not letters or any(k not in GOAL_LETTERS for k in letters):
@@ -446,6 +447,22 @@ def only_named(pattern: str, demos: Sequence[Demonstration], goal_values: Sequen
     return took
 
 
+def _walk(
+    workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig
+) -> Iterator[tuple[int, dict[str, str], list[str]]]:
+    """Each trajectory's actions matched to the workflow's steps in order (``advance``): for every action that is a
+    step, its index, the slots bound so far and the short lines (``told_lines``) told before it, its goal's first."""
+    for demo in demos:
+        bound = bind_goal(workflow, demo.goal, 0.0) or {}
+        told = told_lines(demo.goal, config.workflow_short_line_words)
+        at = 0
+        for step in demo.steps:
+            at, bound, j = advance(workflow, at, bound, step.action)
+            if j is not None:
+                yield j, bound, told
+            told = [*told, *told_lines(step.observation, config.workflow_short_line_words)]
+
+
 def slot_cues(
     workflow: Workflow, demos: Sequence[Demonstration], config: WorkflowConfig = DEFAULT_CONFIG.workflows
 ) -> dict[str, dict[str, tuple[str, ...]]]:
@@ -454,24 +471,18 @@ def slot_cues(
     other values, that value made its slot; a line that came before other values of the slot as well is no cue for
     any of them."""
     out: dict[str, dict[str, dict[str, None]]] = {}
-    for demo in demos:
-        bound = bind_goal(workflow, demo.goal, 0.0) or {}
-        told: list[str] = told_lines(demo.goal, config.workflow_short_line_words)
-        at = 0
-        for step in demo.steps:
-            at, bound, j = advance(workflow, at, bound, step.action)
-            own = list(dict.fromkeys(_SLOT.findall(workflow.steps[j].action))) if j is not None else []
-            for letter in own:
-                value = bound.get(letter, "")
-                for other in own:
-                    known = bound.get(other, "")
-                    if other == letter or not _content(known.split()):
-                        continue
-                    for line in told:
-                        if _said(known, [line]) and not _said(value, [line]):
-                            cue = substitute_words(line, known, other)
-                            out.setdefault(letter, {}).setdefault(value, {})[cue] = None
-            told.extend(told_lines(step.observation, config.workflow_short_line_words))
+    for j, bound, told in _walk(workflow, demos, config):
+        own = list(dict.fromkeys(_SLOT.findall(workflow.steps[j].action)))
+        for letter in own:
+            value = bound.get(letter, "")
+            for other in own:
+                known = bound.get(other, "")
+                if other == letter or not _content(known.split()):
+                    continue
+                for line in told:
+                    if _said(known, [line]) and not _said(value, [line]):
+                        cue = substitute_words(line, known, other)
+                        out.setdefault(letter, {}).setdefault(value, {})[cue] = None
     cues: dict[str, dict[str, tuple[str, ...]]] = {}
     for letter, vals in out.items():  # a cue tells one value from the others only if none of them had it
         if len(vals) < 2:
@@ -498,18 +509,12 @@ def slot_passed(
         {'Z': ('robot', 'tidy up')}
     """
     seen: dict[str, list[set[str]]] = {}
-    for demo in demos:
-        bound = bind_goal(workflow, demo.goal, 0.0) or {}
-        told: dict[str, None] = dict.fromkeys(told_lines(demo.goal, config.workflow_short_line_words))
-        at = 0
-        for step in demo.steps:
-            at, bound, j = advance(workflow, at, bound, step.action)
-            for letter in dict.fromkeys(_SLOT.findall(workflow.steps[j].action)) if j is not None else ():
-                if letter in GOAL_LETTERS:
-                    continue
-                value = bound.get(letter, "")
-                seen.setdefault(letter, []).append({line for line in told if not (value and _said(value, [line]))})
-            told.update(dict.fromkeys(told_lines(step.observation, config.workflow_short_line_words)))
+    for j, bound, told in _walk(workflow, demos, config):
+        for letter in dict.fromkeys(_SLOT.findall(workflow.steps[j].action)):
+            if letter in GOAL_LETTERS:
+                continue
+            value = bound.get(letter, "")
+            seen.setdefault(letter, []).append({line for line in told if not (value and _said(value, [line]))})
     out: dict[str, tuple[str, ...]] = {}
     for letter, sets in seen.items():
         if len(sets) >= 2 and (always := set.intersection(*sets)):
@@ -869,7 +874,9 @@ def ground(
     if goal_binding is None:
         return None
     # a note quotes its action in back-quotes: never one it cannot quote whole, nor one a step on the task's thing holds
-    offered = [a for a in offered if "`" not in a and _held_by(workflow, goal_binding, a) is None]
+    holding = _holding(workflow, goal_binding)
+    offered = [a for a in offered
+               if "`" not in a and (not holding or _held_by(workflow, goal_binding, a, holding) is None)]
     at, bound = progress(workflow, goal_binding, done)
     taken = {norm(a) for a in done}
     lines = told_lines(seen, config.workflow_short_line_words)
@@ -907,20 +914,30 @@ def against(workflow: Workflow, goal: str, action: str,
     Example:
         >>> wf = Workflow("file <A> report", (WorkflowStep("open drawer"),
         ...                                   WorkflowStep("sign <A> report", progress=True, only_named=True)))
-        >>> against(wf, "File the tax report.", "sign rent report"), against(wf, "File the tax report.", "sign tax report")
-        ('sign tax report', None)
+        >>> against(wf, "File the tax report.", "sign rent report")
+        'sign tax report'
+        >>> against(wf, "File the tax report.", "sign tax report") is None
+        True
     """
     return _held_by(workflow, bind_goal(workflow, goal, min_overlap) or {}, action)
 
 
-def _held_by(workflow: Workflow, goal_binding: Mapping[str, str], action: str) -> str | None:
-    """``against`` with the goal's slots already bound (``{}``: the goal does not fit, nothing is held)."""
-    if not goal_binding or any(match_step(s.action, action, goal_binding) is not None for s in workflow.steps):
-        return None  # another step of the procedure, or this one on the task's thing
-    for step in workflow.steps:
+def _holding(workflow: Workflow, goal_binding: Mapping[str, str]) -> list[WorkflowStep]:
+    """The steps that can hold a proposal under ``goal_binding``: scoring, taken only on what each task named, every
+    slot bound by the goal."""
+    return [s for s in workflow.steps
+            if s.progress and s.only_named and all(k in goal_binding for k in _SLOT.findall(s.action))]
+
+
+def _held_by(workflow: Workflow, goal_binding: Mapping[str, str], action: str,
+             holding: Sequence[WorkflowStep] | None = None) -> str | None:
+    """``against`` with the goal's slots already bound (``{}``: the goal does not fit, nothing is held), and the steps
+    that can hold (``_holding``) when the caller has them."""
+    holding = _holding(workflow, goal_binding) if holding is None else holding
+    if not holding or any(match_step(s.action, action, goal_binding) is not None for s in workflow.steps):
+        return None  # nothing to hold with; or another step of the procedure, or this one on the task's thing
+    for step in holding:
         letters = _SLOT.findall(step.action)
-        if not (step.progress and step.only_named) or any(k not in goal_binding for k in letters):
-            continue
         hit = match_step(step.action, action, {})
         if hit is not None and any(norm(hit.get(k, "")) != norm(goal_binding[k]) for k in letters):
             return substitute_slots(step.action, goal_binding)
