@@ -45,10 +45,9 @@ from typing import Annotated, Any, Protocol, Sequence, TypedDict
 
 from langgraph.runtime import Runtime
 
-from langmem_plus.config import DEFAULT_CONFIG
 from langmem_plus.learning.distill import distill_hints
 from langmem_plus.memory import LearningMemory
-from langmem_plus.memory.run import Run, working_context
+from langmem_plus.memory.run import Run
 from langmem_plus.retrieval.context import assemble
 from langmem_plus.records import (
     Activation,
@@ -59,7 +58,6 @@ from langmem_plus.records import (
     Step,
     TaskSpec,
     Verdict,
-    WorkingContext,
 )
 from langmem_plus.referee import Referee
 from langmem_plus.resolver import MemoryContext, MemoryResolver, MemorySource, resolve_memory
@@ -123,12 +121,6 @@ def task_of(state: Any) -> TaskSpec:
     return task if isinstance(task, TaskSpec) else TaskSpec.model_validate(task)
 
 
-def _working(state: Any, event: ErrorEvent | None = None, chars: int = DEFAULT_CONFIG.capture.context_text_chars) -> WorkingContext:
-    """The run's working context (``memory.run.working_context``); ``chars`` bounds the observation and failure text
-    (``context_text_chars``)."""
-    return working_context(task_of(state), state.get("steps") or [], event, chars=chars)
-
-
 # --------------------------------------------------------------------------- node cores
 
 
@@ -160,7 +152,7 @@ def _on_error_retrieve(memory: LearningMemory, state: MemoryState) -> dict[str, 
     event = state.get("last_event")
     if event is None:
         return {"retrieved": []}
-    return {"retrieved": memory.retrieve_on_error(event, _working(state, event, memory.config.capture.context_text_chars), run_id=state["run_id"])}
+    return {"retrieved": _run(memory, state).retrieve_on_error(event)}
 
 
 def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
@@ -168,10 +160,7 @@ def _distill(memory: LearningMemory, state: MemoryState) -> dict[str, Any]:
     items = assemble(state.get("retrieved") or [], budget=memory.config.context.max_context_tokens, config=memory.config).shown
     event = state.get("last_event")
     hints = distill_hints(items, goal=task_of(state).goal, obs=event.error_text if event else "", llm=memory.llm)
-    step = len(state.get("steps") or [])
-    acts = memory.activations_for(
-        items, run_id=state["run_id"], step=step, moment="on_error", fingerprint_id=event.fingerprint_id if event else None
-    )
+    acts = _run(memory, state).activate(items, moment="on_error", fingerprint_id=event.fingerprint_id if event else None)
     return {"hints": hints, "activations": acts}
 
 

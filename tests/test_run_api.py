@@ -166,3 +166,102 @@ def test_a_text_game_run_gets_the_step_advice_of_its_domain(tmp_path: Path) -> N
     finally:
         env.close()
         memory.close()
+
+
+# --------------------------------------------------------------------------- the parts a loop of its own takes up
+
+
+def _guarding(path: Path, *, quote: int) -> LearningMemory:
+    """A memory with two lessons against `TOP` in a `run_sql` query: a promoted rewrite and a candidate avoidance."""
+    from langmem_plus.config import MemoryConfig
+    from langmem_plus.records import Lesson, LessonScope
+
+    config = MemoryConfig.model_validate({"retrieval": {"guard_max_lessons": quote}})
+    memory = LearningMemory.open(path, namespace=("acme", "agent"), config=config)
+    memory.add_lessons([
+        Lesson(id="les_limit", namespace=memory.namespace, rule_text="WRONG: TOP <n> <...> -> CORRECT: <...> LIMIT <n>",
+               wrong="TOP <n> <...>", correct="<...> LIMIT <n>", scope=LessonScope(tool="run_sql"), status="promoted",
+               triggers=["fp"]),
+        Lesson(id="les_fetch", namespace=memory.namespace, rule_text="WRONG: TOP <n> <...> -> CORRECT: <...> FETCH FIRST <n> ROWS ONLY",
+               wrong="TOP <n> <...>", correct="<...> FETCH FIRST <n> ROWS ONLY", scope=LessonScope(tool="run_sql"),
+               status="candidate", triggers=["fp"]),
+    ])
+    return memory
+
+
+def test_a_call_check_quotes_the_best_lessons_keeps_every_held_one_and_numbers_it_where_asked(tmp_path: Path) -> None:
+    """``check`` with a call's arguments: ``quoted`` (returned as hints, activated at ``step``) is at most
+    ``guard_max_lessons`` of ``held``; ``rewritten_args(promoted=True)`` applies only a promoted lesson's fix."""
+    memory = _guarding(tmp_path / "store", quote=1)
+    try:
+        run = Run(memory, task(0), run_id="g-1", step_advice=False)
+        hints = run.check("run_sql", {"query": "SELECT TOP 3 a FROM t"}, step=4)
+        assert [h.lesson.id for h in run.held] == ["les_limit", "les_fetch"]  # promoted first
+        assert [h.lesson.id for h in run.quoted] == ["les_limit"] and len(hints) == 1
+        assert [(a.lesson_id, a.step, a.moment) for a in run.activations] == [("les_limit", 4, "guard")]
+        assert run.rewritten_args({"query": "SELECT TOP 3 a FROM t"}, promoted=True) == {"query": "SELECT a FROM t LIMIT 3"}
+        assert [h.lesson.id for h in run.rewriting()] == ["les_limit", "les_fetch"]
+        run.held = [h for h in run.held if h.lesson.status != "promoted"]  # the candidate alone: no fix may run unasked
+        assert run.rewritten_args({"query": "SELECT TOP 3 a FROM t"}, promoted=True) is None
+        assert run.rewritten_args({"query": "SELECT TOP 3 a FROM t"}) == {"query": "SELECT a FROM t FETCH FIRST 3 ROWS ONLY"}
+    finally:
+        memory.close()
+
+
+def test_a_loop_that_shows_lessons_itself_retrieves_through_the_run_and_activates_what_it_showed(db: Path, tmp_path: Path) -> None:
+    """``retrieve_pre_run`` and ``retrieve_on_error`` activate nothing; ``activate`` records what the loop showed, at
+    the step it names; pre-run items are retrieved once, and a run taken up with ``pre_run`` neither retrieves nor
+    activates them again."""
+    from langmem_plus.records import WorkingContext
+
+    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    try:
+        for k in range(3):
+            with memory.start_run(task(k)) as run:
+                run.record(sqlite(db, WRONG))
+                run.record(sqlite(db, RIGHT))
+        run = Run(memory, task(5), run_id="l-5", step_advice=False)
+        pre = run.retrieve_pre_run()
+        assert pre and run.activations == [] and run.retrieve_pre_run() is pre
+        assert run.activate(pre[:1], moment="pre_run", step=0) == run.activations and len(run.activations) == 1
+        event = run.observe(sqlite(db, WRONG))
+        assert event is not None
+        items = run.retrieve_on_error(event, WorkingContext(last_fail=event.error_text, context="sqlite3"))
+        assert items and run.retrieved == items and len(run.activations) == 1
+        new = run.activate(items, moment="on_error", step=3, fingerprint_id=event.fingerprint_id)
+        assert new and {(a.step, a.moment, a.fingerprint_id) for a in new} == {(3, "on_error", event.fingerprint_id)}
+        taken = Run(memory, task(5), run_id="l-5", step_advice=False, steps=run.steps, pre_run=pre[:1])
+        assert taken.hints() and taken.activations == []  # shown already: not activated twice
+        assert taken.retrieve_pre_run() == pre[:1]
+        with pytest.raises(InvalidArgument, match="no step advice"):
+            taken.opening()
+    finally:
+        memory.close()
+
+
+def test_recording_by_hand_warns_outside_the_package_and_the_run_does_not(db: Path, tmp_path: Path) -> None:
+    """The by-hand calls are kept for one release: from a caller's code each warns and names ``start_run``; a
+    ``Run``, which is built on them, records a whole run without one warning."""
+    import warnings
+
+    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with memory.start_run(task(0)) as run:
+                run.hints()
+                run.record(sqlite(db, WRONG))
+                run.check("sqlite3", {"query": WRONG})
+                run.end(Verdict(passed=False, score=0.0))
+        failed = sqlite(db, WRONG)
+        with pytest.warns(DeprecationWarning, match=r"LearningMemory\.capture .*start_run") as caught:
+            event = memory.capture(failed, run_id="h-1", task=task(1))
+        assert event is not None and caught[0].filename == __file__  # the warning points at the caller's line
+        with pytest.warns(DeprecationWarning, match="retrieve_on_error"):
+            memory.retrieve_on_error(event)
+        with pytest.warns(DeprecationWarning, match="end_run"):
+            memory.end_run(run_id="h-1", task=task(1), steps=[failed], events=[event])
+        with pytest.warns(DeprecationWarning, match="aretrieve_pre_run"):
+            asyncio.run(memory.aretrieve_pre_run(task(2)))
+    finally:
+        memory.close()

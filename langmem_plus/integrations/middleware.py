@@ -1,6 +1,6 @@
 """LearningMiddleware: any LangChain 1.x ``create_agent`` agent learns, with nothing for the model to call.
 
-Memory is read and written deterministically around the agent loop (design.md §8):
+Memory is read and written around the agent loop through a ``Run`` taken up from its state (design.md §8):
 
 - ``before_agent``: opens a run (``lm_run_id`` in the state) and retrieves the lessons
   for its goal (the first human message, unless the caller names one); with no ``tool``
@@ -12,7 +12,7 @@ Memory is read and written deterministically around the agent loop (design.md §
   text rules that stand after the latest tool result (``StepDelivery``), short lines
   without ids under one title (the activations in the state carry the ids). The request
   is overridden; nothing is written into the message history.
-- ``wrap_tool_call``: the call guard first (``memory.check_call``): a call a lesson of its tool
+- ``wrap_tool_call``: the call guard first (``Run.check``): a call a lesson of its tool
   holds against is answered with the lesson and the call as it writes it, instead of running
   (once per call and run; ``guard="rewrite"`` runs a promoted lesson's fix); with
   ``text_rules="at_step"`` the text guard answers a proposal the same way; every tool call
@@ -41,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -93,7 +92,7 @@ from langmem_plus.integrations.agent_run import (
     with_memory,
 )
 from langmem_plus.memory.run import AsyncRun, Run
-from langmem_plus.plugins import StepOpening, step_advisor_for
+from langmem_plus.plugins import step_advisor_for
 from langmem_plus.integrations.guard_answer import (
     answer_entry,
     guard_text,
@@ -112,7 +111,7 @@ from langmem_plus.records import (
     Verdict,
     WorkingContext,
 )
-from langmem_plus.retrieval.call_guard import Held, guard_activations, rewritten_args
+from langmem_plus.retrieval.call_guard import Held, guard_activations
 from langmem_plus.retrieval.rule_lines import joined_hint_lines
 
 if TYPE_CHECKING:
@@ -173,8 +172,8 @@ class _Call:
     """Promoted lessons the call guard applied to this call before it ran (``guard="rewrite"``)."""
 
     def run(self) -> Run:
-        """The run taken up from the state for this call: its steps before it (the middleware's own step advice and
-        retrieval stay its own)."""
+        """The run taken up from the state for this call: its steps before it (the step advice of
+        ``text_rules="at_step"`` is taken up apart, ``LearningMiddleware._advised``)."""
         return Run(self.memory, self.task, run_id=self.run_id, step_advice=False, steps=self.history)
 
     def step(self, message: ToolMessage) -> Step:
@@ -196,8 +195,10 @@ class _Call:
             recent_failures=1 + sum(1 for s in recent if s.feedback.failed),
         )
 
-    def update(self, message: ToolMessage, step: Step, event: ErrorEvent | None, items: list[ScoredItem]) -> Command[Any]:
-        """The ToolMessage plus the run's new step, event, on-error note and activations, as one Command."""
+    def update(self, run: Run, message: ToolMessage, step: Step, event: ErrorEvent | None,
+               items: list[ScoredItem]) -> Command[Any]:
+        """The ToolMessage plus the run's new step, event, on-error note and activations (``run`` activates the
+        lessons shown), as one Command."""
         items = fit_budget(items, self.budget)
         if self.rewritten and isinstance(message.content, str):
             message = message.model_copy(update={"content": rewrite_text(self.rewritten, self.args, message.content)})
@@ -207,10 +208,8 @@ class _Call:
         activations = guard_activations(self.rewritten, run_id=self.run_id, step=self.index)
         if items:
             update["lm_hints"] = as_json([OnErrorNote(tool_call_id=self.tool_call_id, items=items)])
-            activations += self.memory.activations_for(
-                items, run_id=self.run_id, step=self.next_index, moment="on_error",
-                fingerprint_id=event.fingerprint_id if event else None,
-            )
+            activations += run.activate(items, moment="on_error", step=self.next_index,
+                                        fingerprint_id=event.fingerprint_id if event else None)
         if activations:
             update["lm_activations"] = as_json(activations)
         return Command(update=update)
@@ -332,17 +331,18 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return (self.scope_tools and self.pre_run and self.tool is None and self.text_rules == "pre_run"
                 and ExtendedModelResponse is not None)
 
-    def _opened(self, memory: LearningMemory, task: TaskSpec, run_id: str, items: list[ScoredItem]) -> dict[str, Any]:
-        """The state update that opens a run: fresh lists, the pre-run lessons and their activations (with
+    def _opened(self, run: Run, items: list[ScoredItem]) -> dict[str, Any]:
+        """The state update that opens ``run``: fresh lists, the pre-run lessons and their activations (with
         ``text_rules="at_step"``, those of the triggered block, held ones included)."""
+        memory = run.memory
         if self._advisor is not None:
             items = list(self._advisor.open(items, memory.config, budget=self._cap(memory)).fitted)
         else:
             items = fit_budget(items, self._budget(memory))
-        activations = memory.activations_for(items, run_id=run_id, step=0, moment="pre_run")
+        activations = run.activate(items, moment="pre_run")
         return {
-            "lm_run_id": run_id,
-            "lm_task": task.model_dump(mode="json"),
+            "lm_run_id": run.run_id,
+            "lm_task": run.task.model_dump(mode="json"),
             "lm_pre_run": as_json(items),
             "lm_hints": Overwrite([]),
             "lm_steps": Overwrite([]),
@@ -363,28 +363,28 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         when there are none); with ``text_rules="at_step"``, in the short form triggered delivery shows."""
         memory = self._memory(request.runtime)
         state = request.state if isinstance(request.state, Mapping) else {}
-        if self._advisor is not None and self._rules is not None and state.get("lm_task") is not None:
-            args = self._rules_args(memory, state, run_steps(state))
-            block = short_memory(args["opening"](), on_error_items(state, request.messages), self._rules.shown(**args),
+        if self._advisor is not None and state.get("lm_task") is not None:
+            run = self._advised(memory, state, run_steps(state))
+            block = short_memory(run.opening(), on_error_items(state, request.messages), run.advice(),
                                  self._cap(memory), line=self._advisor.short_line)
         else:
             budget = self._budget(memory)
             block = memory_block(shown_items(state, request.messages, budget, pre_run), budget).text
         return request.override(system_message=with_memory(request.system_message, block)) if block else request
 
-    def _pending(self, request: ModelRequest[Any]) -> tuple[LearningMemory, TaskSpec, str, dict[str, str | None]] | None:
-        """The run's memory, task, id and the agent's tools when its pre-run lessons wait for this model call."""
+    def _pending(self, request: ModelRequest[Any]) -> tuple[Run, dict[str, str | None]] | None:
+        """The state's run taken up, and the agent's tools, when its pre-run lessons wait for this model call."""
         state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
         if not state.get("lm_pending") or state.get("lm_task") is None or not state.get("lm_run_id"):
             return None
-        return self._memory(request.runtime), _task_of(state), str(state["lm_run_id"]), request_tools(request.tools or [])
+        run = Run(self._memory(request.runtime), _task_of(state), run_id=str(state["lm_run_id"]), step_advice=False,
+                  steps=run_steps(state))
+        return run, request_tools(request.tools or [])
 
-    def _scoped_update(
-        self, memory: LearningMemory, run_id: str, steps: int, items: list[ScoredItem]
-    ) -> tuple[list[ScoredItem], Command[Any]]:
+    def _scoped_update(self, run: Run, items: list[ScoredItem]) -> tuple[list[ScoredItem], Command[Any]]:
         """The scoped pre-run lessons fitted to the budget, and the state update that keeps and activates them."""
-        fitted = fit_budget(items, self._budget(memory))
-        activations = memory.activations_for(fitted, run_id=run_id, step=steps, moment="pre_run")
+        fitted = fit_budget(items, self._budget(run.memory))
+        activations = run.activate(fitted, moment="pre_run")
         return fitted, Command(update={"lm_pre_run": as_json(fitted), "lm_pending": False,
                                        "lm_activations": as_json(activations)})
 
@@ -393,16 +393,14 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         advisor = self._advisor
         return [i for i in items if not advisor.at_step(i)] if advisor is not None else items
 
-    def _rules_args(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
-        """``StepRules``' arguments for this run's state; how the run opened is read from it only when needed."""
+    def _advised(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> Run:
+        """The state's run taken up under the middleware's step advice (``text_rules="at_step"``): its ``steps``, the
+        pre-run items it opened with, the proposals answered, and the session kept across the middleware's runs."""
         advisor = self._advisor
         assert advisor is not None  # only with text_rules="at_step"
-
-        def opening() -> StepOpening:
-            return advisor.open(read_records(state, "lm_pre_run", ScoredItem), memory.config, budget=self._cap(memory))
-
-        return {"memory": memory, "run_id": str(state.get("lm_run_id")), "task": _task_of(state), "steps": steps,
-                "answers": advisor.answered(state.get("lm_guard") or []), "opening": opening}
+        return Run(memory, _task_of(state), run_id=str(state.get("lm_run_id")), step_advice=advisor, session=self._rules,
+                   steps=steps, pre_run=read_records(state, "lm_pre_run", ScoredItem),
+                   answers=advisor.answered(state.get("lm_guard") or []), budget=self._cap(memory))
 
     def _call(self, request: ToolCallRequest) -> _Call | None:
         """The run's view of a tool call; None outside a run (no ``lm_run_id`` in the state)."""
@@ -447,15 +445,19 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # ------------------------------------------------------------------ before / after the agent
     def before_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Open a run and retrieve the lessons for its goal (scoped to the agent's tools: at its first model call)."""
-        memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
-        items = memory.retrieve_pre_run(task, run_id=run_id) if self.pre_run and not self._scoped() else []
-        return self._opened(memory, task, run_id, self._pre_run_items(items))
+        run = self._new_run(state, runtime)
+        items = run.retrieve_pre_run() if self.pre_run and not self._scoped() else []
+        return self._opened(run, self._pre_run_items(items))
 
     async def abefore_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """Async ``before_agent``."""
-        memory, task, run_id = self._memory(runtime), self._task(state, runtime), uuid.uuid4().hex[:12]
-        items = await memory.aretrieve_pre_run(task, run_id=run_id) if self.pre_run and not self._scoped() else []
-        return self._opened(memory, task, run_id, self._pre_run_items(items))
+        run = self._new_run(state, runtime)
+        items = await AsyncRun(run).retrieve_pre_run() if self.pre_run and not self._scoped() else []
+        return self._opened(run, self._pre_run_items(items))
+
+    def _new_run(self, state: Mapping[str, Any], runtime: Any) -> Run:
+        """A fresh run of the agent's task (the middleware's own step advice: ``text_rules``)."""
+        return Run(self._memory(runtime), self._task(state, runtime), run_id=uuid.uuid4().hex[:12], step_advice=False)
 
     def after_agent(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
         """End the run inside the graph (``Run.end``); its report goes into ``lm_report``."""
@@ -485,9 +487,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         pending = self._pending(request)
         if pending is None or ExtendedModelResponse is None:
             return handler(self._request(request))
-        memory, task, run_id, tools = pending
-        fitted, update = self._scoped_update(memory, run_id, len(run_steps(request.state)),
-                                             memory.retrieve_for_tools(task, tools, run_id=run_id))
+        run, tools = pending
+        fitted, update = self._scoped_update(run, run.retrieve_pre_run(tools))
         return ExtendedModelResponse(model_response=handler(self._request(request, fitted)), command=update)
 
     async def awrap_model_call(
@@ -497,9 +498,8 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         pending = self._pending(request)
         if pending is None or ExtendedModelResponse is None:
             return await handler(self._request(request))
-        memory, task, run_id, tools = pending
-        items = await asyncio.to_thread(memory.retrieve_for_tools, task, tools, run_id=run_id)
-        fitted, update = self._scoped_update(memory, run_id, len(run_steps(request.state)), items)
+        run, tools = pending
+        fitted, update = self._scoped_update(run, await AsyncRun(run).retrieve_pre_run(tools))
         return ExtendedModelResponse(model_response=await handler(self._request(request, fitted)), command=update)
 
     def wrap_tool_call(
@@ -511,26 +511,27 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return early
         if call is None:
             return handler(request)
+        run = call.run()
         try:
             result = handler(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            call.run().observe(call.failed(exc))
+            run.observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = call.run().observe(step)
-        items = call.memory.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
-        return self._with_rules(call, call.update(result, step, event, items))
+        event = run.observe(step)
+        items = run.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
+        return self._with_rules(call, call.update(run, result, step, event, items))
 
     def _with_rules(self, call: _Call, update: Command[Any]) -> Command[Any]:
         """With ``text_rules="at_step"``: the update plus an activation for each rule delivered in the run so far
         (shown, or standing held, before this call) and not yet activated."""
         if self._rules is None or not isinstance(update.update, dict):
             return update
-        fresh = [a for a in self._rules.activations(**self._rules_args(call.memory, call.state, call.history))
+        fresh = [a for a in self._advised(call.memory, call.state, call.history).advised()
                  if a.lesson_id not in call.activated]
         if not fresh:
             return update
@@ -542,11 +543,11 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = self._call(request)
         if call is None:
             return None, request, None
-        held = self._held(call)
-        if held:
-            fix = self._fix(call, held)
+        checked = self._checked(call)
+        if checked is not None:
+            fix = self._fix(call, checked)
             if fix is None:
-                return call, request, self._stopped(call, held)
+                return call, request, self._stopped(call, checked)
             args, used = fix
             request = request.override(tool_call={**request.tool_call, "args": args})
             call = replace(call, args=args, action=tool_action(call.tool, args), rewritten=used)
@@ -555,33 +556,35 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _guard_mode(self, memory: LearningMemory) -> str:
         return memory.config.retrieval.tool_guard if self.guard is DEFAULT else str(self.guard)
 
-    def _held(self, call: _Call) -> list[Held]:
-        """What the call guard holds against the call; nothing when it is off, for a lookup tool, or when the same
-        call was answered in this run already (proposed again, it runs)."""
+    def _checked(self, call: _Call) -> Run | None:
+        """The run taken up with the call checked (``Run.check``) when the call guard holds lessons against it; None
+        when it holds none, is off, the tool is a lookup tool, or the same call was answered in this run already
+        (proposed again, it runs)."""
         if self._guard_mode(call.memory) == "off" or call.docs:
-            return []
+            return None
         if was_answered(call.state.get("lm_guard") or [], call.action):
-            return []
-        return call.memory.check_call(call.tool, call.args)
+            return None
+        run = call.run()
+        run.check(call.tool, call.args, step=call.index)
+        return run if run.held else None
 
-    def _fix(self, call: _Call, held: list[Held]) -> tuple[dict[str, Any], tuple[Held, ...]] | None:
+    def _fix(self, call: _Call, checked: Run) -> tuple[dict[str, Any], tuple[Held, ...]] | None:
         """With ``guard="rewrite"``: the arguments rewritten by the held promoted lessons, and those lessons."""
         if self._guard_mode(call.memory) != "rewrite":
             return None
-        used = tuple(h for h in held if h.lesson.status == "promoted" and h.after is not None)
-        args = rewritten_args(call.args, list(used))
-        return (args, used) if args is not None else None
+        args = checked.rewritten_args(call.args, promoted=True)
+        return (args, tuple(checked.rewriting(promoted=True))) if args is not None else None
 
-    def _stopped(self, call: _Call, held: list[Held]) -> Command[Any]:
-        """The answer to a call memory stops: a tool message with the lessons, the answer recorded, the lessons activated."""
-        shown = held[: call.memory.config.retrieval.guard_max_lessons]
-        ids = [h.lesson.id for h in shown]
-        message = ToolMessage(content=guard_text(shown), tool_call_id=call.tool_call_id, name=call.tool,
+    def _stopped(self, call: _Call, checked: Run) -> Command[Any]:
+        """The answer to a call memory stops: a tool message with the lessons it quotes, the answer recorded, those
+        lessons activated (by ``checked``, at the call's step)."""
+        ids = [h.lesson.id for h in checked.quoted]
+        message = ToolMessage(content=guard_text(checked.quoted), tool_call_id=call.tool_call_id, name=call.tool,
                               status="error", artifact={"guarded": call.action, "lessons": ids})
         return Command(update={
             "messages": [message],
             "lm_guard": [answer_entry(len(call.history), call.action, ids)],
-            "lm_activations": as_json(guard_activations(shown, run_id=call.run_id, step=call.index)),
+            "lm_activations": as_json(checked.activations),
         })
 
     def _guarded(self, call: _Call) -> Command[Any] | None:
@@ -591,7 +594,7 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self._rules is None or call.docs:
             return None
         action = proposed_action(call.tool, call.args)
-        held = self._rules.check(**self._rules_args(call.memory, call.state, call.history), action=action)
+        held = self._advised(call.memory, call.state, call.history).check(action)
         if not held:
             return None
         notes = "\n".join([step_guard_note(action, held), SHORT_TITLE, *joined_hint_lines(held)])  # a memory block: read_memory_block reads it
@@ -607,20 +610,20 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return early
         if call is None:
             return await handler(request)
+        run = AsyncRun(call.run())
         try:
             result = await handler(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            await AsyncRun(call.run()).observe(call.failed(exc))
+            await run.observe(call.failed(exc))
             raise
         if not isinstance(result, ToolMessage):
             return result
         step = call.step(result)
-        event = await AsyncRun(call.run()).observe(step)
-        on_error = event is not None and self.on_error
-        items = await call.memory.aretrieve_on_error(event, call.context(event)) if on_error and event else []
-        return self._with_rules(call, call.update(result, step, event, items))
+        event = await run.observe(step)
+        items = await run.retrieve_on_error(event, call.context(event)) if event is not None and self.on_error else []
+        return self._with_rules(call, call.update(run.run, result, step, event, items))
 
 
 __all__ = ["DEFAULT", "LearningMiddleware"]

@@ -44,6 +44,7 @@ from langmem_plus.learning.trajectory_import import demonstration
 from langmem_plus.learning.workflows import Grounded, against, ground, workflow_line
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
 from langmem_plus.learning.synthesis import synthesize_offline
+from langmem_plus.memory.by_hand import by_hand, by_hand_async, unwarned
 from langmem_plus.memory.facts import SharedFacts
 from langmem_plus.memory.imports import link_imported, with_simhash
 from langmem_plus.memory.runs import audit_run, write_episodes
@@ -306,6 +307,7 @@ class LearningMemory:
         return AsyncRun(self.start_run(task, run_id=run_id, step_advice=step_advice))
 
     # ------------------------------------------------------------------ capture
+    @by_hand
     def capture(
         self,
         step: Step,
@@ -317,7 +319,7 @@ class LearningMemory:
     ) -> ErrorEvent | None:
         """Fingerprint a failed step into an ErrorEvent and store it; None when the step is fine (``Run.record``).
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         event = detect_failure(
             step,
@@ -335,13 +337,14 @@ class LearningMemory:
             self.audit.write("capture", event=event.model_dump(mode="json"))
         return event
 
+    @by_hand
     def capture_steps(
         self, steps: Sequence[Step], *, run_id: str, task: TaskSpec | None = None, start: int = 0
     ) -> list[ErrorEvent]:
         """``capture`` each of ``steps[start:]`` with the steps before it as history; the events found (the
         ``capture`` node, ``general_update``).
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         events: list[ErrorEvent] = []
         for i in range(start, len(steps)):
@@ -351,6 +354,7 @@ class LearningMemory:
         return events
 
     # ------------------------------------------------------------------ retrieval
+    @by_hand
     def retrieve_pre_run(
         self,
         task: TaskSpec,
@@ -368,7 +372,7 @@ class LearningMemory:
         them (``retrieval.context``): lessons ranked by how often the tool's recent runs
         needed them, within ``max_context_tokens``. ``Run.hints`` calls it on a run's first hints.
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         with self._lock:  # the state it reads changes under end_run and refresh (one writer at a time, readers wait)
             if run_id is not None and self.clock() - self.sync.refreshed_at >= self.config.lifecycle.shared_refresh_s:
@@ -425,6 +429,7 @@ class LearningMemory:
                     items.setdefault(item.item_id, item)
         return list(items.values())
 
+    @by_hand
     def retrieve_on_error(
         self,
         event: ErrorEvent,
@@ -438,7 +443,7 @@ class LearningMemory:
 
         ``k``: as in ``retrieve_pre_run``. ``Run.record`` calls it for a failed step.
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         now = self.clock() if now is None else now
         ctx = context or WorkingContext(last_fail=event.error_text[: self.config.capture.context_text_chars], context=event.tool or "")
@@ -469,13 +474,14 @@ class LearningMemory:
             )
         return result.chosen
 
+    @by_hand
     def activations_for(
         self, items: Sequence[ScoredItem], *, run_id: str, step: int, moment: Moment, fingerprint_id: str | None = None
     ) -> list[Activation]:
         """Activation records for the lessons among ``items`` that are shown to the executor (a ``Run`` records them
         as it shows lessons).
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         return [
             Activation(
@@ -561,6 +567,7 @@ class LearningMemory:
         return hints_from_items(items)
 
     # ------------------------------------------------------------------ end of run
+    @by_hand
     def end_run(
         self,
         *,
@@ -579,7 +586,7 @@ class LearningMemory:
         evidence. What the run says about each lesson is appended to the shared log as
         ``RunEvidence``, never written into the lesson's record. ``Run.end`` calls it.
 
-        Recording a run by hand with this call is kept for one release; use ``start_run``.
+        Recording a run by hand with this call is kept for one release (it warns); use ``start_run``.
         """
         now = self.clock() if now is None else now
         with self._lock:
@@ -918,6 +925,7 @@ class LearningMemory:
         return assemble(items, budget=self.config.context.max_context_tokens, config=self.config, now=self.clock()).text
 
     # ------------------------------------------------------------------ two-interface abstraction
+    @by_hand
     def general_update(self, recorder: Trajectory, *, retrieved_as: str | None = None) -> RunReport:
         """Fold one finished trajectory into memory (the ``general_update`` interface).
 
@@ -926,7 +934,7 @@ class LearningMemory:
         the attempt was then recorded under another one (a caller that names runs late). The trajectory's
         steps go through a ``Run`` as they were numbered (``Run.observe``), which then ends (``Run.end``).
 
-        Kept for one release for code written to the two-interface abstraction; use ``start_run``.
+        Kept for one release for code written to the two-interface abstraction (it warns); use ``start_run``.
         """
         with self._lock:
             shown = self._shown.pop(recorder.run_id, [])
@@ -937,13 +945,14 @@ class LearningMemory:
             run.observe(step)
         return run.end(recorder.verdict)
 
+    @by_hand
     def general_retrieve(self, recorder: Trajectory) -> dict[str, Any]:
         """What memory offers before a task (the ``general_retrieve`` interface).
 
         What it shows is remembered under the trajectory's run id, so the matching
         ``general_update`` can measure whether those lessons helped.
 
-        Kept for one release for code written to the two-interface abstraction; use ``start_run``.
+        Kept for one release for code written to the two-interface abstraction (it warns); use ``start_run``.
         """
         with self._lock:
             result = self._pre_run(recorder.task, None, now=None, k=None)
@@ -983,6 +992,7 @@ class LearningMemory:
     # ------------------------------------------------------------------ async twins
     # The async twins run the sync core on a worker thread (Chroma's client is synchronous); the
     # memory's lock makes them safe beside each other and beside sync callers.
+    @by_hand_async
     async def acapture(
         self,
         step: Step,
@@ -993,8 +1003,9 @@ class LearningMemory:
         now: float | None = None,
     ) -> ErrorEvent | None:
         """Async ``capture``."""
-        return await asyncio.to_thread(self.capture, step, run_id=run_id, task=task, history=history, now=now)
+        return await asyncio.to_thread(unwarned(self.capture), step, run_id=run_id, task=task, history=history, now=now)
 
+    @by_hand_async
     async def aretrieve_pre_run(
         self,
         task: TaskSpec,
@@ -1005,8 +1016,9 @@ class LearningMemory:
         k: int | None = None,
     ) -> list[ScoredItem]:
         """Async ``retrieve_pre_run``."""
-        return await asyncio.to_thread(self.retrieve_pre_run, task, context, run_id=run_id, now=now, k=k)
+        return await asyncio.to_thread(unwarned(self.retrieve_pre_run), task, context, run_id=run_id, now=now, k=k)
 
+    @by_hand_async
     async def aretrieve_on_error(
         self,
         event: ErrorEvent,
@@ -1017,8 +1029,9 @@ class LearningMemory:
         k: int | None = None,
     ) -> list[ScoredItem]:
         """Async ``retrieve_on_error``."""
-        return await asyncio.to_thread(self.retrieve_on_error, event, context, run_id=run_id, now=now, k=k)
+        return await asyncio.to_thread(unwarned(self.retrieve_on_error), event, context, run_id=run_id, now=now, k=k)
 
+    @by_hand_async
     async def aend_run(
         self,
         *,
@@ -1032,7 +1045,7 @@ class LearningMemory:
     ) -> RunReport:
         """Async ``end_run``."""
         return await asyncio.to_thread(
-            self.end_run, run_id=run_id, task=task, steps=steps, events=events, activations=activations,
+            unwarned(self.end_run), run_id=run_id, task=task, steps=steps, events=events, activations=activations,
             verdict=verdict, now=now,
         )
 

@@ -269,8 +269,9 @@ class LangmemPlus:
             return
         items, stepper = shown
         run_id = trajectory.run_id
-        acts = self.memory.activations_for(items, run_id=run_id, step=0, moment="pre_run") + stepper.activations(run_id)
-        run = Run(self.memory, trajectory.task, run_id=run_id, step_advice=False, activations=acts)
+        run = Run(self.memory, trajectory.task, run_id=run_id, step_advice=False)
+        run.activate(items, moment="pre_run", step=0)
+        run.activations += stepper.activations(run_id)
         for step in trajectory.steps:
             run.observe(step)
         run.end(trajectory.verdict)
@@ -287,7 +288,7 @@ class LangmemPlus:
     def _triggered_context(self, task: TaskSpec, run_id: str) -> Context:
         """Pre-run items other than text rules in one block of short lines; the tool's text rules to ``StepDelivery``."""
         cfg = self.memory.config
-        items = [i for i in self.memory.retrieve_pre_run(task, run_id=run_id) if not is_text_rule(i.item)]
+        items = [i for i in Run(self.memory, task, run_id=run_id, step_advice=False).retrieve_pre_run() if not is_text_rule(i.item)]
         start = open_triggered(items, cfg, budget=cfg.context.max_context_tokens)
         stepper: StepDelivery | WorkflowAdvisor = start.delivery(self.memory.text_rules(task.tool), [r for r in self.memory.runs if r.tool == task.tool], cfg)
         if self.memory.workflows_for(goal_of(task), family=task.family):  # a workflow's next step comes first
