@@ -109,7 +109,7 @@ class RetrievalConfig(_Section):
     """Neighbourhood radius, in edges, around the seeds that PageRank runs on (design.md §5.2)."""
     graph_max_nodes: int = Field(100, ge=10)
     """Largest neighbourhood PageRank runs on, so its cost does not grow with the graph (design.md §5.2; the size
-    chosen is measured in docs/PERFORMANCE.md, "Cuts of wt/lat3")."""
+    chosen is measured in docs/performance-log.md, "Cuts of wt/lat3")."""
     pagerank_alpha: float = Field(0.85, gt=0.0, lt=1.0)
     """PageRank damping factor (networkx default; Page et al. 1999)."""
     pagerank_rtol: float = Field(1.0e-4, gt=0.0, lt=1.0)
@@ -440,7 +440,7 @@ class StorageConfig(_Section):
     """Candidates Chroma's HNSW index keeps while inserting a vector, for collections created from now on
     (an existing collection keeps the value it was created with). 100 is Chroma's default; smaller builds
     the index faster (the bulk of a write's time at 100k+ lessons) and trades the vector search's recall
-    (docs/PERFORMANCE.md, "A million lessons")."""
+    (docs/performance-log.md, "A million lessons")."""
     snapshot: bool = True
     """Keep a local snapshot of lessons, links, skills, runs and the graph next to the store
     (``store.snapshot``), checked against Chroma's write generation, so an open reads three
@@ -454,7 +454,7 @@ class StorageConfig(_Section):
     """Parsed lessons kept in memory whose JSON is also held (the snapshot's file or a write's text):
     beyond it the longest-parsed is dropped and parsed again when next read, and the warm
     parse after an open stops there. A parsed lesson takes ~6 KB, so a million would need ~6 GB
-    beside Chroma's index; 100,000 parses every lesson of the 100k bench (docs/PERFORMANCE.md,
+    beside Chroma's index; 100,000 parses every lesson of the 100k bench (docs/performance-log.md,
     "A million lessons"). None keeps every parsed lesson."""
     snapshot_rebase_share: float = Field(0.05, ge=0.0)
     """On close, the snapshot's journal is folded into a new base once it holds more records

@@ -3,7 +3,7 @@
 A base saves these three values per lesson node as arrays (``LessonGraph.to_state``). They
 used to be kept as dictionaries by lesson id (the changes since the base) and turned into
 columns at close, a dictionary lookup and a code lookup per lesson: 0.2-0.3 s of the closing
-thread's CPU after a 100k import (docs/PERFORMANCE.md, "Close after an import"). Here every
+thread's CPU after a 100k import (docs/performance-log.md, "Close after an import"). Here every
 write sets its node's cell at once, so a save copies the columns and joins the rewrite text:
 no per-lesson Python at close, as the adjacency's edge log does for its rows.
 

@@ -2,7 +2,7 @@
 
 After ``add_lessons`` imports 100k lessons, the journal holds every record's JSON; writing the
 same 100 MB again into the new base, then scanning it for the row index, was 0.5-0.7 s of the
-close (docs/PERFORMANCE.md, "Writes and close"). A format-5 base instead lists, per record, a
+close (docs/performance-log.md, "Writes and close"). A format-5 base instead lists, per record, a
 file of the folder (a *segment*: its own records file, a journal an earlier base took over, an
 earlier base's records file) and the record's byte range in it, in the row index
 (``base-<id>.rows.npz``). Only records whose text lies in no file yet (folded evidence, another
