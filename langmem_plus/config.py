@@ -525,6 +525,12 @@ class WorkflowConfig(_Section):
     workflow_min_goal_overlap: float = Field(0.5, ge=0.0, le=1.0)
     """Word overlap (Jaccard) of two goals at or above which their trajectories are of one kind of task and are
     induced into one workflow."""
+    workflow_own_runs: bool = False
+    """The memory's own runs that made progress are trajectories too: at a run's end its part up to the most progress
+    it made (``procedures.learned_part``) joins the workflow of its kind."""
+    workflow_own_min_progress: float = Field(1.0, gt=0.0, le=1.0)
+    """Progress (the steps' ``Feedback.progress``) one of the memory's own runs must have reached for a workflow to
+    be learned from it."""
 
 
 _SECTION_MODELS: dict[str, type[_Section]] = {

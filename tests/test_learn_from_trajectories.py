@@ -152,3 +152,42 @@ def test_the_learning_and_delivery_code_names_no_scienceworld_task_object_or_roo
                     found.append(f"{path.relative_to(root)}: {word}")
     assert found == []
     assert re.search(r"\bboil\b", "to boil water")  # the scan finds a word where it is
+
+
+def _progress_run(memory: LearningMemory, thing: str, marks: list[tuple[str, float | None]], k: int) -> None:
+    """One run of the memory's own: each step's progress as the task's environment reported it."""
+    task = TaskSpec(task_id=f"fetch-{k}", goal=f"put the {thing} in the box", family="fetch")
+    with memory.start_run(task) as run:
+        for action, progress in marks:
+            run.record(action=action.format(thing=thing), observation="ok", feedback=Feedback(progress=progress))
+        run.end(Verdict(passed=(marks[-1][1] or 0.0) >= 1.0, score=marks[-1][1] or 0.0))
+
+
+@pytest.mark.parametrize("own_runs", [True, False])
+def test_the_memorys_own_runs_that_made_progress_become_its_workflow(tmp_path: Path, own_runs: bool) -> None:
+    """``workflow_own_runs``: two won runs on different things become one workflow with the thing as a slot, cut
+    after the step that won (the wandering after it is not a step); a run that never reached
+    ``workflow_own_min_progress`` and one without progress signals teach nothing; off, none does."""
+    from langmem_plus.config import MemoryConfig
+
+    config = MemoryConfig.model_validate({"workflows": {"workflow_own_runs": own_runs, "workflow_own_min_progress": 1.0}})
+    mem = LearningMemory.open(tmp_path / "store", namespace=("t", "own"), config=config)
+    try:
+        _progress_run(mem, "red key", [("look", 0.0), ("open box", 0.0), ("take {thing}", 0.5), ("put {thing} in box", 1.0),
+                                       ("look", 1.0)], 0)
+        assert len(mem.workflows_for("put the red key in the box", family="fetch")) == int(own_runs)
+        _progress_run(mem, "blue cup", [("open box", 0.0), ("take {thing}", 0.5), ("put {thing} in box", 1.0)], 1)
+        _progress_run(mem, "old coin", [("open box", 0.0), ("take {thing}", 0.5), ("drop {thing}", 0.5)], 2)
+        _progress_run(mem, "new coin", [("open box", None), ("take {thing}", None)], 3)
+        skills = mem.workflows_for("put the green hat in the box", family="fetch")
+        if not own_runs:
+            assert skills == []
+            return
+        [skill] = skills
+        assert [s.source.rsplit("-", 1)[0] for s in skill.sources] == ["run:fetch-0", "run:fetch-1"]
+        *_, take, put = [s.action for s in skill.procedure]
+        assert re.fullmatch(r"take <[A-Z]>", take) and put == f"put {take[5:]} in box"  # one slot; `look` after the win is no step
+        step = mem.workflow_step("put the green hat in the box", ["open box"], ["take green hat", "look"], family="fetch")
+        assert step is not None and step.correct == "take green hat"
+    finally:
+        mem.close()

@@ -145,6 +145,12 @@ def test_the_workflow_config_is_honoured() -> None:
     loose = cfg.model_copy(update={"workflow_min_goal_overlap": 0.1})
     assert bind_goal(induce_workflow(PAINT), "create paint", cfg.workflow_min_goal_overlap) is None
     assert bind_goal(Workflow(goal="create <A> paint now please", steps=()), "create red paint", loose.workflow_min_goal_overlap) == {"A": "red"}
+    from langmem_plus.learning.procedures import learned_part
+    from langmem_plus.records import Feedback, Step
+
+    half = [Step(index=0, action="open sheet", feedback=Feedback(progress=0.5)), Step(index=1, action="look")]
+    assert learned_part(half, min_progress=cfg.workflow_own_min_progress) == []  # the default asks for a win
+    assert [s.action for s in learned_part(half, min_progress=0.5)] == ["open sheet"]
 
 
 def test_an_offered_action_that_cannot_be_quoted_whole_is_never_handed_over() -> None:

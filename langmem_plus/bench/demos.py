@@ -39,7 +39,8 @@ from langmem_plus.errors import EnvError
 from langmem_plus.executors.base import Executor
 from langmem_plus.learning.skills import common_subsequence
 from langmem_plus.learning.textmatch import norm
-from langmem_plus.learning.trajectory_import import from_steps
+from langmem_plus.learning.procedures import learned_part
+from langmem_plus.learning.trajectory_import import from_run, from_steps
 from langmem_plus.learning.workflows import Demonstration
 from langmem_plus.memory import Trajectory
 from langmem_plus.memory.advisor import done_actions, offered_actions
@@ -223,6 +224,25 @@ def make_demo_design(name: str) -> MemoryDesign:
     return factories[name]()
 
 
+def learn_own(design: MemoryDesign, trajectory: Trajectory, *, min_progress: float) -> None:
+    """Hand one of ``design``'s own collection runs back to it: folded in as a trajectory (``general_update``); a
+    design that learns only from demonstrations (the literal ones) gets the run's part up to the most progress it
+    made as one (``procedures.learned_part``), the part langmem_plus's own-run workflows learn from."""
+    design.general_update(trajectory)
+    learn = getattr(design, "learn_demonstrations", None)
+    if not callable(learn) or isinstance(design, LangmemPlus):  # ours learns its own runs through its run's end
+        return
+    part = learned_part(trajectory.steps, min_progress=min_progress)
+    if part:
+        learn([from_run(goal_of(trajectory.task), part, source=trajectory.run_id)], trajectory.task.family)
+
+
+def _collect_tasks(env: Any, n: int, family: str) -> list[TaskSpec]:
+    """``n`` train variations spread over the fold (``spaced``), as tasks to collect own runs on."""
+    chosen = spaced(list(env.fold_seeds("train")), n) if n else []
+    return _deploy_tasks(env, "train", len(chosen), family, seeds=chosen)
+
+
 def teach(design: MemoryDesign, demos: Sequence[Demonstration], task: TaskSpec) -> None:
     """Hand ``demos`` of ``task``'s kind to ``design``: as demonstrations where it reads them, else as trajectories."""
     learn = getattr(design, "learn_demonstrations", None)
@@ -236,8 +256,9 @@ def teach(design: MemoryDesign, demos: Sequence[Demonstration], task: TaskSpec) 
 # ---------------------------------------------------------------------------- the bench
 
 
-def _deploy_tasks(env: Any, fold: str, k: int, family: str) -> list[TaskSpec]:
-    seeds = list(env.fold_seeds(fold))[:k]
+def _deploy_tasks(env: Any, fold: str, k: int, family: str, *, seeds: Sequence[int] | None = None) -> list[TaskSpec]:
+    """The first ``k`` variations of ``fold`` (or the given ``seeds``) as tasks of ``family``."""
+    seeds = list(env.fold_seeds(fold))[:k] if seeds is None else list(seeds)
     out = []
     for seed in seeds:
         task_id = f"{fold}-{seed}"
@@ -261,30 +282,42 @@ def run_demo_bench(
     mode: str = "static",
     seed: int,
     executor_factory: Callable[[int], Executor],
-    source: DemoSource,
+    source: DemoSource | None,
+    own_runs: int = 0,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """``{"env", "simplifications", "fold", "demos", "variations", "tasks", "designs": {NAME: {"score", "success",
-    "minus_100", "tokens_per_step", "steps", "per_task": {TASK: {...}}}}}`` (module docstring); ``simplifications``
-    None plays the env's default."""
+    """``{"env", "simplifications", "fold", "demos", "own_runs", "variations", "tasks", "designs": {NAME: {"score",
+    "success", "minus_100", "tokens_per_step", "steps", "per_task": {TASK: {...}}}}}`` (module docstring);
+    ``simplifications`` None plays the env's default. With ``own_runs`` (and no ``source``), each design first plays
+    that many train variations of each task itself, learning from each (``learn_own``), instead of being taught
+    demonstrations."""
     if mode not in ("static", "dynamic"):
         raise EnvError(f"mode must be static or dynamic, got {mode!r}")
+    if (source is None) == (own_runs <= 0):
+        raise EnvError("learn from demonstrations (a source and demos) or from own runs (own_runs > 0), one of them")
+    min_progress = DEFAULT_CONFIG.workflows.workflow_own_min_progress
     for name in designs:
         make_demo_design(name).close()  # an unknown name is refused before any game is played
     rows: dict[str, dict[str, list[list[dict[str, Any]]]]] = {d: {} for d in designs}
     for t_i, task in enumerate(tasks):
         started = time.perf_counter()
-        shown = source(task, demos)
+        shown = source(task, demos) if source is not None else []
         env = make_env(f"{env_base}:{task}" + (f":{simplifications}" if simplifications else ""))
         try:
             deploy = _deploy_tasks(env, fold, variations, task)
+            collect = _collect_tasks(env, own_runs, task)
             for name in designs:
                 for r in range(repeats):
                     design = make_demo_design(name)
                     executor = executor_factory(seed + r)
                     try:
-                        if deploy:
+                        if deploy and source is not None:
                             teach(design, shown, deploy[0])
+                        for t in collect if not isinstance(design, NoMemory) else ():  # it would learn nothing
+                            run_id = f"r{r}-{t.task_id}"
+                            ctx = design.general_retrieve(t, run_id=run_id)
+                            learn_own(design, run_episode(env, executor, t, ctx, run_id=run_id, max_steps=max_steps),
+                                      min_progress=min_progress)
                         rep: list[dict[str, Any]] = []
                         for t in deploy:
                             run_id = f"r{r}-{t.task_id}"
@@ -307,7 +340,8 @@ def run_demo_bench(
             parts = [f"{n} {statistics.fmean(x['score'] for rep in rows[n][task] for x in rep):.2f}"
                      for n in designs if rows[n].get(task) and rows[n][task][0]]
             progress(f"[env --demos] {t_i + 1}/{len(tasks)} {task}: {', '.join(parts)} ({time.perf_counter() - started:.0f}s)")
-    return {"env": env_base, "simplifications": simplifications or "default", "fold": fold, "mode": mode, "demos": demos, "variations": variations, "repeats": repeats,
+    return {"env": env_base, "simplifications": simplifications or "default", "fold": fold, "mode": mode,
+            "demos": demos if source is not None else 0, "own_runs": own_runs, "variations": variations, "repeats": repeats,
             "max_steps": max_steps, "tasks": list(tasks), "designs": {n: summarize_demo_rows(rows[n]) for n in designs}}
 
 
@@ -360,6 +394,7 @@ __all__ = [
     "SequenceSteps",
     "as_trajectory",
     "format_demo_text",
+    "learn_own",
     "make_demo_design",
     "run_demo_bench",
     "sciworld_demonstrations",

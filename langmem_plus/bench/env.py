@@ -388,10 +388,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--demos", type=int, default=None, metavar="N",
                         help="learn from N demonstrations per task (the env's gold sequences of train variations) "
                              "instead of collection runs, and compare the demonstration designs (bench.demos)")
+    parser.add_argument("--own-runs", type=int, default=None, metavar="N",
+                        help="task by task like --demos, but each design first plays N train variations of the task "
+                             "itself and learns from its own runs (no demonstrations; bench.demos.learn_own)")
     parser.add_argument("--variations", type=int, default=1, metavar="K",
-                        help="with --demos: variations of --fold played per task (default 1)")
+                        help="with --demos or --own-runs: variations of --fold played per task (default 1)")
     parser.add_argument("--tasks", default=None, metavar="A,B",
-                        help="with --demos: the tasks to play (default: every task of the env, e.g. all 30 of sciworld)")
+                        help="with --demos or --own-runs: the tasks to play (default: every task of the env, e.g. all 30 "
+                             "of sciworld)")
     parser.add_argument("--llm-base-url", default=None,
                         help="run LLMExecutor over this OpenAI-compatible endpoint instead of TextGameExecutor "
                              "(e.g. http://127.0.0.1:8000/v1; needs the `openai` extra)")
@@ -415,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
     factory, label = executor_from_args(args)
     started = time.perf_counter()
     outside = getattr(args, "executor", "text")
-    if getattr(args, "demos", None) is not None:
+    if getattr(args, "demos", None) is not None or getattr(args, "own_runs", None) is not None:
         return _run_demos(args, factory)
     if getattr(args, "agent", False) or outside != "text":
         if label != "text":
@@ -440,19 +444,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
-    """``bench env --demos N``: the demonstration designs task by task (``bench.demos``)."""
-    from langmem_plus.bench.demos import DEFAULT_DEMOS_MAX_STEPS, format_demo_text, run_demo_bench
+    """``bench env --demos N`` (or ``--own-runs N``): the demonstration designs task by task (``bench.demos``)."""
+    from langmem_plus.bench.demos import DEFAULT_DEMOS_MAX_STEPS, DemoSource, format_demo_text, run_demo_bench
     from langmem_plus.bench.demos import sciworld_demonstrations, twx_demonstrations
     from langmem_plus.bench.designs.evaluation import stderr_lines
 
     base, _, setting = args.env.partition(":")
-    if args.demos < 1 or args.variations < 1:
-        raise InvalidArgument("--demos and --variations must be at least 1")
+    own_runs = getattr(args, "own_runs", None)
+    if (args.demos is None) == (own_runs is None):
+        raise InvalidArgument("give --demos N (learn from demonstrations) or --own-runs N (learn from own runs), not both")
+    if (args.demos if own_runs is None else own_runs) < 1 or args.variations < 1:
+        raise InvalidArgument("--demos, --own-runs and --variations must be at least 1")
     chosen = list(args.designs or DEMO_DESIGNS)
     if any(d not in DEMO_DESIGNS for d in chosen):
         raise InvalidArgument(f"--demos compares {', '.join(DEMO_DESIGNS)}; not {[d for d in chosen if d not in DEMO_DESIGNS]}")
     max_steps = args.max_steps if args.max_steps != DEFAULT_MAX_STEPS else DEFAULT_DEMOS_MAX_STEPS
     simplifications: str | None = None
+    source: DemoSource | None
     if base == "twx-cooking":  # one "task": the setting; demonstrations are the game's gold sequences of train games
         tasks, source = [setting or "default"], twx_demonstrations("cooking")
     elif base == "sciworld":
@@ -470,14 +478,14 @@ def _run_demos(args: argparse.Namespace, factory: ExecutorFactory) -> int:
         if unknown:
             raise InvalidArgument(f"unknown ScienceWorld task(s) {unknown}; choose from {', '.join(names)}")
         simplifications = simplifications or None
-        source = sciworld_demonstrations(simplifications)
+        source = sciworld_demonstrations(simplifications) if own_runs is None else None  # no JVM of gold replays
     else:
         raise InvalidArgument(f"--demos needs an env with demonstrations (sciworld, twx-cooking); {base!r} has none here")
     started = time.perf_counter()
-    result = run_demo_bench(env_base=base, simplifications=simplifications, tasks=tasks, demos=args.demos,
+    result = run_demo_bench(env_base=base, simplifications=simplifications, tasks=tasks, demos=args.demos or 0,
                             variations=args.variations, fold=args.fold, repeats=args.repeats, max_steps=max_steps,
-                            designs=chosen, mode=args.mode, seed=args.seed, executor_factory=factory, source=source,
-                            progress=stderr_lines)
+                            designs=chosen, mode=args.mode, seed=args.seed, executor_factory=factory,
+                            source=source if own_runs is None else None, own_runs=own_runs or 0, progress=stderr_lines)
     print(f"[env --demos] done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     print(json.dumps(result) if args.json else format_demo_text(result))
     return 0

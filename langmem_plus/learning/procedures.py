@@ -31,10 +31,29 @@ from langmem_plus.learning.workflows import (
     induce_workflow,
     told_lines,
 )
-from langmem_plus.records import Namespace, ProcedureStep, Skill, SkillStats, WorkflowSource
+from langmem_plus.records import Namespace, ProcedureStep, Skill, SkillStats, Step, WorkflowSource
 
 KIND_PREFIX = "workflow"
 """Leads a workflow skill's goal templates, so a reader tells it from a skill distilled from episodes."""
+
+
+def learned_part(steps: Sequence[Step], *, min_progress: float) -> list[Step]:
+    """The part of one of the memory's own runs a workflow is learned from: its steps up to the first that reached
+    the most progress the run made, when that is at least ``min_progress`` and above none at all; ``[]`` otherwise
+    (a run without progress signals, or one that made too little). What came after it added nothing to the run.
+
+    Example:
+        >>> from langmem_plus.records import Feedback
+        >>> run = [Step(index=i, action=a, feedback=Feedback(progress=p))
+        ...        for i, (a, p) in enumerate([("open box", 0.0), ("take key", 0.5), ("look", 0.5), ("drop key", 0.0)])]
+        >>> [s.action for s in learned_part(run, min_progress=0.5)], learned_part(run, min_progress=0.6)
+        (['open box', 'take key'], [])
+    """
+    marks = [s.feedback.progress for s in steps]
+    best = max((p for p in marks if p is not None), default=None)
+    if best is None or best <= 0.0 or best < min_progress:
+        return []
+    return list(steps[: marks.index(best) + 1])
 
 
 def source_of(demo: Demonstration, config: WorkflowConfig = DEFAULT_CONFIG.workflows) -> WorkflowSource:

@@ -39,7 +39,7 @@ from langmem_plus.learning.lifecycle import (
 )
 from langmem_plus.learning.llm_synthesis import synthesize_with_llm
 from langmem_plus.learning.outcomes import applied_in_run, step_outcomes
-from langmem_plus.learning.procedures import group_by_kind, is_workflow, matching, workflow_of, workflow_skill
+from langmem_plus.learning.procedures import group_by_kind, is_workflow, learned_part, matching, workflow_of, workflow_skill
 from langmem_plus.learning.trajectory_import import demonstration
 from langmem_plus.learning.workflows import Grounded, against, ground, workflow_line
 from langmem_plus.learning.recall import Direction, recall_at, recall_before, recall_sequence
@@ -692,6 +692,7 @@ class LearningMemory:
                                                       failure_mode=events[0].fingerprint if events else None))
             self._semantic_from_run(run_id, judged)
             self._semantic_from_observations(run_id, steps, claimed is not None)
+            self._workflow_from_run(run_id, task, steps)
             by_status = self.lessons_by_status()
             return RunReport(
                 run_id=run_id,
@@ -714,6 +715,15 @@ class LearningMemory:
                 episodes_seen=sum(e.count for e in episodes),
                 verdict=verdict,
             )
+
+    def _workflow_from_run(self, run_id: str, task: TaskSpec, steps: Sequence[Step]) -> None:
+        """A run of the memory's own that made progress joins the workflow of its kind (``workflow_own_runs``): its
+        part up to the most progress it made, under the goal its task states."""
+        cfg = self.config.workflows
+        part = learned_part(steps, min_progress=cfg.workflow_own_min_progress) if cfg.workflow_own_runs else []
+        goal = str((task.context or {}).get("goal") or task.goal or "")
+        if part and goal:
+            self.learn_from_trajectories([part], goal=goal, family=task.family, source=f"run:{run_id}")
 
     def correct_verdict(self, run_id: str, verdict: Verdict) -> dict[str, Any]:
         """Replace the verdict of a stored run (its referee was wrong): what the run said is folded again under it.
