@@ -39,6 +39,16 @@ def task(k: int) -> TaskSpec:
     return TaskSpec(task_id=f"youngest-{k}", goal="the two youngest pets' names", tool="sqlite3")
 
 
+def taught(db: Path, tmp_path: Path) -> LearningMemory:
+    """A memory three runs taught the habit and its fix: a refused `TOP`, then `LIMIT`."""
+    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    for k in range(3):
+        with memory.start_run(task(k)) as run:
+            run.record(sqlite(db, WRONG))
+            run.record(sqlite(db, RIGHT))
+    return memory
+
+
 def test_a_run_learns_from_a_real_failure_and_holds_the_mistake_before_it_runs(db: Path, tmp_path: Path) -> None:
     memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
     try:
@@ -91,12 +101,8 @@ def test_a_run_taken_up_from_what_it_recorded_carries_on_where_it_was(db: Path, 
     """A run whose record lives elsewhere between calls (a graph's state, an agent's state) is taken up from its
     steps, events and activations: a step another loop numbered is observed as it is, the next recorded step is
     numbered after them all, and the end counts them all."""
-    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    memory = taught(db, tmp_path)
     try:
-        for k in range(3):
-            with memory.start_run(task(k)) as run:
-                run.record(sqlite(db, WRONG))
-                run.record(sqlite(db, RIGHT))
         first = memory.start_run(task(7), run_id="t-7")
         assert first.record(sqlite(db, WRONG)), "a failure with a lesson for it returns the lesson"
         assert first.retrieved and first.activations and first.events
@@ -214,12 +220,8 @@ def test_a_loop_that_shows_lessons_itself_retrieves_through_the_run_and_activate
     activates them again."""
     from langmem_plus.records import WorkingContext
 
-    memory = LearningMemory.open(tmp_path / "store", namespace=("acme", "agent"))
+    memory = taught(db, tmp_path)
     try:
-        for k in range(3):
-            with memory.start_run(task(k)) as run:
-                run.record(sqlite(db, WRONG))
-                run.record(sqlite(db, RIGHT))
         run = Run(memory, task(5), run_id="l-5", step_advice=False)
         pre = run.retrieve_pre_run()
         assert pre and run.activations == [] and run.retrieve_pre_run() is pre
