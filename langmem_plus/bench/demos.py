@@ -5,7 +5,9 @@ Per task (``--tasks``, default every task of the env family), the env's own demo
 design; then the first ``--variations K`` variations of ``--fold`` (test by default) are played by the same
 executor, once per repeat, memory frozen (``--mode static``, the default) or folding each attempt in (``dynamic``).
 TextWorldExpress's cooking games work the same way, the setting standing for the task and its gold sequences of
-train games for the demonstrations. The designs, each told the task's family and handed the same demonstrations:
+train games for the demonstrations. With ``--own-runs N`` instead, no design sees a demonstration: each first plays
+``N`` train variations itself and learns from its own runs (``learn_own``). The designs, each told the task's family
+and handed the same demonstrations:
 
 - ``no_memory``: nothing;
 - ``literal_replay``: the demonstration nearest the task's goal (cosine of the offline embeddings) replayed word
