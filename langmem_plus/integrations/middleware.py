@@ -395,11 +395,12 @@ class LearningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _advised(self, memory: LearningMemory, state: Mapping[str, Any], steps: list[Step]) -> Run:
         """The state's run taken up under the middleware's step advice (``text_rules="at_step"``): its ``steps``, the
-        pre-run items it opened with, the proposals answered, and the session kept across the middleware's runs."""
+        pre-run items it opened with (read from the state only when the advice needs them), the proposals answered,
+        and the session kept across the middleware's runs."""
         advisor = self._advisor
         assert advisor is not None  # only with text_rules="at_step"
         return Run(memory, _task_of(state), run_id=str(state.get("lm_run_id")), step_advice=advisor, session=self._rules,
-                   steps=steps, pre_run=read_records(state, "lm_pre_run", ScoredItem),
+                   steps=steps, pre_run=lambda: read_records(state, "lm_pre_run", ScoredItem),
                    answers=advisor.answered(state.get("lm_guard") or []), budget=self._cap(memory))
 
     def _call(self, request: ToolCallRequest) -> _Call | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
@@ -100,7 +100,8 @@ class Run:
     A run whose record lives elsewhere between calls (a LangGraph state, an agent's state: the nodes and
     ``LearningMiddleware``) is taken up from what it holds so far, ``steps``, ``events`` and ``activations``, for
     the call at hand; what that call adds is what ``activations`` (and ``retrieved``) gained. Its step advice is
-    taken up the same way: the pre-run items it was shown (``pre_run``), the proposals answered (``answers``), and
+    taken up the same way: the pre-run items it was shown (``pre_run``, or a function that reads them, called only
+    when they are needed), the proposals answered (``answers``), and
     the ``session`` that outlives the call (``StepAdvisor.session``, rebuilt from those).
 
     Args:
@@ -111,7 +112,8 @@ class Run:
 
     def __init__(self, memory: LearningMemory, task: TaskSpec, *, run_id: str | None = None,
                  step_advice: bool | StepAdvisor = True, steps: Sequence[Step] = (), events: Sequence[ErrorEvent] = (),
-                 activations: Sequence[Activation] = (), pre_run: Sequence[ScoredItem] | None = None,
+                 activations: Sequence[Activation] = (),
+                 pre_run: Sequence[ScoredItem] | Callable[[], Sequence[ScoredItem]] | None = None,
                  answers: Sequence[tuple[int, str]] = (), session: StepSession | None = None,
                  budget: int | None = None) -> None:
         self.memory = memory
@@ -132,7 +134,8 @@ class Run:
             else step_advisor_for(task.domain) if step_advice and task.domain else None)
         self._session: StepSession | None = (
             None if self._advisor is None else session if session is not None else self._advisor.session())
-        self._pre: list[ScoredItem] | None = list(pre_run) if pre_run is not None else None
+        self._pre: list[ScoredItem] | None = list(pre_run) if pre_run is not None and not callable(pre_run) else None
+        self._read_pre = pre_run if callable(pre_run) else None
         self._pre_shown = pre_run is not None
         self._on_error: list[Hint] = []
         self._answers: list[tuple[int, str]] = list(answers)
@@ -148,7 +151,13 @@ class Run:
         """
         if self._advisor is None:
             raise InvalidArgument(f"run {self.run_id!r} has no step advice; its opening is its hints()")
-        return self._advisor.open(self._pre or [], self.memory.config, budget=self._budget)
+        return self._advisor.open(self._taken_pre() or [], self.memory.config, budget=self._budget)
+
+    def _taken_pre(self) -> list[ScoredItem] | None:
+        """The pre-run items, read on first use when the run was taken up with a function that reads them."""
+        if self._pre is None and self._read_pre is not None:
+            self._pre, self._read_pre = list(self._read_pre()), None
+        return self._pre
 
     def _step_args(self) -> dict[str, Any]:
         return {"memory": self.memory, "run_id": self.run_id, "task": self.task, "steps": self.steps,
@@ -167,7 +176,7 @@ class Run:
         (name -> description), those of the tools the task is likely to call (``LearningMemory.retrieve_for_tools``).
         Nothing is activated: ``hints()`` activates what it shows, a caller showing them itself calls ``activate``."""
         self._check_open()
-        if self._pre is None:
+        if self._taken_pre() is None:
             memory = self.memory
             if tools is not None:
                 items = memory.retrieve_for_tools(self.task, tools, run_id=self.run_id)
@@ -175,7 +184,8 @@ class Run:
                 chars = memory.config.capture.context_text_chars
                 items = memory.retrieve_pre_run(self.task, working_context(self.task, self.steps, chars=chars), run_id=self.run_id)
             self._pre, self.retrieved = items, list(items)
-        return self._pre
+            return items
+        return self._pre or []
 
     def retrieve_on_error(self, event: ErrorEvent, context: WorkingContext | None = None) -> list[ScoredItem]:
         """The lessons for a failure of this run (``observe`` returns its event), retrieved in ``context`` (default:
